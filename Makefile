@@ -1,0 +1,50 @@
+# jaq — Audio Queue Services on JACK, in Swift.
+#
+#   make demo   set up (Debian packages), build, run the demo
+#   make test   set up, build (debug and release), run the tests
+#   make bench  set up, build release, run the benchmarks against the peer tools
+
+SHELL := /bin/bash
+export PATH := $(PATH):/opt/swift/usr/bin
+export DEBIAN_FRONTEND := noninteractive
+
+# Debian packages the build, the tests and the demo need.
+PACKAGES := pkg-config libjack-jackd2-dev libsndfile1-dev libsoxr-dev jackd2 sox libsox-fmt-all \
+            jack-capture jack-tools sndfile-tools ecasound
+
+SWIFT ?= swift
+SWIFT_FLAGS ?=
+
+.PHONY: all deps build release test demo bench clean
+
+all: build
+
+# Installs only what is missing; needs root (or sudo) the first time.
+deps:
+	@missing=""; for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	  echo "jackd2 jackd/tweak_rt_limits boolean false" | $$SUDO debconf-set-selections 2>/dev/null || true; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@command -v $(SWIFT) >/dev/null || { echo "swift not found (expected at /opt/swift/usr/bin)"; exit 1; }
+
+build: deps
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+release: deps
+	$(SWIFT) build -c release $(SWIFT_FLAGS)
+
+test: deps
+	$(SWIFT) build $(SWIFT_FLAGS)
+	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	$(SWIFT) test $(SWIFT_FLAGS)
+
+demo: build
+	./Configs/demo.sh
+
+clean:
+	rm -rf .build out

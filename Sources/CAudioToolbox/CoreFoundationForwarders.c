@@ -1,0 +1,67 @@
+/*
+ * Forwarders from the CoreFoundation subset declared in
+ * include/CoreFoundation/ to the real CoreFoundation inside the Swift
+ * toolchain's libFoundation.so.
+ *
+ * Why a shim: the public headers give these functions `jaq_` symbol names
+ * (asm labels) so that a C program links with -lAudioToolbox alone and so
+ * that nothing here interposes on libFoundation's own CFRelease & co. This
+ * file is the one place that names the real symbols.
+ */
+#include "include/CoreFoundation/CoreFoundation.h"
+
+#define REAL(_sym) __asm__(#_sym)
+
+extern void real_CFRelease(CFTypeRef cf) REAL(CFRelease);
+extern CFTypeRef real_CFRetain(CFTypeRef cf) REAL(CFRetain);
+extern CFStringRef real_CFStringCreateWithCString(CFAllocatorRef alloc, const char *cStr, CFStringEncoding encoding)
+    REAL(CFStringCreateWithCString);
+extern Boolean real_CFStringGetCString(CFStringRef s, char *buffer, CFIndex size, CFStringEncoding encoding)
+    REAL(CFStringGetCString);
+extern CFIndex real_CFStringGetLength(CFStringRef s) REAL(CFStringGetLength);
+extern CFRunLoopRef real_CFRunLoopGetCurrent(void) REAL(CFRunLoopGetCurrent);
+extern CFRunLoopRef real_CFRunLoopGetMain(void) REAL(CFRunLoopGetMain);
+extern SInt32 real_CFRunLoopRunInMode(CFStringRef mode, CFTimeInterval seconds, Boolean returnAfterSourceHandled)
+    REAL(CFRunLoopRunInMode);
+extern void real_CFRunLoopRun(void) REAL(CFRunLoopRun);
+extern void real_CFRunLoopStop(CFRunLoopRef rl) REAL(CFRunLoopStop);
+extern void real_CFRunLoopWakeUp(CFRunLoopRef rl) REAL(CFRunLoopWakeUp);
+extern CFURLRef real_CFURLCreateFromFileSystemRepresentation(CFAllocatorRef a, const UInt8 *b, CFIndex n, Boolean dir)
+    REAL(CFURLCreateFromFileSystemRepresentation);
+extern Boolean real_CFURLGetFileSystemRepresentation(CFURLRef url, Boolean resolve, UInt8 *buffer, CFIndex max)
+    REAL(CFURLGetFileSystemRepresentation);
+extern const CFStringRef real_kCFRunLoopDefaultMode REAL(kCFRunLoopDefaultMode);
+extern const CFStringRef real_kCFRunLoopCommonModes REAL(kCFRunLoopCommonModes);
+
+void jaq_CFRelease(CFTypeRef cf) { if (cf) real_CFRelease(cf); }
+CFTypeRef jaq_CFRetain(CFTypeRef cf) { return cf ? real_CFRetain(cf) : cf; }
+CFStringRef jaq_CFStringCreateWithCString(CFAllocatorRef alloc, const char *cStr, CFStringEncoding encoding) {
+    return cStr ? real_CFStringCreateWithCString(alloc, cStr, encoding) : NULL;
+}
+Boolean jaq_CFStringGetCString(CFStringRef s, char *buffer, CFIndex size, CFStringEncoding encoding) {
+    return (s && buffer && size > 0) ? real_CFStringGetCString(s, buffer, size, encoding) : 0;
+}
+CFIndex jaq_CFStringGetLength(CFStringRef s) { return s ? real_CFStringGetLength(s) : 0; }
+CFRunLoopRef jaq_CFRunLoopGetCurrent(void) { return real_CFRunLoopGetCurrent(); }
+CFRunLoopRef jaq_CFRunLoopGetMain(void) { return real_CFRunLoopGetMain(); }
+SInt32 jaq_CFRunLoopRunInMode(CFStringRef mode, CFTimeInterval seconds, Boolean returnAfterSourceHandled) {
+    return real_CFRunLoopRunInMode(mode ? mode : real_kCFRunLoopDefaultMode, seconds, returnAfterSourceHandled);
+}
+void jaq_CFRunLoopRun(void) { real_CFRunLoopRun(); }
+void jaq_CFRunLoopStop(CFRunLoopRef rl) { if (rl) real_CFRunLoopStop(rl); }
+void jaq_CFRunLoopWakeUp(CFRunLoopRef rl) { if (rl) real_CFRunLoopWakeUp(rl); }
+CFURLRef jaq_CFURLCreateFromFileSystemRepresentation(CFAllocatorRef a, const UInt8 *b, CFIndex n, Boolean dir) {
+    return (b && n >= 0) ? real_CFURLCreateFromFileSystemRepresentation(a, b, n, dir) : NULL;
+}
+Boolean jaq_CFURLGetFileSystemRepresentation(CFURLRef url, Boolean resolve, UInt8 *buffer, CFIndex max) {
+    return (url && buffer && max > 0) ? real_CFURLGetFileSystemRepresentation(url, resolve, buffer, max) : 0;
+}
+
+/* The mode constants are data: copied from CoreFoundation when the library loads. */
+CFStringRef jaq_kCFRunLoopDefaultMode_storage __asm__("jaq_kCFRunLoopDefaultMode");
+CFStringRef jaq_kCFRunLoopCommonModes_storage __asm__("jaq_kCFRunLoopCommonModes");
+
+__attribute__((constructor)) static void jaq_cf_constants_init(void) {
+    jaq_kCFRunLoopDefaultMode_storage = real_kCFRunLoopDefaultMode;
+    jaq_kCFRunLoopCommonModes_storage = real_kCFRunLoopCommonModes;
+}

@@ -1,0 +1,159 @@
+/*
+ * Audio Queue Services for jaq: recording and playback audio queues on the
+ * JACK audio server. Names, types, constants and result codes are Apple's
+ * (AudioQueue.h); where Linux differs, the docs in Docs/ say how.
+ */
+#ifndef JAQ_AUDIOQUEUE_H
+#define JAQ_AUDIOQUEUE_H
+
+#include "../CoreAudioTypes/CoreAudioTypes.h"
+
+JAQ_EXTERN_C_BEGIN
+JAQ_ASSUME_NONNULL_BEGIN
+
+/* ---- Types -------------------------------------------------------------- */
+typedef UInt32 AudioQueuePropertyID;
+typedef UInt32 AudioQueueParameterID;
+typedef Float32 AudioQueueParameterValue;
+typedef struct OpaqueAudioQueue *AudioQueueRef;
+typedef struct OpaqueAudioQueueTimeline *AudioQueueTimelineRef;
+
+/* ---- Result codes ------------------------------------------------------- */
+CF_ENUM(OSStatus) {
+    kAudioQueueErr_InvalidBuffer = -66687,
+    kAudioQueueErr_BufferEmpty = -66686,
+    kAudioQueueErr_DisposalPending = -66685,
+    kAudioQueueErr_InvalidProperty = -66684,
+    kAudioQueueErr_InvalidPropertySize = -66683,
+    kAudioQueueErr_InvalidParameter = -66682,
+    kAudioQueueErr_CannotStart = -66681,
+    kAudioQueueErr_InvalidDevice = -66680,
+    kAudioQueueErr_BufferInQueue = -66679,
+    kAudioQueueErr_InvalidRunState = -66678,
+    kAudioQueueErr_InvalidQueueType = -66677,
+    kAudioQueueErr_Permissions = -66676,
+    kAudioQueueErr_InvalidPropertyValue = -66675,
+    kAudioQueueErr_PrimeTimedOut = -66674,
+    kAudioQueueErr_CodecNotFound = -66673,
+    kAudioQueueErr_InvalidCodecAccess = -66672,
+    kAudioQueueErr_QueueInvalidated = -66671,
+    kAudioQueueErr_TooManyTaps = -66670,
+    kAudioQueueErr_InvalidTapContext = -66669,
+    kAudioQueueErr_RecordUnderrun = -66668,
+    kAudioQueueErr_InvalidTapType = -66667,
+    kAudioQueueErr_BufferEnqueuedTwice = -66666,
+    kAudioQueueErr_CannotStartYet = -66665,
+    kAudioQueueErr_EnqueueDuringReset = -66632,
+    kAudioQueueErr_InvalidOfflineMode = -66626
+};
+
+/** Declared in Apple's AudioFormat.h; returned for formats a queue cannot take. */
+CF_ENUM(OSStatus) {
+    kAudioFormatUnspecifiedError = 0x77686174,         /* 'what' */
+    kAudioFormatUnsupportedPropertyError = 0x70726F70, /* 'prop' */
+    kAudioFormatBadPropertySizeError = 0x2173697A,     /* '!siz' */
+    kAudioFormatBadSpecifierSizeError = 0x21737063,    /* '!spc' */
+    kAudioFormatUnsupportedDataFormatError = 0x666D743F, /* 'fmt?' */
+    kAudioFormatUnknownFormatError = 0x21666D74        /* '!fmt' */
+};
+
+/* ---- Properties --------------------------------------------------------- */
+CF_ENUM(AudioQueuePropertyID) {
+    kAudioQueueProperty_IsRunning = 0x6171726E,               /* 'aqrn' UInt32, read-only */
+    kAudioQueueDeviceProperty_SampleRate = 0x61717372,        /* 'aqsr' Float64, read-only */
+    kAudioQueueDeviceProperty_NumberChannels = 0x61716463,    /* 'aqdc' UInt32, read-only */
+    kAudioQueueProperty_CurrentDevice = 0x61716364,           /* 'aqcd' CFStringRef */
+    kAudioQueueProperty_MagicCookie = 0x61716D63,             /* 'aqmc' void* */
+    kAudioQueueProperty_MaximumOutputPacketSize = 0x786F7073, /* 'xops' UInt32, read-only */
+    kAudioQueueProperty_StreamDescription = 0x61716674,       /* 'aqft' ASBD, read-only */
+    kAudioQueueProperty_ChannelLayout = 0x6171636C,           /* 'aqcl' AudioChannelLayout */
+    kAudioQueueProperty_EnableLevelMetering = 0x61716D65,     /* 'aqme' UInt32 */
+    kAudioQueueProperty_CurrentLevelMeter = 0x61716D76,       /* 'aqmv' AudioQueueLevelMeterState[] */
+    kAudioQueueProperty_CurrentLevelMeterDB = 0x61716D64,     /* 'aqmd' AudioQueueLevelMeterState[] */
+    kAudioQueueProperty_DecodeBufferSizeFrames = 0x64636266,  /* 'dcbf' UInt32 */
+    kAudioQueueProperty_ConverterError = 0x71637665,          /* 'qcve' UInt32, read-only */
+    kAudioQueueProperty_EnableTimePitch = 0x715F7470,         /* 'q_tp' UInt32 */
+    kAudioQueueProperty_TimePitchAlgorithm = 0x71747061,      /* 'qtpa' UInt32 */
+    kAudioQueueProperty_TimePitchBypass = 0x71747062,         /* 'qtpb' UInt32 */
+    kAudioQueueProperty_ChannelAssignments = 0x61716361,      /* 'aqca' */
+    kAudioQueueProperty_HardwareCodecPolicy = 0x61716370      /* 'aqcp' UInt32 */
+};
+
+CF_ENUM(UInt32) {
+    kAudioQueueTimePitchAlgorithm_Spectral = 0x73706563,   /* 'spec' */
+    kAudioQueueTimePitchAlgorithm_TimeDomain = 0x7469646F, /* 'tido' */
+    kAudioQueueTimePitchAlgorithm_Varispeed = 0x76737064   /* 'vspd' */
+};
+
+CF_ENUM(UInt32) {
+    kAudioQueueHardwareCodecPolicy_Default = 0,
+    kAudioQueueHardwareCodecPolicy_UseSoftwareOnly = 1,
+    kAudioQueueHardwareCodecPolicy_UseHardwareOnly = 2,
+    kAudioQueueHardwareCodecPolicy_PreferSoftware = 3,
+    kAudioQueueHardwareCodecPolicy_PreferHardware = 4
+};
+
+/* ---- Parameters --------------------------------------------------------- */
+CF_ENUM(AudioQueueParameterID) {
+    kAudioQueueParam_Volume = 1,
+    kAudioQueueParam_PlayRate = 2,
+    kAudioQueueParam_Pitch = 3,
+    kAudioQueueParam_VolumeRampTime = 4,
+    kAudioQueueParam_Pan = 13
+};
+
+/* ---- Structures --------------------------------------------------------- */
+typedef struct AudioQueueBuffer {
+    const UInt32 mAudioDataBytesCapacity;
+    void *const mAudioData;
+    UInt32 mAudioDataByteSize;
+    void *JAQ_NULLABLE mUserData;
+    const UInt32 mPacketDescriptionCapacity;
+    AudioStreamPacketDescription *const JAQ_NULLABLE mPacketDescriptions;
+    UInt32 mPacketDescriptionCount;
+} AudioQueueBuffer;
+
+typedef AudioQueueBuffer *AudioQueueBufferRef;
+
+typedef struct AudioQueueParameterEvent {
+    AudioQueueParameterID mID;
+    AudioQueueParameterValue mValue;
+} AudioQueueParameterEvent;
+
+typedef struct AudioQueueLevelMeterState {
+    Float32 mAveragePower;
+    Float32 mPeakPower;
+} AudioQueueLevelMeterState;
+
+typedef struct AudioQueueChannelAssignment {
+    CFStringRef mDeviceUID;
+    UInt32 mChannelNumber;
+} AudioQueueChannelAssignment;
+
+/* ---- Callbacks ---------------------------------------------------------- */
+
+/** Called when a playback queue has taken a buffer's data; refill and re-enqueue it. */
+typedef void (*AudioQueueOutputCallback)(void *JAQ_NULLABLE inUserData, AudioQueueRef inAQ,
+                                         AudioQueueBufferRef inBuffer);
+
+/** Called when a recording queue has filled a buffer; write it out and re-enqueue it. */
+typedef void (*AudioQueueInputCallback)(void *JAQ_NULLABLE inUserData, AudioQueueRef inAQ,
+                                        AudioQueueBufferRef inBuffer, const AudioTimeStamp *inStartTime,
+                                        UInt32 inNumberPacketDescriptions,
+                                        const AudioStreamPacketDescription *JAQ_NULLABLE inPacketDescs);
+
+/** Called when a property a listener was added for changes value. */
+typedef void (*AudioQueuePropertyListenerProc)(void *JAQ_NULLABLE inUserData, AudioQueueRef inAQ,
+                                               AudioQueuePropertyID inID);
+
+JAQ_ASSUME_NONNULL_END
+JAQ_EXTERN_C_END
+
+_Static_assert(sizeof(AudioQueueBuffer) == 56, "AudioQueueBuffer is 56 bytes");
+_Static_assert(sizeof(AudioQueueParameterEvent) == 8, "AudioQueueParameterEvent is 8 bytes");
+_Static_assert(sizeof(AudioQueueLevelMeterState) == 8, "AudioQueueLevelMeterState is 8 bytes");
+_Static_assert(__builtin_offsetof(AudioQueueBuffer, mAudioDataByteSize) == 16, "AudioQueueBuffer layout");
+_Static_assert(__builtin_offsetof(AudioQueueBuffer, mUserData) == 24, "AudioQueueBuffer layout");
+_Static_assert(__builtin_offsetof(AudioQueueBuffer, mPacketDescriptions) == 40, "AudioQueueBuffer layout");
+
+#endif

@@ -1,0 +1,16 @@
+/*
+ * jaq's AudioToolbox: Apple's Audio Queue Services and the Audio File subset
+ * the guides use, on Linux, on JACK and libsndfile.
+ *
+ *   #include <AudioToolbox/AudioToolbox.h>
+ *   cc prog.c -I<jaq>/Sources/CAudioToolbox/include -L<lib dir> -lAudioToolbox
+ */
+#ifndef JAQ_AUDIOTOOLBOX_H
+#define JAQ_AUDIOTOOLBOX_H
+
+#include "../CoreFoundation/CoreFoundation.h"
+#include "../CoreAudioTypes/CoreAudioTypes.h"
+#include "AudioFile.h"
+#include "AudioQueue.h"
+
+#endif
