@@ -108,6 +108,17 @@ typedef unsigned char Boolean;
 
 JAQ_EXTERN_C_BEGIN
 CF_ENUM(OSStatus) { noErr = 0 };
+/* The MacErrors.h file-system codes Audio File Services returns here. */
+CF_ENUM(OSStatus) {
+    dskFulErr = -34,   /* the disk is full */
+    ioErr = -36,       /* an I/O error */
+    eofErr = -39,      /* end of file */
+    fnfErr = -43,      /* file not found */
+    dupFNErr = -48,    /* the file exists (AudioFileCreateWithURL without kAudioFileFlags_EraseFile) */
+    paramErr = -50,    /* a bad parameter (NULL pointer) */
+    permErr = -54,     /* no permission (POSIX file mode) */
+    memFullErr = -108  /* out of memory */
+};
 /* File Manager permissions used by the guides (Listing 3-9 passes fsRdPerm). */
 enum { fsCurPerm = 0, fsRdPerm = 1, fsWrPerm = 2, fsRdWrPerm = 3 };
 JAQ_EXTERN_C_END
