@@ -14,9 +14,13 @@ let package = Package(
     targets: [
         // C libraries of the system.
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
 
         // The Apple-compatible C API: headers, layout checks, CoreFoundation forwarders.
         .target(name: "CAudioToolbox", linkerSettings: [.linkedLibrary("Foundation")]),
+
+        // The queue engine: no JACK here. Rings, realtime kernels, conversion, ManualDriver.
+        .target(name: "QueueCore", dependencies: ["CSoxr"]),
 
         // Typed Swift wrapper of libsndfile.
         .target(name: "SoundFile", dependencies: ["CSndFile"]),
@@ -30,6 +34,7 @@ let package = Package(
             dependencies: ["AudioToolbox", "SoundFile", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
+        .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
         .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile"]),
     ]

@@ -1,0 +1,57 @@
+import Glibc
+
+/// A mutex with one condition variable, for state shared between API threads,
+/// queue threads and callbacks. Never used on the realtime side.
+public final class ConditionLock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+
+    public init() {
+        mutex = .allocate(capacity: 1)
+        condition = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    public func lock() { pthread_mutex_lock(mutex) }
+    public func unlock() { pthread_mutex_unlock(mutex) }
+
+    @inline(__always)
+    public func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+
+    /// Wakes every thread waiting on the condition.
+    public func broadcast() { pthread_cond_broadcast(condition) }
+
+    /// Waits (lock held) until `predicate` holds or `timeout` seconds pass; returns the predicate.
+    @discardableResult
+    public func wait(timeout: Double, until predicate: () -> Bool) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let whole = timeout.rounded(.down)
+        deadline.tv_sec += Int(whole)
+        deadline.tv_nsec += Int((timeout - whole) * 1e9)
+        if deadline.tv_nsec >= 1_000_000_000 {
+            deadline.tv_sec += 1
+            deadline.tv_nsec -= 1_000_000_000
+        }
+        while !predicate() {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { return predicate() }
+        }
+        return true
+    }
+}

@@ -1,0 +1,502 @@
+import Glibc
+import Synchronization
+
+/// What the realtime entry of an input queue holds.
+struct InputRealtimeContext: ~Copyable {
+    let state: UnsafeMutablePointer<InputRealtimeState>
+    let queueWake: UnsafeMutablePointer<sem_t>
+    let realtimeWake: UnsafeMutablePointer<sem_t>
+}
+
+private func inputRealtimeEntry(
+    _ context: UnsafeMutableRawPointer, _ frameTime: Int64, _ frameCount: Int32,
+    _ ports: UnsafePointer<UnsafeMutablePointer<Float>>, _ mayWait: Bool
+) {
+    let c = context.assumingMemoryBound(to: InputRealtimeContext.self)
+    let n = Int(frameCount)
+    if mayWait { waitForInputSpace(c, frames: n) }
+    let outcome = captureInputCycle(c.pointee.state, frameTime: frameTime, frameCount: n, ports: ports)
+    if outcome & realtimeWakeQueueThread != 0 { sem_post(c.pointee.queueWake) }
+}
+
+/// Not realtime (freewheel, ManualDriver): waits for ring space rather than drop.
+private func waitForInputSpace(_ c: UnsafeMutablePointer<InputRealtimeContext>, frames: Int) {
+    let s = c.pointee.state
+    var waited = 0.0
+    while waited < 5 {
+        guard s.pointee.mode == ModeCode.running, s.pointee.commands.peek() == nil else { return }
+        if s.pointee.ring.writableFrames() >= frames { return }
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        deadline.tv_nsec += 20_000_000
+        if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
+        sem_post(c.pointee.queueWake)
+        _ = sem_timedwait(c.pointee.realtimeWake, &deadline)
+        waited += 0.02
+    }
+}
+
+/// Applies queued commands to an input queue's realtime state (no cycle running).
+private func applyInputCommandsDirectly(_ s: UnsafeMutablePointer<InputRealtimeState>) {
+    let none = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 1)
+    defer { none.deallocate() }
+    let frame = s.pointee.publication.cycleFrame.load(ordering: .relaxed)
+    // A zero-frame cycle applies commands; a start stays armed until a real cycle.
+    var pendingStart: RealtimeCommand?
+    var others: [RealtimeCommand] = []
+    while let command = s.pointee.commands.pop() {
+        if command.kind == .start { pendingStart = command } else { others.append(command); pendingStart = nil }
+    }
+    for command in others { _ = s.pointee.commands.push(command) }
+    _ = captureInputCycle(s, frameTime: frame, frameCount: 0, ports: none)
+    if let pendingStart { _ = s.pointee.commands.push(pendingStart) }
+}
+
+/// Recorded-data loss information (kAudioQueueErr_RecordUnderrun).
+public struct RecordUnderrunInfo: Sendable, Equatable {
+    /// Times data was lost.
+    public var eventCount: Int
+    /// Frames lost in all (queue rate).
+    public var framesLost: Int64
+    /// Queue time of the first frame lost most recently.
+    public var lastLossSampleTime: Double
+}
+
+/// A recording audio queue: the realtime side captures into a ring with each
+/// cycle's frame time; the queue thread converts (and resamples) into the
+/// enqueued buffers and calls the input callback for each full buffer.
+public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
+    let context: UnsafeMutablePointer<InputRealtimeContext>
+    var realtime: UnsafeMutablePointer<InputRealtimeState> { context.pointee.state }
+    let codec: SampleCodec
+    private(set) var resampler: Resampler?
+    let inputCallback: @Sendable (QueueBuffer, Int, Int, QueueTimeStamp) -> Void
+
+    private let chunkFrames = 1024
+    /// Frames read from the ring (device rate) and the stage (queue rate) they become.
+    private var readPlanes: PlaneBuffers!
+    private var stagePlanes: PlaneBuffers!
+    private var stageCapacity: Int { stagePlanes.capacity }
+    private var stageStart = 0
+    private var stageCount = 0
+
+    // Guarded by `lock`.
+    /// Queue-rate frames delivered (and lost) since the timeline began.
+    private var queueFrames: Double = 0
+    private var resetTicket = 0
+    private var resetDone = 0
+    private var resetDeliversData = false
+    private var stopDrainPending = false
+    private var underrun = RecordUnderrunInfo(eventCount: 0, framesLost: 0, lastLossSampleTime: 0)
+    private var resamplerHasInput = false
+
+    /// Seconds of audio the capture ring holds by default: what may be captured
+    /// while no buffer is enqueued before frames are lost.
+    public static let defaultRingSeconds = 5.0
+
+    /// Creates a recording queue and its JACK client.
+    /// - Parameters:
+    ///   - format: a rate of 0 means the server's rate.
+    ///   - callback: (buffer, bytes filled, packets, start time) for each filled buffer.
+    public init(format: StreamFormat, provider: DeviceProvider, clientName: String, executor: CallbackExecutor,
+                callback: @escaping @Sendable (QueueBuffer, Int, Int, QueueTimeStamp) -> Void) throws {
+        try format.validate(allowsZeroRate: true, bytesPerPacket: format.bytesPerFrame, framesPerPacket: 1)
+        inputCallback = callback
+        let context = UnsafeMutablePointer<InputRealtimeContext>.allocate(capacity: 1)
+        self.context = context
+        codec = SampleCodec(format: format)
+        do {
+            try super.init(direction: .input, format: format, provider: provider, clientName: clientName,
+                           executor: executor)
+        } catch {
+            context.deallocate()
+            throw error
+        }
+        let deviceRate = device.sampleRate
+        if self.format.sampleRate != deviceRate {
+            do {
+                resampler = try Resampler(inputRate: deviceRate, outputRate: self.format.sampleRate,
+                                          channelCount: format.channelCount)
+            } catch {
+                device.close()
+                context.deallocate()
+                throw error
+            }
+        }
+        readPlanes = PlaneBuffers(channelCount: format.channelCount, capacity: chunkFrames)
+        stagePlanes = PlaneBuffers(
+            channelCount: format.channelCount,
+            capacity: Int((Double(chunkFrames) * self.format.sampleRate / deviceRate).rounded(.up)) + 1024)
+        let state = UnsafeMutablePointer<InputRealtimeState>.allocate(capacity: 1)
+        state.initialize(to: InputRealtimeState(
+            channelCount: format.channelCount, ringFrames: Int(deviceRate * Self.defaultRingSeconds),
+            meterWindowFrames: Int(deviceRate * 0.05)))
+        context.initialize(to: InputRealtimeContext(state: state, queueWake: wake.raw, realtimeWake: realtimeWake.raw))
+        device.setProcessor(RealtimeProcessor(context: UnsafeMutableRawPointer(context), entry: inputRealtimeEntry))
+        finishSetup(threadName: "aq-in")
+    }
+
+    deinit {
+        device.setProcessor(nil)
+        realtime.deinitialize(count: 1)
+        realtime.deallocate()
+        context.deinitialize(count: 1)
+        context.deallocate()
+    }
+
+    override func withPublication<T>(_ body: (borrowing RealtimePublication) -> T) -> T {
+        body(realtime.pointee.publication)
+    }
+
+    override func pushCommand(_ command: RealtimeCommand) -> Bool { realtime.pointee.commands.push(command) }
+
+    override func applyCommandsDirectly() { applyInputCommandsDirectly(realtime) }
+
+    override func prepareTimeline() {
+        queueFrames = 0
+        stageStart = 0
+        stageCount = 0
+    }
+
+    // MARK: Buffers
+
+    /// Enqueues an empty buffer for the queue to fill.
+    public func enqueue(_ handle: UnsafeMutableRawPointer) throws {
+        try lock.withLock {
+            let buffer = try checkEnqueue(handle)
+            guard buffer.byteCapacity >= format.bytesPerFrame else {
+                throw QueueError.invalidParameter("a \(buffer.byteCapacity)-byte buffer can't hold one \(format.bytesPerFrame)-byte frame")
+            }
+            buffer.filledBytes = 0
+            buffer.ownership = .enqueued
+            fifo.append(buffer)
+        }
+        realtimeWake.post()
+        wake.post()
+    }
+
+    // MARK: Control
+
+    /// Stop. Immediate: capture ends now; the partly filled buffer is delivered with
+    /// what was captured, other queued buffers come back empty. Otherwise: capture
+    /// ends now, everything captured is delivered, then IsRunning goes to 0.
+    public func stop(immediate: Bool) throws {
+        try lock.withLock { try checkUsable() }
+        let current = lock.withLock { runState }
+        if current == .stopped && !immediate { return }
+        if !immediate && current != .stopping {
+            lock.withLock {
+                runState = .stopping
+                stopDrainPending = true
+            }
+            send(.stop, synchronous: true)
+            wake.post()
+            return
+        }
+        let wasRunning: Bool = lock.withLock {
+            resetDepth += 1
+            let was = isRunning
+            isRunning = false
+            runState = .stopped
+            stopDrainPending = false
+            return was
+        }
+        send(.stop, synchronous: true)
+        resetOnQueueThread(deliveringData: true)
+        lock.withLock {
+            resetDepth -= 1
+            lock.broadcast()
+        }
+        if wasRunning { notify(.isRunningChanged(false)) }
+    }
+
+    override func stopAsync() throws { try stop(immediate: false) }
+
+    /// Reset: drops captured data not yet in a buffer and returns every queued buffer
+    /// through the callback once (the partly filled one with its data).
+    public func reset() throws {
+        try lock.withLock {
+            try checkUsable()
+            resetDepth += 1
+        }
+        resetOnQueueThread(deliveringData: true)
+        lock.withLock {
+            resetDepth -= 1
+            lock.broadcast()
+        }
+    }
+
+    private func resetOnQueueThread(deliveringData: Bool) {
+        if thread?.isCurrent == true {
+            lock.withLock {
+                resetTicket += 1
+                resetDeliversData = deliveringData
+            }
+            serviceQueue()
+            return
+        }
+        let ticket: Int = lock.withLock {
+            resetTicket += 1
+            resetDeliversData = deliveringData
+            return resetTicket
+        }
+        wake.post()
+        lock.withLock { _ = lock.wait(timeout: 10) { resetDone >= ticket || disposed || exiting } }
+        waitForDeliveries()
+    }
+
+    // MARK: Properties
+
+    /// Loss of recorded data so far.
+    public var underrunInfo: RecordUnderrunInfo { lock.withLock { underrun } }
+
+    /// Seconds the capture ring holds.
+    public var ringSeconds: Double { Double(realtime.pointee.ring.capacity) / device.sampleRate }
+
+    /// Resizes the capture ring; allowed while stopped.
+    public func setRingSeconds(_ seconds: Double) throws {
+        guard seconds >= 0.05, seconds <= 600 else {
+            throw QueueError.invalidPropertyValue("capture ring of \(seconds) s (0.05...600)")
+        }
+        try lock.withLock {
+            try checkUsable()
+            guard runState == .stopped else { throw QueueError.invalidRunState("resize the ring while stopped") }
+        }
+        let replacement = UnsafeMutablePointer<InputRealtimeState>.allocate(capacity: 1)
+        replacement.initialize(to: InputRealtimeState(
+            channelCount: format.channelCount, ringFrames: Int(device.sampleRate * seconds),
+            meterWindowFrames: Int(device.sampleRate * 0.05)))
+        replacement.pointee.meters.enabled.store(realtime.pointee.meters.enabled.load(ordering: .relaxed), ordering: .relaxed)
+        let old = realtime
+        device.setProcessor(nil)
+        let oldContext = context.move()
+        context.initialize(to: InputRealtimeContext(state: replacement, queueWake: wake.raw, realtimeWake: realtimeWake.raw))
+        _ = consume oldContext
+        device.setProcessor(RealtimeProcessor(context: UnsafeMutableRawPointer(context), entry: inputRealtimeEntry))
+        old.deinitialize(count: 1)
+        old.deallocate()
+        lock.withLock {
+            seenStartCount = 0
+            seenFinishCount = 0
+        }
+    }
+
+    public var meteringEnabled: Bool {
+        get { realtime.pointee.meters.enabled.load(ordering: .relaxed) }
+        set {
+            if newValue && !meteringEnabled { realtime.pointee.meters.clear() }
+            realtime.pointee.meters.enabled.store(newValue, ordering: .relaxed)
+        }
+    }
+
+    public func levels() -> [(average: Float, peak: Float)] {
+        (0..<format.channelCount).map { realtime.pointee.meters.level($0) }
+    }
+
+    /// Frames captured while the ring was full (device rate).
+    public var droppedFrames: Int { realtime.pointee.publication.lostFrames.load(ordering: .relaxed) }
+
+    // MARK: The queue thread's work
+
+    override func serviceQueue() {
+        handleResetRequest()
+        drain()
+        finishStopIfDone()
+    }
+
+    override func handleInvalidation() {
+        // The server is gone: deliver what was captured.
+        drain(ignoringState: true)
+        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
+    }
+
+    private var canDrain: Bool {
+        if exiting || disposed { return false }
+        return runState != .stopped || realtime.pointee.ring.readableFrames() > 0 || stageCount > 0
+    }
+
+    private func drain(ignoringState: Bool = false) {
+        while true {
+            let head: QueueBuffer? = lock.withLock {
+                guard ignoringState || canDrain, resetTicket == resetDone || ignoringState else { return nil }
+                return fifo.first
+            }
+            guard let head else { break }
+            if handleGapIfDue(head: head) { continue }
+            if stageCount == 0 && !fillStage(flush: false) { break }
+            let capacityFrames = head.byteCapacity / format.bytesPerFrame
+            let filledFrames = head.filledBytes / format.bytesPerFrame
+            let count = min(stageCount, capacityFrames - filledFrames)
+            if count > 0 {
+                if filledFrames == 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
+                encodeStage(count: count, into: head.data + head.filledBytes)
+                head.filledBytes += count * format.bytesPerFrame
+                lock.withLock { queueFrames += Double(count) }
+            }
+            if filledFrames + count == capacityFrames { deliverHead(head) }
+        }
+        realtimeWake.post()
+    }
+
+    /// Delivers the head buffer if a capture gap starts at the ring's read position; true if it did anything.
+    private func handleGapIfDue(head: QueueBuffer) -> Bool {
+        guard stageCount == 0, let gap = realtime.pointee.gaps.peek(),
+              gap.position <= realtime.pointee.ring.readIndex.load(ordering: .relaxed) else { return false }
+        _ = realtime.pointee.gaps.pop()
+        if head.filledBytes > 0 { deliverHead(head) }
+        resampler?.reset()
+        let lost = Double(gap.count) * rateRatio
+        let event: Void = lock.withLock {
+            underrun.eventCount += 1
+            underrun.framesLost += Int64(lost.rounded())
+            underrun.lastLossSampleTime = queueFrames
+            queueFrames += lost
+            discontinuities += 1
+        }
+        _ = event
+        notify(.recordUnderrun)
+        return true
+    }
+
+    /// Fills the stage from the ring (up to the next gap), resampling if needed; false if nothing came.
+    private func fillStage(flush: Bool) -> Bool {
+        stageStart = 0
+        stageCount = 0
+        let readIndex = realtime.pointee.ring.readIndex.load(ordering: .relaxed)
+        var available = realtime.pointee.ring.readableFrames()
+        if let gap = realtime.pointee.gaps.peek() { available = min(available, max(0, gap.position - readIndex)) }
+        let count = min(available, chunkFrames)
+        if let resampler {
+            if count > 0 {
+                realtime.pointee.ring.read(into: readPlanes.planes, offset: 0, count: count)
+                var consumed = 0
+                while consumed < count {
+                    let (used, produced) = resampler.process(
+                        input: readPlanes.readableView(at: consumed), inputFrames: count - consumed,
+                        output: UnsafePointer(stagePlanes.view(at: stageCount)),
+                        outputCapacity: stageCapacity - stageCount)
+                    consumed += used
+                    stageCount += produced
+                    if used == 0 && produced == 0 { break }
+                }
+                lock.withLock { resamplerHasInput = true }
+            } else if flush, lock.withLock({ resamplerHasInput }) {
+                let (_, produced) = resampler.process(input: nil, inputFrames: 0, output: UnsafePointer(stagePlanes.planes),
+                                                      outputCapacity: stageCapacity)
+                stageCount = produced
+                if produced == 0 {
+                    resampler.reset()
+                    lock.withLock { resamplerHasInput = false }
+                }
+            }
+        } else if count > 0 {
+            realtime.pointee.ring.read(into: stagePlanes.planes, offset: 0, count: count)
+            stageCount = count
+        }
+        return stageCount > 0
+    }
+
+    private func encodeStage(count: Int, into destination: UnsafeMutableRawPointer) {
+        codec.encode(stagePlanes.readableView(at: stageStart), frames: count, into: destination)
+        stageStart += count
+        stageCount -= count
+    }
+
+    /// Hands the head buffer to the callback with what it holds.
+    private func deliverHead(_ head: QueueBuffer, resetBatch: Bool = false) {
+        let byteCount = head.filledBytes
+        let stamp = timeStamp(forQueueFrame: head.firstQueueFrame, empty: byteCount == 0)
+        lock.withLock {
+            if let index = fifo.firstIndex(where: { $0 === head }) { fifo.remove(at: index) }
+            head.ownership = .returning
+        }
+        let callback = inputCallback
+        deliver(resetBatch: resetBatch) { [self] in
+            lock.withLock { head.ownership = .application }
+            callback(head, byteCount, byteCount / format.bytesPerFrame, stamp)
+        }
+    }
+
+    private func timeStamp(forQueueFrame frame: Double, empty: Bool) -> QueueTimeStamp {
+        let time = empty ? lock.withLock { queueFrames } : frame
+        let deviceQueueFrames = Int64((time / rateRatio).rounded())
+        let (baseFrame, baseQueue) = withPublication {
+            ($0.timeBaseFrame.load(ordering: .relaxed), $0.timeBaseQueueFrames.load(ordering: .relaxed))
+        }
+        let deviceFrame = baseFrame + (deviceQueueFrames - baseQueue)
+        return QueueTimeStamp(sampleTime: time, hostTime: device.hostTime(forFrame: deviceFrame))
+    }
+
+    private func handleResetRequest() {
+        let (pending, withData) = lock.withLock { (resetTicket > resetDone ? resetTicket : 0, resetDeliversData) }
+        guard pending > 0 else { return }
+        // Deliver what was captured up to the stop into the buffers there are.
+        if withData {
+            drain(ignoringState: true)
+            while true {
+                guard stageCount > 0 || fillStage(flush: true), let head = lock.withLock({ fifo.first }) else { break }
+                let capacityFrames = head.byteCapacity / format.bytesPerFrame
+                let filledFrames = head.filledBytes / format.bytesPerFrame
+                let count = min(stageCount, capacityFrames - filledFrames)
+                if filledFrames == 0 && count > 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
+                encodeStage(count: count, into: head.data + head.filledBytes)
+                head.filledBytes += count * format.bytesPerFrame
+                lock.withLock { queueFrames += Double(count) }
+                if filledFrames + count == capacityFrames { deliverHead(head, resetBatch: true) }
+            }
+        }
+        // Drop the rest of the ring and the stage.
+        let write = realtime.pointee.ring.writeIndex.load(ordering: .acquiring)
+        realtime.pointee.ring.readIndex.store(write, ordering: .releasing)
+        realtime.pointee.gaps.removeAll()
+        stageCount = 0
+        stageStart = 0
+        resampler?.reset()
+        let remaining: [QueueBuffer] = lock.withLock {
+            resamplerHasInput = false
+            return fifo
+        }
+        for buffer in remaining { deliverHead(buffer, resetBatch: true) }
+        lock.withLock {
+            resetDone = pending
+            lock.broadcast()
+        }
+    }
+
+    private func finishStopIfDone() {
+        let draining = lock.withLock { stopDrainPending && runState == .stopping }
+        guard draining else { return }
+        let stopPosition = realtime.pointee.stopPosition.load(ordering: .acquiring)
+        let drained = realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0
+            && !(lock.withLock { resamplerHasInput })
+        let starved = lock.withLock { fifo.isEmpty && callbacksInFlight == 0 && deliveries.isEmpty }
+        if !drained && !starved {
+            // Flush the resampler's tail once the ring is empty.
+            if realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0,
+               let head = lock.withLock({ fifo.first }), fillStage(flush: true) {
+                _ = head
+                drain(ignoringState: true)
+            }
+            return
+        }
+        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
+        let wasRunning: Bool = lock.withLock {
+            stopDrainPending = false
+            runState = .stopped
+            resetDepth += 1
+            let was = isRunning
+            isRunning = false
+            return was
+        }
+        lock.withLock {
+            resetTicket += 1
+            resetDeliversData = true
+        }
+        handleResetRequest()
+        lock.withLock {
+            resetDepth -= 1
+            lock.broadcast()
+        }
+        if wasRunning { notify(.isRunningChanged(false)) }
+    }
+}

@@ -1,0 +1,283 @@
+import Synchronization
+
+/// A device provider whose clock the caller advances: the same engine as on
+/// JACK, with no server. Deterministic tests and offline rendering use it.
+///
+/// It models a JACK graph: `physicalPortCount` system playback and capture
+/// ports, clients with ports, connections; `run(cycles:)` processes one cycle
+/// after another, output clients first, then input clients, so an input
+/// connected to an output hears it in the same cycle, as on JACK.
+/// By default cycles may wait for the queues (as in JACK's freewheel mode), so
+/// no frame is dropped because a queue thread was slow.
+public final class ManualDriver: DeviceProvider, @unchecked Sendable {
+    public let sampleRate: Double
+    public let physicalPortCount: Int
+    /// Largest period a test may use.
+    public let maximumPeriodFrames = 8192
+    /// Whether cycles wait for queue threads (no drops) — like JACK freewheel.
+    public var allowsWaiting = true
+
+    let cycleLock = ConditionLock()
+    let state = Mutex(State())
+
+    struct State {
+        var frameTime: Int64 = 0
+        var periodFrames: Int = 256
+        var devices: [ManualDevice] = []
+        var recording = false
+        var playback: [[Float]] = []
+        var playbackStartFrame: Int64 = 0
+        var captureSignal: (@Sendable (_ port: Int, _ frame: Int64) -> Float)? = nil
+    }
+
+    /// - Parameters:
+    ///   - startFrame: device time of the first cycle (tests start near 2^32 to cross a wrap).
+    public init(sampleRate: Double = 48000, periodFrames: Int = 256, physicalPortCount: Int = 2, startFrame: Int64 = 0) {
+        self.sampleRate = sampleRate
+        self.physicalPortCount = physicalPortCount
+        state.withLock {
+            $0.periodFrames = periodFrames
+            $0.frameTime = startFrame
+            $0.playback = Array(repeating: [], count: physicalPortCount)
+        }
+    }
+
+    /// Frames per cycle; change it between cycles to vary the period.
+    public var periodFrames: Int {
+        get { state.withLock { $0.periodFrames } }
+        set { state.withLock { $0.periodFrames = min(max(newValue, 1), maximumPeriodFrames) } }
+    }
+
+    /// Device time of the next cycle's first frame.
+    public var frameTime: Int64 { state.withLock { $0.frameTime } }
+
+    /// The signal system capture port `port` delivers at device frame `frame`.
+    public func setCaptureSignal(_ signal: (@Sendable (_ port: Int, _ frame: Int64) -> Float)?) {
+        state.withLock { $0.captureSignal = signal }
+    }
+
+    /// Starts recording what reaches the system playback ports (from the next cycle).
+    public func startRecordingPlayback() {
+        state.withLock {
+            $0.recording = true
+            $0.playback = Array(repeating: [], count: physicalPortCount)
+            $0.playbackStartFrame = $0.frameTime
+        }
+    }
+
+    /// What system playback port `port` received since recording started, and the device frame of its first sample.
+    public func recordedPlayback(port: Int) -> (startFrame: Int64, samples: [Float]) {
+        state.withLock { ($0.playbackStartFrame, $0.playback[port]) }
+    }
+
+    public var systemPlaybackPorts: [String] { (0..<physicalPortCount).map { "system:playback_\($0 + 1)" } }
+    public var systemCapturePorts: [String] { (0..<physicalPortCount).map { "system:capture_\($0 + 1)" } }
+
+    public func openDevice(name: String, direction: DeviceDirection, layout: PortLayout) throws -> AudioDevice {
+        let unique = state.withLock { state -> String in
+            var candidate = name
+            var suffix = 1
+            while state.devices.contains(where: { $0.clientName == candidate }) {
+                suffix += 1
+                candidate = suffix < 10 ? "\(name)-0\(suffix)" : "\(name)-\(suffix)"
+            }
+            return candidate
+        }
+        let device = ManualDevice(driver: self, name: unique, direction: direction, layout: layout)
+        state.withLock { $0.devices.append(device) }
+        return device
+    }
+
+    public func defaultTarget(for direction: DeviceDirection) -> String {
+        physicalPortCount > 0 ? "system" : ""
+    }
+
+    func remove(_ device: ManualDevice) {
+        state.withLock { $0.devices.removeAll { $0 === device } }
+    }
+
+    /// Every port name, by direction of data: outputs (system capture + client outputs) and inputs.
+    func ports(receiving direction: DeviceDirection) -> (candidates: [String], physical: [String]) {
+        let devices = state.withLock { $0.devices }
+        switch direction {
+        case .output:  // an output port connects to input ports
+            let clientInputs = devices.filter { $0.direction == .input }.flatMap { $0.portNames }
+            return (systemPlaybackPorts + clientInputs, systemPlaybackPorts)
+        case .input:
+            let clientOutputs = devices.filter { $0.direction == .output }.flatMap { $0.portNames }
+            return (systemCapturePorts + clientOutputs, systemCapturePorts)
+        }
+    }
+
+    /// Runs `cycles` cycles of the current period.
+    public func run(cycles: Int) {
+        for _ in 0..<cycles { runCycle() }
+    }
+
+    /// Runs cycles until at least `frames` frames have passed.
+    public func run(frames: Int) {
+        var done = 0
+        while done < frames {
+            done += periodFrames
+            runCycle()
+        }
+    }
+
+    private func runCycle() {
+        cycleLock.lock()
+        defer { cycleLock.unlock() }
+        let (frameTime, n, devices, signal) = state.withLock { ($0.frameTime, $0.periodFrames, $0.devices, $0.captureSignal) }
+        var playbackMix = Array(repeating: [Float](repeating: 0, count: n), count: physicalPortCount)
+        var outputsByName: [String: UnsafeMutablePointer<Float>] = [:]
+
+        for device in devices where device.direction == .output {
+            device.process(frameTime: frameTime, frameCount: n, mayWait: allowsWaiting)
+            for (port, target) in device.connectionList {
+                if let index = systemPlaybackPorts.firstIndex(of: target) {
+                    let source = device.buffers[port]
+                    for i in 0..<n { playbackMix[index][i] += source[i] }
+                }
+            }
+            for (i, name) in device.portNames.enumerated() { outputsByName[name] = device.buffers[i] }
+        }
+        for device in devices where device.direction == .input {
+            for p in 0..<device.portCount { device.buffers[p].update(repeating: 0, count: n) }
+            for (port, source) in device.connectionList {
+                let destination = device.buffers[port]
+                if let index = systemCapturePorts.firstIndex(of: source) {
+                    if let signal {
+                        for i in 0..<n { destination[i] += signal(index, frameTime + Int64(i)) }
+                    }
+                } else if let output = outputsByName[source] {
+                    for i in 0..<n { destination[i] += output[i] }
+                }
+            }
+            device.process(frameTime: frameTime, frameCount: n, mayWait: allowsWaiting)
+        }
+        state.withLock {
+            if $0.recording {
+                for p in 0..<physicalPortCount { $0.playback[p].append(contentsOf: playbackMix[p]) }
+            }
+            $0.frameTime += Int64(n)
+        }
+    }
+}
+
+/// One client of a ManualDriver.
+public final class ManualDevice: AudioDevice, @unchecked Sendable {
+    unowned let driver: ManualDriver
+    public let direction: DeviceDirection
+    public let layout: PortLayout
+    public var portCount: Int { layout.names.count }
+    let buffers: [UnsafeMutablePointer<Float>]
+    let bufferTable: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    private let lock: Mutex<Inner>
+
+    struct Inner {
+        var name: String
+        var processor: RealtimeProcessor?
+        var connections: [(port: Int, target: String)] = []
+        var handler: (@Sendable (DeviceEvent) -> Void)?
+        var alive = true
+    }
+
+    init(driver: ManualDriver, name: String, direction: DeviceDirection, layout: PortLayout) {
+        self.driver = driver
+        self.direction = direction
+        self.layout = layout
+        let portCount = layout.names.count
+        buffers = (0..<portCount).map { _ in
+            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: driver.maximumPeriodFrames)
+            buffer.initialize(repeating: 0, count: driver.maximumPeriodFrames)
+            return buffer
+        }
+        bufferTable = .allocate(capacity: max(portCount, 1))
+        for (i, buffer) in buffers.enumerated() { bufferTable[i] = buffer }
+        lock = Mutex(Inner(name: name))
+    }
+
+    deinit {
+        buffers.forEach { $0.deallocate() }
+        bufferTable.deallocate()
+    }
+
+    var connectionList: [(port: Int, target: String)] { lock.withLock { $0.connections } }
+
+    func process(frameTime: Int64, frameCount: Int, mayWait: Bool) {
+        let processor = lock.withLock { $0.alive ? $0.processor : nil }
+        if let processor {
+            processor.entry(processor.context, frameTime, Int32(frameCount), bufferTable, mayWait)
+        } else if direction == .output {
+            for buffer in buffers { buffer.update(repeating: 0, count: frameCount) }
+        }
+    }
+
+    public var sampleRate: Double { driver.sampleRate }
+    public var periodFrames: Int { driver.periodFrames }
+    public var clientName: String { lock.withLock { $0.name } }
+    public var portNames: [String] {
+        let name = clientName
+        return layout.names.map { "\(name):\($0)" }
+    }
+    public var isFreewheeling: Bool { driver.allowsWaiting }
+    public var isAlive: Bool { lock.withLock { $0.alive } }
+
+    public func setProcessor(_ processor: RealtimeProcessor?) {
+        driver.cycleLock.withLock { lock.withLock { $0.processor = processor } }
+    }
+
+    public func connect(to target: String) throws -> [String] {
+        let (candidates, physical) = driver.ports(receiving: direction)
+        let targets = try PortMatcher.resolve(target, candidates: candidates, physical: physical)
+        let plan = PortMatcher.plan(portCount: portCount, targets: targets, monoPair: layout.isMonoPair)
+        driver.cycleLock.withLock { lock.withLock { $0.connections = plan } }
+        return Array(Set(plan.map { $0.target })).sorted()
+    }
+
+    public func currentFrame() -> Int64 { driver.frameTime }
+
+    public func hostTime(forFrame frame: Int64) -> UInt64 {
+        UInt64(max(0, (Double(frame) * 1e9 / driver.sampleRate).rounded())) + 1_000_000_000
+    }
+
+    public func frame(forHostTime hostTime: UInt64) -> Int64 {
+        Int64(((Double(hostTime) - 1e9) * driver.sampleRate / 1e9).rounded(.down))
+    }
+
+    public func portLatency(_ index: Int) -> ClosedRange<Int> { 0...0 }
+
+    public func synchronize(isApplied: () -> Bool, applyDirectly: () -> Void) {
+        driver.cycleLock.lock()
+        if !isApplied() { applyDirectly() }
+        driver.cycleLock.unlock()
+    }
+
+    public func setEventHandler(_ handler: (@Sendable (DeviceEvent) -> Void)?) {
+        lock.withLock { $0.handler = handler }
+    }
+
+    public func rename(to name: String) throws {
+        lock.withLock { $0.name = name }
+    }
+
+    /// Simulates the server going away: the client stops being processed and the engine hears of it.
+    public func simulateShutdown(reason: String = "server shut down") {
+        let handler = driver.cycleLock.withLock {
+            lock.withLock { inner -> (@Sendable (DeviceEvent) -> Void)? in
+                inner.alive = false
+                return inner.handler
+            }
+        }
+        handler?(.shutdown(reason: reason))
+    }
+
+    /// Simulates an xrun reported by the server.
+    public func simulateXrun() {
+        lock.withLock { $0.handler }?(.xrun)
+    }
+
+    public func close() {
+        driver.cycleLock.withLock { lock.withLock { $0.processor = nil; $0.alive = false } }
+        driver.remove(self)
+    }
+}

@@ -1,0 +1,657 @@
+import Glibc
+import Synchronization
+
+/// What the realtime entry of an output queue holds: plain state, no classes.
+struct OutputRealtimeContext: ~Copyable {
+    let state: UnsafeMutablePointer<OutputRealtimeState>
+    /// The queue thread's semaphore (posted after a cycle that freed ring space).
+    let queueWake: UnsafeMutablePointer<sem_t>
+    /// Posted by the queue thread after writing the ring, so a waiting cycle continues.
+    let realtimeWake: UnsafeMutablePointer<sem_t>
+    /// True while the queue thread has enqueued data to convert or a callback out
+    /// that may enqueue more: a cycle that may wait then waits rather than starve.
+    let producerBusy = Atomic<Bool>(false)
+}
+
+/// The realtime entry of output queues (installed on the device).
+private func outputRealtimeEntry(
+    _ context: UnsafeMutableRawPointer, _ frameTime: Int64, _ frameCount: Int32,
+    _ ports: UnsafePointer<UnsafeMutablePointer<Float>>, _ mayWait: Bool
+) {
+    let c = context.assumingMemoryBound(to: OutputRealtimeContext.self)
+    let n = Int(frameCount)
+    if mayWait { waitForOutputData(c, frameTime: frameTime, frames: n) }
+    let outcome = renderOutputCycle(c.pointee.state, frameTime: frameTime, frameCount: n, ports: ports)
+    if outcome & realtimeWakeQueueThread != 0 { sem_post(c.pointee.queueWake) }
+}
+
+/// Not realtime (freewheel, ManualDriver): waits until the ring holds the cycle's
+/// frames, the end of stream is set, a command arrives, or the queue thread has
+/// nothing more to give.
+private func waitForOutputData(_ c: UnsafeMutablePointer<OutputRealtimeContext>, frameTime: Int64, frames: Int) {
+    let s = c.pointee.state
+    var waited = 0.0
+    while waited < 5 {
+        let mode = s.pointee.mode
+        let willPlay = mode == ModeCode.running
+            || (mode == ModeCode.armed && (s.pointee.armedFrame == .min || s.pointee.armedFrame - frameTime < Int64(frames)))
+        let commandPending = s.pointee.commands.peek() != nil
+        if commandPending || !willPlay || s.pointee.endOfStream != .max { return }
+        if s.pointee.ring.readableFrames() >= frames { return }
+        if !c.pointee.producerBusy.load(ordering: .acquiring) { return }
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        deadline.tv_nsec += 20_000_000
+        if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
+        sem_post(c.pointee.queueWake)
+        _ = sem_timedwait(c.pointee.realtimeWake, &deadline)
+        waited += 0.02
+    }
+}
+
+/// A playback audio queue: enqueued buffers are decoded (and resampled) into
+/// the decode ring by the queue thread and played by the realtime side.
+public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
+    let context: UnsafeMutablePointer<OutputRealtimeContext>
+    var realtime: UnsafeMutablePointer<OutputRealtimeState> { context.pointee.state }
+    let codec: SampleCodec
+    private(set) var resampler: Resampler?
+    let outputCallback: @Sendable (QueueBuffer) -> Void
+
+    // Scratch planes for decoding and resampling (queue thread only).
+    private let chunkFrames = 1024
+    private let decodePlanes: PlaneBuffers
+    private var resamplePlanes: PlaneBuffers!
+    private var resampleCapacity: Int { resamplePlanes?.capacity ?? 0 }
+
+    // Guarded by `lock`.
+    /// Queue-rate frames written into the stream (data and gaps) since the timeline began.
+    private var streamFrames: Int64 = 0
+    /// Realtime starvation (device frames) counted when the timeline began.
+    private var lostBaseline = 0
+    /// Queue time at which the last enqueued buffer is expected to end, and start.
+    private var predictedEnd: Int64 = 0
+    private var lastStart: Int64?
+    private var stopPending = false
+    private var endOfStreamSent = false
+    private var priming = false
+    private var primeTarget = 0
+    private var primeTicket = 0
+    private var primeDone = 0
+    private var resetTicket = 0
+    private var resetDone = 0
+    private var flushTicket = 0
+    private var flushDone = 0
+    private var resamplerHasInput = false
+    private var ringFrames: Int
+
+    /// Frames of the decode ring at the device rate (kAudioQueueProperty_DecodeBufferSizeFrames).
+    public static let defaultDecodeFrames = 16384
+
+    /// Creates a playback queue and its JACK client.
+    /// - Parameters:
+    ///   - callback: called (through `executor`) with each buffer whose data the queue has taken.
+    public init(format: StreamFormat, provider: DeviceProvider, clientName: String, executor: CallbackExecutor,
+                callback: @escaping @Sendable (QueueBuffer) -> Void) throws {
+        try format.validate(allowsZeroRate: false, bytesPerPacket: format.bytesPerFrame, framesPerPacket: 1)
+        outputCallback = callback
+        codec = SampleCodec(format: format)
+        let decodeFrames = Self.defaultDecodeFrames
+        ringFrames = decodeFrames
+        // Placeholders until the device rate is known (set below).
+        let placeholderState = UnsafeMutablePointer<OutputRealtimeState>.allocate(capacity: 1)
+        let context = UnsafeMutablePointer<OutputRealtimeContext>.allocate(capacity: 1)
+        self.context = context
+        decodePlanes = PlaneBuffers(channelCount: format.channelCount, capacity: 1024)
+        do {
+            try super.init(direction: .output, format: format, provider: provider,
+                           clientName: clientName, executor: executor)
+        } catch {
+            placeholderState.deallocate()
+            context.deallocate()
+            throw error
+        }
+        let deviceRate = device.sampleRate
+        if format.sampleRate != deviceRate {
+            do {
+                resampler = try Resampler(inputRate: format.sampleRate, outputRate: deviceRate,
+                                          channelCount: format.channelCount)
+                resamplePlanes = PlaneBuffers(
+                    channelCount: format.channelCount,
+                    capacity: Int((Double(chunkFrames) * deviceRate / format.sampleRate).rounded(.up)) + 256)
+            } catch {
+                device.close()
+                placeholderState.deallocate()
+                context.deallocate()
+                throw error
+            }
+        }
+        placeholderState.initialize(to: OutputRealtimeState(
+            channelCount: format.channelCount, ringFrames: decodeFrames,
+            meterWindowFrames: Int(deviceRate * 0.05)))
+        context.initialize(to: OutputRealtimeContext(
+            state: placeholderState, queueWake: wake.raw, realtimeWake: realtimeWake.raw))
+        device.setProcessor(RealtimeProcessor(context: UnsafeMutableRawPointer(context), entry: outputRealtimeEntry))
+        finishSetup(threadName: "aq-out")
+    }
+
+    deinit {
+        device.setProcessor(nil)
+        realtime.deinitialize(count: 1)
+        realtime.deallocate()
+        context.deinitialize(count: 1)
+        context.deallocate()
+    }
+
+    override func withPublication<T>(_ body: (borrowing RealtimePublication) -> T) -> T {
+        body(realtime.pointee.publication)
+    }
+
+    override func pushCommand(_ command: RealtimeCommand) -> Bool {
+        realtime.pointee.commands.push(command)
+    }
+
+    override func applyCommandsDirectly() {
+        _ = applyOutputCommands(realtime)
+    }
+
+    override func producerStateChanged() {
+        let busy = lock.withLock {
+            !fifo.isEmpty || callbacksInFlight > 0 || (stopPending && !endOfStreamSent)
+        }
+        context.pointee.producerBusy.store(busy, ordering: .releasing)
+        realtimeWake.post()
+    }
+
+    /// A stopped queue's next start begins queue time at 0 (lock held): called at
+    /// creation, Stop and the end of a Stop(false), not at Start, so that frames
+    /// primed before Start count from 0.
+    private func beginTimeline() {
+        streamFrames = 0
+        predictedEnd = 0
+        lastStart = nil
+        lostBaseline = realtime.pointee.publication.lostFrames.load(ordering: .relaxed)
+        endOfStreamSent = false
+        stopPending = false
+    }
+
+    /// The queue time (queue rate) at which the next frame written would play (lock held).
+    private func streamPosition() -> Int64 {
+        let lost = realtime.pointee.publication.lostFrames.load(ordering: .relaxed) - lostBaseline
+        return streamFrames + Int64((Double(lost) * rateRatio).rounded())
+    }
+
+    // MARK: Enqueue
+
+    /// Enqueues a buffer holding `byteCount` bytes; returns the queue time it will start at.
+    /// - Parameters:
+    ///   - trimStart, trimEnd: frames not played at the start and end.
+    ///   - parameters: volume/pan taking effect on the buffer's first frame.
+    ///   - startTime: queue time (queue rate) to start at; nil = right after the previous buffer.
+    @discardableResult
+    public func enqueue(_ handle: UnsafeMutableRawPointer, byteCount: Int, trimStart: Int = 0, trimEnd: Int = 0,
+                        parameters: [ParameterChange] = [], startTime: Int64? = nil) throws -> Int64 {
+        let actual: Int64 = try lock.withLock {
+            let buffer = try checkEnqueue(handle)
+            guard byteCount > 0 else { throw QueueError.bufferEmpty }
+            guard byteCount <= buffer.byteCapacity else {
+                throw QueueError.invalidParameter("mAudioDataByteSize \(byteCount) exceeds the capacity \(buffer.byteCapacity)")
+            }
+            let frames = byteCount / format.bytesPerFrame
+            guard frames > 0 else { throw QueueError.bufferEmpty }
+            guard trimStart >= 0, trimEnd >= 0, trimStart + trimEnd <= frames else {
+                throw QueueError.invalidParameter("trims of \(trimStart)+\(trimEnd) frames exceed the buffer's \(frames)")
+            }
+            // Start times ascend: none may come before the previous buffer's.
+            if let startTime, let lastStart, startTime < lastStart { throw QueueError.nonAscendingStartTime }
+            let base = max(predictedEnd, streamPosition())
+            let start = max(startTime ?? base, base)
+            lastStart = start
+            buffer.frameCount = frames
+            buffer.trimStart = trimStart
+            buffer.trimEnd = trimEnd
+            buffer.parameters = parameters
+            buffer.requestedStart = startTime
+            buffer.consumedFrames = -1
+            buffer.ownership = .enqueued
+            fifo.append(buffer)
+            predictedEnd = start + Int64(frames - trimStart - trimEnd)
+            return start
+        }
+        producerStateChanged()
+        wake.post()
+        return actual
+    }
+
+    // MARK: Control
+
+    /// Decodes enqueued buffers before Start: `frames` frames (queue rate), or all if 0.
+    /// Returns the frames ready to play.
+    public func prime(frames: Int) throws -> Int {
+        try lock.withLock { try checkUsable() }
+        let targetDevice = frames == 0 ? Int.max : Int((Double(frames) / rateRatio).rounded(.up))
+        let ready = try primeRing(deviceFrames: targetDevice, timeout: 10)
+        return Int((Double(ready) * rateRatio).rounded(.down))
+    }
+
+    /// Has the queue thread fill the ring up to `deviceFrames` (or the capacity, or the data); returns frames ready.
+    private func primeRing(deviceFrames: Int, timeout: Double) throws -> Int {
+        if thread?.isCurrent == true {
+            lock.withLock { priming = true; primeTarget = deviceFrames }
+            serviceQueue()
+            lock.withLock { priming = false }
+            return realtime.pointee.ring.readableFrames()
+        }
+        let ticket: Int = lock.withLock {
+            primeTicket += 1
+            priming = true
+            primeTarget = deviceFrames
+            return primeTicket
+        }
+        wake.post()
+        let done: Bool = lock.withLock {
+            let finished = lock.wait(timeout: timeout) { primeDone >= ticket || disposed || invalidated }
+            priming = false
+            return finished
+        }
+        if !done { throw QueueError.primeTimedOut }
+        let ready = realtime.pointee.ring.readableFrames()
+        lock.withLock { primedFrames = ready }
+        return ready
+    }
+
+    /// Decodes the first periods before the device starts, so the first cycle plays audio
+    /// (unless called from a callback, where waiting for the queue thread would stall it).
+    override func willSendStart() {
+        guard thread?.isCurrent != true, !lock.withLock({ isInCallback }) else { return }
+        let target = 2 * device.periodFrames
+        var waited = 0.0
+        while waited < 2 {
+            if realtime.pointee.ring.readableFrames() >= target { return }
+            let idle = lock.withLock { fifo.isEmpty && callbacksInFlight == 0 || runState != .starting }
+            if idle { return }
+            HostClock.sleep(seconds: 0.001)
+            waited += 0.001
+        }
+    }
+
+    /// Stop. Immediate: now, returning queued buffers through the callback.
+    /// Otherwise: plays every frame enqueued, then IsRunning goes to 0.
+    public func stop(immediate: Bool) throws {
+        try lock.withLock { try checkUsable() }
+        if !immediate {
+            let asynchronous: Bool = lock.withLock {
+                switch runState {
+                case .running, .starting, .paused:
+                    runState = .stopping
+                    stopPending = true
+                    return true
+                case .stopping:
+                    return true
+                case .stopped:
+                    return false
+                }
+            }
+            if asynchronous {
+                producerStateChanged()
+                wake.post()
+                return
+            }
+        }
+        let wasRunning: Bool = lock.withLock {
+            resetDepth += 1
+            let was = isRunning
+            isRunning = false
+            runState = .stopped
+            stopPending = false
+            return was
+        }
+        send(.stop, synchronous: true)
+        resetOnQueueThread()
+        lock.withLock {
+            resetDepth -= 1
+            primedFrames = 0
+            beginTimeline()
+            lock.broadcast()
+        }
+        if wasRunning { notify(.isRunningChanged(false)) }
+    }
+
+    override func stopAsync() throws { try stop(immediate: false) }
+
+    /// Reset: drops what is queued and decoded, returning every queued buffer through the callback once.
+    public func reset() throws {
+        try lock.withLock {
+            try checkUsable()
+            resetDepth += 1
+        }
+        resetOnQueueThread()
+        lock.withLock {
+            resetDepth -= 1
+            primedFrames = 0
+            lock.broadcast()
+        }
+    }
+
+    /// Makes sure everything enqueued reaches the ring (drains the resampler's tail).
+    public func flush() throws {
+        try lock.withLock { try checkUsable() }
+        if thread?.isCurrent == true {
+            lock.withLock { flushTicket += 1 }
+            serviceQueue()
+            return
+        }
+        let ticket: Int = lock.withLock {
+            flushTicket += 1
+            return flushTicket
+        }
+        wake.post()
+        lock.withLock { _ = lock.wait(timeout: 5) { flushDone >= ticket || disposed || invalidated } }
+    }
+
+    private func resetOnQueueThread() {
+        if thread?.isCurrent == true {
+            lock.withLock { resetTicket += 1 }
+            serviceQueue()
+            return
+        }
+        let ticket: Int = lock.withLock {
+            resetTicket += 1
+            return resetTicket
+        }
+        wake.post()
+        lock.withLock { _ = lock.wait(timeout: 10) { resetDone >= ticket || disposed || exiting } }
+        waitForDeliveries()
+    }
+
+    // MARK: Parameters
+
+    /// Volume 0...1 (applied next cycle, ramped by the ramp time).
+    public var volume: Float {
+        get { Float(bitPattern: realtime.pointee.requestedVolume.load(ordering: .relaxed)) }
+        set { realtime.pointee.requestedVolume.store(min(max(newValue, 0), 1).bitPattern, ordering: .relaxed) }
+    }
+
+    /// Pan -1...1 (balance for stereo, position for mono).
+    public var pan: Float {
+        get { Float(bitPattern: realtime.pointee.requestedPan.load(ordering: .relaxed)) }
+        set { realtime.pointee.requestedPan.store(min(max(newValue, -1), 1).bitPattern, ordering: .relaxed) }
+    }
+
+    /// Seconds over which later volume changes ramp.
+    public var volumeRampTime: Float {
+        get { Float(Double(realtime.pointee.volumeRampFrames.load(ordering: .relaxed)) / device.sampleRate) }
+        set {
+            let frames = Int((Double(max(newValue, 0)) * device.sampleRate).rounded())
+            realtime.pointee.volumeRampFrames.store(frames, ordering: .relaxed)
+        }
+    }
+
+    // MARK: Properties
+
+    /// Frames of the decode ring (queue rate). Settable while stopped with nothing decoded.
+    public var decodeBufferFrames: Int {
+        Int((Double(realtime.pointee.ring.capacity) * rateRatio).rounded())
+    }
+
+    /// Resizes the decode ring (to at least `frames` queue-rate frames, a power of two at the device rate).
+    public func setDecodeBufferFrames(_ frames: Int) throws {
+        guard frames >= 64, frames <= 1 << 22 else {
+            throw QueueError.invalidPropertyValue("decode buffer of \(frames) frames (64...4194304)")
+        }
+        try lock.withLock {
+            try checkUsable()
+            guard runState == .stopped, fifo.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
+                throw QueueError.invalidRunState("the decode buffer size can change only while stopped and empty")
+            }
+        }
+        let deviceFrames = Int((Double(frames) / rateRatio).rounded(.up))
+        let replacement = UnsafeMutablePointer<OutputRealtimeState>.allocate(capacity: 1)
+        replacement.initialize(to: OutputRealtimeState(
+            channelCount: format.channelCount, ringFrames: deviceFrames,
+            meterWindowFrames: Int(device.sampleRate * 0.05)))
+        let old = realtime
+        // Carry over what control threads set.
+        replacement.pointee.requestedVolume.store(old.pointee.requestedVolume.load(ordering: .relaxed), ordering: .relaxed)
+        replacement.pointee.requestedPan.store(old.pointee.requestedPan.load(ordering: .relaxed), ordering: .relaxed)
+        replacement.pointee.volumeRampFrames.store(old.pointee.volumeRampFrames.load(ordering: .relaxed), ordering: .relaxed)
+        replacement.pointee.meters.enabled.store(old.pointee.meters.enabled.load(ordering: .relaxed), ordering: .relaxed)
+        // Swap with no cycle in progress: detach the entry, swap, reattach.
+        device.setProcessor(nil)
+        let newContext = OutputRealtimeContext(state: replacement, queueWake: wake.raw, realtimeWake: realtimeWake.raw)
+        let oldContext = context.move()
+        context.initialize(to: newContext)
+        _ = consume oldContext
+        device.setProcessor(RealtimeProcessor(context: UnsafeMutableRawPointer(context), entry: outputRealtimeEntry))
+        old.deinitialize(count: 1)
+        old.deallocate()
+        lock.withLock {
+            seenStartCount = 0
+            seenFinishCount = 0
+            lostBaseline = 0
+            ringFrames = deviceFrames
+        }
+    }
+
+    /// Turns level metering on or off.
+    public var meteringEnabled: Bool {
+        get { realtime.pointee.meters.enabled.load(ordering: .relaxed) }
+        set {
+            if newValue && !meteringEnabled { realtime.pointee.meters.clear() }
+            realtime.pointee.meters.enabled.store(newValue, ordering: .relaxed)
+        }
+    }
+
+    /// The last meter window's (RMS, peak) per channel, linear.
+    public func levels() -> [(average: Float, peak: Float)] {
+        (0..<format.channelCount).map { realtime.pointee.meters.level($0) }
+    }
+
+    /// Frames played as silence because the ring ran dry while running.
+    public var starvedFrames: Int { realtime.pointee.publication.lostFrames.load(ordering: .relaxed) }
+
+    // MARK: The queue thread's work
+
+    override func serviceQueue() {
+        handleResetRequest()
+        convert()
+        handleFlushRequest()
+        finishPrimeIfDone()
+    }
+
+    private func handleResetRequest() {
+        let pending = lock.withLock { resetTicket > resetDone ? resetTicket : 0 }
+        guard pending > 0 else { return }
+        let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
+        send(.discard, position: position, synchronous: true)
+        resampler?.reset()
+        let returning: [QueueBuffer] = lock.withLock {
+            let all = fifo
+            fifo.removeAll()
+            for buffer in all {
+                buffer.ownership = .returning
+                buffer.consumedFrames = -1
+            }
+            resamplerHasInput = false
+            stopPending = false
+            endOfStreamSent = false
+            // Later buffers with no start time play as soon as possible.
+            predictedEnd = streamPosition()
+            return all
+        }
+        for buffer in returning { returnBuffer(buffer, resetBatch: true) }
+        lock.withLock {
+            resetDone = pending
+            lock.broadcast()
+        }
+        producerStateChanged()
+    }
+
+    private func returnBuffer(_ buffer: QueueBuffer, resetBatch: Bool) {
+        let callback = outputCallback
+        deliver(resetBatch: resetBatch) { [self] in
+            lock.withLock { buffer.ownership = .application }
+            callback(buffer)
+        }
+    }
+
+    private var conversionAllowed: Bool {
+        if exiting || disposed || invalidated { return false }
+        if priming { return true }
+        switch runState {
+        case .starting, .running, .paused, .stopping: return true
+        case .stopped: return false
+        }
+    }
+
+    /// Decodes enqueued buffers into the ring while there is room.
+    private func convert() {
+        while true {
+            let head: QueueBuffer? = lock.withLock {
+                guard conversionAllowed, resetTicket == resetDone else { return nil }
+                if priming && realtime.pointee.ring.readableFrames() >= primeTarget { return nil }
+                return fifo.first
+            }
+            guard let head else { break }
+            let finished = convertChunk(of: head)
+            if finished {
+                lock.withLock {
+                    if let index = fifo.firstIndex(where: { $0 === head }) { fifo.remove(at: index) }
+                    head.ownership = .returning
+                }
+                returnBuffer(head, resetBatch: false)
+                producerStateChanged()
+            } else if !hasRoomForChunk() {
+                break
+            }
+        }
+        sendEndOfStreamIfDue()
+    }
+
+    private func hasRoomForChunk() -> Bool {
+        let needed = resampler == nil ? 1 : resampleCapacity
+        return realtime.pointee.ring.writableFrames() >= needed
+    }
+
+    /// Converts the next part of `buffer`; true when all of it is in the ring.
+    private func convertChunk(of buffer: QueueBuffer) -> Bool {
+        // The start: silence up to the buffer's start time, then its parameter events.
+        if buffer.consumedFrames < 0 {
+            let gap: Int64 = lock.withLock {
+                guard let start = buffer.requestedStart else { return 0 }
+                return max(0, start - streamPosition())
+            }
+            if gap > 0 {
+                let written = writeSilence(queueFrames: Int(min(gap, Int64(chunkFrames))))
+                if written == 0 { return false }
+                if Int64(written) < gap { return false }
+            }
+            let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
+                + Int((resampler?.delay ?? 0).rounded())
+            for change in buffer.parameters {
+                let kind: ParameterEvent.Kind = change.parameter == .volume ? .volume : .pan
+                _ = realtime.pointee.parameterEvents.push(ParameterEvent(kind: kind, value: change.value, position: position))
+            }
+            buffer.consumedFrames = 0
+        }
+        let playable = buffer.frameCount - buffer.trimStart - buffer.trimEnd
+        while buffer.consumedFrames < playable {
+            let space = realtime.pointee.ring.writableFrames()
+            var count = min(chunkFrames, playable - buffer.consumedFrames)
+            if resampler == nil {
+                count = min(count, space)
+            } else if space < resampleCapacity {
+                count = 0
+            }
+            if count == 0 { return false }
+            let source = buffer.data + (buffer.trimStart + buffer.consumedFrames) * format.bytesPerFrame
+            codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(decodePlanes.planes))
+            writeDecoded(frames: count)
+            buffer.consumedFrames += count
+            lock.withLock { streamFrames += Int64(count) }
+        }
+        return true
+    }
+
+    /// Writes `frames` decoded frames (queue rate) from the decode planes into the ring.
+    private func writeDecoded(frames: Int) {
+        if let resampler {
+            var consumedTotal = 0
+            while consumedTotal < frames {
+                let (consumed, produced) = resampler.process(
+                    input: decodePlanes.readableView(at: consumedTotal), inputFrames: frames - consumedTotal,
+                    output: UnsafePointer(resamplePlanes.planes), outputCapacity: resampleCapacity)
+                if produced > 0 { realtime.pointee.ring.write(resamplePlanes.readable, offset: 0, count: produced) }
+                consumedTotal += consumed
+                if consumed == 0 && produced == 0 { break }
+            }
+            lock.withLock { resamplerHasInput = true }
+        } else {
+            realtime.pointee.ring.write(decodePlanes.readable, offset: 0, count: frames)
+        }
+        realtimeWake.post()
+    }
+
+    /// Writes up to `queueFrames` frames of silence (a gap before a timed buffer); returns frames written.
+    private func writeSilence(queueFrames: Int) -> Int {
+        let space = realtime.pointee.ring.writableFrames()
+        var count = queueFrames
+        if resampler == nil { count = min(count, space) } else if space < resampleCapacity { count = 0 }
+        guard count > 0 else { return 0 }
+        decodePlanes.silence(count: count)
+        writeDecoded(frames: count)
+        lock.withLock { streamFrames += Int64(count) }
+        return count
+    }
+
+    /// Drains the resampler's tail into the ring; true when done.
+    private func drainResampler() -> Bool {
+        guard let resampler, lock.withLock({ resamplerHasInput }) else { return true }
+        while true {
+            guard realtime.pointee.ring.writableFrames() >= resampleCapacity else { return false }
+            let (_, produced) = resampler.process(input: nil, inputFrames: 0, output: UnsafePointer(resamplePlanes.planes),
+                                                  outputCapacity: resampleCapacity)
+            if produced == 0 { break }
+            realtime.pointee.ring.write(resamplePlanes.readable, offset: 0, count: produced)
+            realtimeWake.post()
+        }
+        resampler.reset()
+        lock.withLock { resamplerHasInput = false }
+        return true
+    }
+
+    private func handleFlushRequest() {
+        let pending = lock.withLock { flushTicket > flushDone && fifo.isEmpty ? flushTicket : 0 }
+        guard pending > 0, drainResampler() else { return }
+        lock.withLock {
+            flushDone = pending
+            lock.broadcast()
+        }
+    }
+
+    private func sendEndOfStreamIfDue() {
+        let due = lock.withLock { stopPending && !endOfStreamSent && fifo.isEmpty && runState == .stopping }
+        guard due, drainResampler() else { return }
+        let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
+        lock.withLock { endOfStreamSent = true }
+        send(.endOfStream, position: position, synchronous: false)
+        producerStateChanged()
+    }
+
+    private func finishPrimeIfDone() {
+        lock.withLock {
+            guard priming, primeTicket > primeDone else { return }
+            let ready = realtime.pointee.ring.readableFrames()
+            let full = realtime.pointee.ring.writableFrames() < (resampler == nil ? 1 : resampleCapacity)
+            if ready >= primeTarget || fifo.isEmpty || full {
+                primeDone = primeTicket
+                lock.broadcast()
+            }
+        }
+    }
+
+    override func didFinish() {
+        primedFrames = 0
+        beginTimeline()
+    }
+}

@@ -1,0 +1,27 @@
+import Synchronization
+
+/// A single-producer/single-consumer ring of plain values (commands, events),
+/// fixed capacity, never reallocated. Each use documents its producer and
+/// consumer threads; pushing into a full ring fails instead of waiting.
+public struct EventRing<Element: BitwiseCopyable>: ~Copyable {
+    @usableFromInline let capacity: Int
+    @usableFromInline let mask: Int
+    @usableFromInline let storage: UnsafeMutablePointer<Element>
+    @usableFromInline let head = Atomic<Int>(0)  // next slot to write (producer)
+    @usableFromInline let tail = Atomic<Int>(0)  // next slot to read (consumer)
+
+    public init(minimumCapacity: Int) {
+        var capacity = 8
+        while capacity < minimumCapacity { capacity <<= 1 }
+        self.capacity = capacity
+        self.mask = capacity - 1
+        storage = .allocate(capacity: capacity)
+    }
+
+    deinit { storage.deallocate() }
+
+    /// Consumer: drops everything queued.
+    public func removeAll() {
+        tail.store(head.load(ordering: .acquiring), ordering: .releasing)
+    }
+}

@@ -1,0 +1,61 @@
+import Synchronization
+
+/// A single-producer/single-consumer ring of planar Float32 frames: one plane
+/// per channel, `capacity` frames each, never reallocated.
+///
+/// Output queues: the queue thread produces decoded frames, the JACK process
+/// thread consumes them. Input queues: the JACK process thread produces
+/// captured frames, the queue thread consumes them. The indices count frames
+/// since the ring was made and never wrap (Int is 64 bits).
+public struct FrameRing: ~Copyable {
+    public let channelCount: Int
+    /// Frames per plane: a power of two.
+    public let capacity: Int
+    @usableFromInline let mask: Int
+    /// `channelCount` planes of `capacity` floats, plane c at `storage + c * capacity`.
+    public let storage: UnsafeMutablePointer<Float>
+    /// Frames written so far; stored by the producer only.
+    public let writeIndex = Atomic<Int>(0)
+    /// Frames read so far; stored by the consumer only.
+    public let readIndex = Atomic<Int>(0)
+
+    /// Makes a ring of at least `minimumCapacity` frames (rounded up to a power of two).
+    public init(channelCount: Int, minimumCapacity: Int) {
+        var capacity = 16
+        while capacity < minimumCapacity { capacity <<= 1 }
+        self.channelCount = channelCount
+        self.capacity = capacity
+        self.mask = capacity - 1
+        storage = .allocate(capacity: channelCount * capacity)
+        storage.initialize(repeating: 0, count: channelCount * capacity)
+    }
+
+    deinit { storage.deallocate() }
+
+
+    /// Producer: writes `count` frames of silence and publishes them.
+    public func writeSilence(count: Int) {
+        let start = writeIndex.load(ordering: .relaxed)
+        let first = min(count, capacity - (start & mask))
+        for c in 0..<channelCount {
+            let plane = self.plane(c)
+            (plane + (start & mask)).update(repeating: 0, count: first)
+            if first < count { plane.update(repeating: 0, count: count - first) }
+        }
+        writeIndex.store(start + count, ordering: .releasing)
+    }
+
+    /// Consumer: copies `count` frames (the caller checked `readableFrames()`) into
+    /// `channelCount` destination planes at `offset`, and releases them.
+    public func read(into destinations: UnsafePointer<UnsafeMutablePointer<Float>>, offset: Int, count: Int) {
+        let start = readIndex.load(ordering: .relaxed)
+        let first = min(count, capacity - (start & mask))
+        for c in 0..<channelCount {
+            let plane = self.plane(c)
+            let destination = destinations[c] + offset
+            destination.update(from: plane + (start & mask), count: first)
+            if first < count { (destination + first).update(from: plane, count: count - first) }
+        }
+        readIndex.store(start + count, ordering: .releasing)
+    }
+}

@@ -1,0 +1,43 @@
+import Synchronization
+
+/// Frames lost because the capture ring was full: `count` frames were dropped
+/// right after ring position `position`. Producer: process thread. Consumer: queue thread.
+public struct CaptureGap: BitwiseCopyable, Sendable {
+    public var position: Int
+    public var count: Int
+    public init(position: Int, count: Int) {
+        self.position = position
+        self.count = count
+    }
+}
+
+/// Everything the process thread touches for an input queue.
+public struct InputRealtimeState: ~Copyable {
+    public let channelCount: Int
+    /// Captured frames at the device rate. Producer: process thread. Consumer: queue thread.
+    public let ring: FrameRing
+    /// Producer: control threads (under the queue lock). Consumer: process thread.
+    public let commands: EventRing<RealtimeCommand>
+    /// Producer: process thread. Consumer: queue thread.
+    public let gaps: EventRing<CaptureGap>
+    public let publication = RealtimePublication()
+    public var meters: MeterBank
+    /// Ring position at which the last stop took effect (all frames before it are final).
+    public let stopPosition = Atomic<Int>(0)
+
+    // Realtime-owned.
+    /// A `RealtimeMode` raw value (ModeCode).
+    var mode = 0
+    var armedFrame: Int64 = .min
+    var queueFrames: Int64 = 0
+    /// A gap that could not be queued because the gap ring was full; merged into the next.
+    var pendingGap = CaptureGap(position: 0, count: 0)
+
+    public init(channelCount: Int, ringFrames: Int, meterWindowFrames: Int) {
+        self.channelCount = channelCount
+        ring = FrameRing(channelCount: channelCount, minimumCapacity: ringFrames)
+        commands = EventRing(minimumCapacity: 64)
+        gaps = EventRing(minimumCapacity: 256)
+        meters = MeterBank(channelCount: channelCount, windowFrames: meterWindowFrames)
+    }
+}

@@ -1,0 +1,245 @@
+/// Converts between a queue's interleaved client bytes and planar Float32,
+/// the sample format of JACK ports.
+///
+/// Integers map exactly: an n-bit value x becomes x / 2^(n-1) (int16 x → x/32768),
+/// and back with rounding and clipping, so integer audio that passes through
+/// JACK unchanged comes back bit-exact. Runs on queue threads, never in realtime.
+public struct SampleCodec: Sendable {
+    public let format: StreamFormat
+    private let kind: Kind
+
+    private enum Kind: Sendable {
+        case float32(bigEndian: Bool)
+        case float64(bigEndian: Bool)
+        /// Integer in `bytes` bytes; `shift` drops the unused low bits of an aligned-high sample.
+        case integer(bytes: Int, bigEndian: Bool, signed: Bool, shift: Int, bits: Int)
+        case muLaw
+        case aLaw
+    }
+
+    public init(format: StreamFormat) {
+        self.format = format
+        switch format.encoding {
+        case .muLaw: kind = .muLaw
+        case .aLaw: kind = .aLaw
+        case .linearPCM:
+            let bytes = format.bytesPerSample
+            if format.isFloat {
+                kind = bytes == 8 ? .float64(bigEndian: format.isBigEndian) : .float32(bigEndian: format.isBigEndian)
+            } else {
+                let unused = bytes * 8 - format.bitsPerChannel
+                // Packed or aligned-high samples keep their bits at the top; aligned-low at the bottom.
+                let shift = (format.isPacked || format.isAlignedHigh) ? unused : 0
+                kind = .integer(bytes: bytes, bigEndian: format.isBigEndian, signed: format.isSignedInteger || bytes > 1,
+                                shift: shift, bits: format.bitsPerChannel)
+            }
+        }
+    }
+
+    /// Decodes `frames` frames of client bytes into planar floats.
+    /// - Parameters:
+    ///   - source: interleaved client data.
+    ///   - planes: one destination pointer per channel (already offset).
+    public func decode(_ source: UnsafeRawPointer, frames: Int, into planes: UnsafePointer<UnsafeMutablePointer<Float>>) {
+        let channels = format.channelCount
+        let stride = format.bytesPerFrame
+        switch kind {
+        case .float32(let bigEndian):
+            for c in 0..<channels {
+                let out = planes[c]
+                var p = source + c * 4
+                for i in 0..<frames {
+                    let bits = p.loadUnaligned(as: UInt32.self)
+                    out[i] = Float(bitPattern: bigEndian ? bits.byteSwapped : bits)
+                    p += stride
+                }
+            }
+        case .float64(let bigEndian):
+            for c in 0..<channels {
+                let out = planes[c]
+                var p = source + c * 8
+                for i in 0..<frames {
+                    let bits = p.loadUnaligned(as: UInt64.self)
+                    out[i] = Float(Double(bitPattern: bigEndian ? bits.byteSwapped : bits))
+                    p += stride
+                }
+            }
+        case .integer(let bytes, let bigEndian, let signed, let shift, let bits):
+            let scale = 1 / Float(sign: .plus, exponent: bits - 1, significand: 1)
+            let scaleD = 1 / Double(sign: .plus, exponent: bits - 1, significand: 1)
+            for c in 0..<channels {
+                let out = planes[c]
+                var p = source + c * bytes
+                switch (bytes, bigEndian) {
+                case (2, false) where shift == 0:
+                    for i in 0..<frames {
+                        out[i] = Float(Int16(bitPattern: p.loadUnaligned(as: UInt16.self))) * scale
+                        p += stride
+                    }
+                case (2, true) where shift == 0:
+                    for i in 0..<frames {
+                        out[i] = Float(Int16(bitPattern: p.loadUnaligned(as: UInt16.self).byteSwapped)) * scale
+                        p += stride
+                    }
+                default:
+                    for i in 0..<frames {
+                        let value = Self.loadInteger(p, bytes: bytes, bigEndian: bigEndian, signed: signed) >> shift
+                        out[i] = bits <= 24 ? Float(value) * scale : Float(Double(value) * scaleD)
+                        p += stride
+                    }
+                }
+            }
+        case .muLaw:
+            for c in 0..<channels {
+                let out = planes[c]
+                let p = source.assumingMemoryBound(to: UInt8.self) + c
+                for i in 0..<frames { out[i] = Float(G711.muLawToLinear[Int(p[i * stride])]) / 32768 }
+            }
+        case .aLaw:
+            for c in 0..<channels {
+                let out = planes[c]
+                let p = source.assumingMemoryBound(to: UInt8.self) + c
+                for i in 0..<frames { out[i] = Float(G711.aLawToLinear[Int(p[i * stride])]) / 32768 }
+            }
+        }
+    }
+
+    /// Encodes `frames` frames of planar floats into interleaved client bytes (rounding, clipping).
+    public func encode(_ planes: UnsafePointer<UnsafePointer<Float>>, frames: Int, into destination: UnsafeMutableRawPointer) {
+        let channels = format.channelCount
+        let stride = format.bytesPerFrame
+        switch kind {
+        case .float32(let bigEndian):
+            for c in 0..<channels {
+                let input = planes[c]
+                var p = destination + c * 4
+                for i in 0..<frames {
+                    let bits = input[i].bitPattern
+                    p.storeBytes(of: bigEndian ? bits.byteSwapped : bits, as: UInt32.self)
+                    p += stride
+                }
+            }
+        case .float64(let bigEndian):
+            for c in 0..<channels {
+                let input = planes[c]
+                var p = destination + c * 8
+                for i in 0..<frames {
+                    let bits = Double(input[i]).bitPattern
+                    p.storeBytes(of: bigEndian ? bits.byteSwapped : bits, as: UInt64.self)
+                    p += stride
+                }
+            }
+        case .integer(let bytes, let bigEndian, let signed, let shift, let bits):
+            let full = Double(sign: .plus, exponent: bits - 1, significand: 1)
+            let maxValue = full - 1
+            for c in 0..<channels {
+                let input = planes[c]
+                var p = destination + c * bytes
+                for i in 0..<frames {
+                    let scaled = (Double(input[i]) * full).rounded(.toNearestOrEven)
+                    let clipped = scaled.isNaN ? 0 : min(max(scaled, -full), maxValue)
+                    Self.storeInteger(Int64(clipped) << shift, at: p, bytes: bytes, bigEndian: bigEndian, signed: signed)
+                    p += stride
+                }
+            }
+        case .muLaw:
+            for c in 0..<channels {
+                let input = planes[c]
+                let p = destination.assumingMemoryBound(to: UInt8.self) + c
+                for i in 0..<frames { p[i * stride] = G711.linearToMuLaw(Self.int16(input[i])) }
+            }
+        case .aLaw:
+            for c in 0..<channels {
+                let input = planes[c]
+                let p = destination.assumingMemoryBound(to: UInt8.self) + c
+                for i in 0..<frames { p[i * stride] = G711.linearToALaw(Self.int16(input[i])) }
+            }
+        }
+    }
+
+    private static func int16(_ sample: Float) -> Int16 {
+        let scaled = (Double(sample) * 32768).rounded(.toNearestOrEven)
+        return scaled.isNaN ? 0 : Int16(min(max(scaled, -32768), 32767))
+    }
+
+    @inline(__always)
+    private static func loadInteger(_ p: UnsafeRawPointer, bytes: Int, bigEndian: Bool, signed: Bool) -> Int64 {
+        var raw: UInt64 = 0
+        for b in 0..<bytes {
+            let byte = UInt64(p.load(fromByteOffset: bigEndian ? b : bytes - 1 - b, as: UInt8.self))
+            raw = (raw << 8) | byte
+        }
+        let width = UInt64(bytes * 8)
+        if signed {
+            let signBit: UInt64 = 1 << (width - 1)
+            return Int64(bitPattern: (raw ^ signBit) &- signBit)
+        }
+        return Int64(raw) - Int64(1 << (width - 1))  // offset binary (unsigned 8-bit PCM)
+    }
+
+    @inline(__always)
+    private static func storeInteger(_ value: Int64, at p: UnsafeMutableRawPointer, bytes: Int, bigEndian: Bool, signed: Bool) {
+        var raw = UInt64(bitPattern: signed ? value : value + Int64(1 << (bytes * 8 - 1)))
+        for b in 0..<bytes {
+            p.storeBytes(of: UInt8(truncatingIfNeeded: raw), toByteOffset: bigEndian ? bytes - 1 - b : b, as: UInt8.self)
+            raw >>= 8
+        }
+    }
+}
+
+/// ITU-T G.711 µ-law and A-law.
+enum G711 {
+    static let muLawToLinear: [Int16] = (0..<256).map { code in
+        let u = ~UInt8(code)
+        let sign = u & 0x80
+        let exponent = Int((u >> 4) & 0x07)
+        let mantissa = Int(u & 0x0F)
+        let magnitude = ((mantissa << 3) + 0x84) << exponent - 0x84
+        return Int16(sign != 0 ? -magnitude : magnitude)
+    }
+
+    static let aLawToLinear: [Int16] = (0..<256).map { code in
+        let a = UInt8(code) ^ 0x55
+        let sign = a & 0x80
+        let exponent = Int((a >> 4) & 0x07)
+        let mantissa = Int(a & 0x0F)
+        let magnitude = exponent == 0 ? (mantissa << 4) + 8 : ((mantissa << 4) + 0x108) << (exponent - 1)
+        return Int16(sign != 0 ? magnitude : -magnitude)
+    }
+
+    static func linearToMuLaw(_ sample: Int16) -> UInt8 {
+        let bias = 0x84
+        var value = Int(sample)
+        let sign: UInt8 = value < 0 ? 0x80 : 0
+        if value < 0 { value = -value }
+        value = min(value, 32635) + bias
+        var exponent = 7
+        var mask = 0x4000
+        while exponent > 0 && value & mask == 0 {
+            exponent -= 1
+            mask >>= 1
+        }
+        let mantissa = (value >> (exponent + 3)) & 0x0F
+        return ~(sign | UInt8(exponent << 4) | UInt8(mantissa))
+    }
+
+    static func linearToALaw(_ sample: Int16) -> UInt8 {
+        var value = Int(sample)
+        let sign: UInt8 = value >= 0 ? 0x80 : 0
+        if value < 0 { value = -value - 1 }
+        value = min(value, 32767)
+        let code: UInt8
+        if value < 256 {
+            code = UInt8(value >> 4)
+        } else {
+            var exponent = 7
+            var mask = 0x4000
+            while exponent > 1 && value & mask == 0 {
+                exponent -= 1
+                mask >>= 1
+            }
+            code = UInt8(exponent << 4) | UInt8((value >> (exponent + 3)) & 0x0F)
+        }
+        return (sign | code) ^ 0x55
+    }
+}
