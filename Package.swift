@@ -22,11 +22,17 @@ let package = Package(
         // The queue engine: no JACK here. Rings, realtime kernels, conversion, ManualDriver.
         .target(name: "QueueCore", dependencies: ["CSoxr"]),
 
+        // libjack for Swift: headers and the shim for the variadic jack_client_open.
+        .target(name: "CJack", linkerSettings: [.linkedLibrary("jack")]),
+
+        // The queue engine's device on JACK: one client per queue.
+        .target(name: "JackDriver", dependencies: ["CJack", "QueueCore"]),
+
         // Typed Swift wrapper of libsndfile.
         .target(name: "SoundFile", dependencies: ["CSndFile"]),
 
         // Apple's AudioToolbox API, implemented in Swift and exported with @_cdecl.
-        .target(name: "AudioToolbox", dependencies: ["CAudioToolbox", "SoundFile"]),
+        .target(name: "AudioToolbox", dependencies: ["CAudioToolbox", "SoundFile", "QueueCore", "JackDriver"]),
 
         // The command line tool.
         .executableTarget(
@@ -34,7 +40,11 @@ let package = Package(
             dependencies: ["AudioToolbox", "SoundFile", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
+        // Private jackd servers and peer tools for the tests.
+        .target(name: "JackTestSupport"),
+
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
+        .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
         .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile"]),
     ]

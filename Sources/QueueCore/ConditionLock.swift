@@ -55,3 +55,19 @@ public final class ConditionLock: @unchecked Sendable {
         return true
     }
 }
+
+/// A value behind a mutex, for state shared between non-realtime threads where
+/// the standard library's `Mutex` would demand `Sendable` contents (raw pointers).
+public final class Locked<Value>: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var value: Value
+
+    public init(_ value: Value) { self.value = value }
+
+    @inline(__always)
+    public func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

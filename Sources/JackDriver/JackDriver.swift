@@ -1,0 +1,477 @@
+import CJack
+import Glibc
+import QueueCore
+import Synchronization
+
+/// Opens audio queue clients on a JACK server.
+///
+/// The server is `serverName`, else `$JACK_DEFAULT_SERVER`, else JACK's default.
+/// The driver never starts a server: with none running, opening fails at once
+/// with `.invalidDevice` (the queue API's kAudioQueueErr_InvalidDevice).
+public final class JackDriver: DeviceProvider, @unchecked Sendable {
+    /// The driver for the default server.
+    public static let shared = JackDriver(serverName: nil)
+
+    public let serverName: String?
+
+    public init(serverName: String?) {
+        self.serverName = serverName
+    }
+
+    public func openDevice(name: String, direction: DeviceDirection, layout: PortLayout) throws -> AudioDevice {
+        try JackDevice(driver: self, name: name, direction: direction, layout: layout)
+    }
+
+    public func defaultTarget(for direction: DeviceDirection) -> String { "system" }
+
+    /// Device time shared by every client of this process: JACK frame time extended
+    /// to 64 bits. Allocated once; read and advanced by the clients' process threads.
+    let frameReference: UnsafeMutablePointer<Atomic<Int64>> = {
+        let pointer = UnsafeMutablePointer<Atomic<Int64>>.allocate(capacity: 1)
+        pointer.initialize(to: Atomic(Int64.min))
+        return pointer
+    }()
+}
+
+/// Extends a 32-bit JACK frame time to 64 bits: the value congruent to `frames`
+/// (mod 2^32) nearest to `reference`. Clients of one process share the reference,
+/// and times within ±2^31 frames (12 h at 48 kHz) of now map the same way in
+/// every process.
+@inline(__always)
+func extendFrameTime(_ frames: UInt32, reference: Int64) -> Int64 {
+    if reference == .min { return Int64(frames) }
+    let delta = Int32(bitPattern: frames &- UInt32(truncatingIfNeeded: reference))
+    return reference + Int64(delta)
+}
+
+/// A queue's realtime view of its JACK client: plain memory, allocated before the
+/// client is activated and freed after it is closed.
+struct JackClientRealtime: ~Copyable {
+    let client: OpaquePointer
+    let isOutput: Bool
+    let portCount: Int
+    let ports: UnsafeMutablePointer<OpaquePointer?>
+    let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    let frameReference: UnsafeMutablePointer<Atomic<Int64>>
+    /// The engine's entry (a `ProcessorRecord`), swapped by control threads.
+    let processor = Atomic<UnsafeMutableRawPointer?>(nil)
+    /// 1 while a cycle runs the entry: the handshake that lets `setProcessor(nil)` wait it out.
+    let inCycle = Atomic<Int>(0)
+    let freewheeling = Atomic<Bool>(false)
+    let shutDown = Atomic<Bool>(false)
+    let xruns = Atomic<Int>(0)
+    let rateChanges = Atomic<Int>(0)
+    let freewheelChanges = Atomic<Int>(0)
+}
+
+struct ProcessorRecord {
+    let context: UnsafeMutableRawPointer
+    let entry: RealtimeEntry
+}
+
+// MARK: JACK callbacks (global, non-isolated functions: JACK calls them on its threads)
+
+/// The process trampoline: port buffers and frame time from libjack, then the engine's entry.
+private func jackProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    guard let argument else { return 0 }
+    let rt = argument.assumingMemoryBound(to: JackClientRealtime.self)
+    let n = Int(frameCount)
+    for p in 0..<rt.pointee.portCount {
+        rt.pointee.buffers[p] = jack_port_get_buffer(rt.pointee.ports[p], frameCount).assumingMemoryBound(to: Float.self)
+    }
+    rt.pointee.inCycle.store(1, ordering: .sequentiallyConsistent)
+    if let raw = rt.pointee.processor.load(ordering: .sequentiallyConsistent) {
+        let record = raw.assumingMemoryBound(to: ProcessorRecord.self)
+        let reference = rt.pointee.frameReference.pointee.load(ordering: .relaxed)
+        let frame = extendFrameTime(jack_last_frame_time(rt.pointee.client), reference: reference)
+        if frame > reference {
+            _ = rt.pointee.frameReference.pointee.compareExchange(expected: reference, desired: frame, ordering: .relaxed)
+        }
+        record.pointee.entry(record.pointee.context, frame, Int32(n), UnsafePointer(rt.pointee.buffers),
+                             rt.pointee.freewheeling.load(ordering: .relaxed))
+    } else if rt.pointee.isOutput {
+        for p in 0..<rt.pointee.portCount { rt.pointee.buffers[p].update(repeating: 0, count: n) }
+    }
+    rt.pointee.inCycle.store(0, ordering: .sequentiallyConsistent)
+    return 0
+}
+
+/// Shutdown: like a signal handler, only a flag and a semaphore post.
+private func jackShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ argument: UnsafeMutableRawPointer?) {
+    guard let argument else { return }
+    argument.assumingMemoryBound(to: JackClientRealtime.self).pointee.shutDown.store(true, ordering: .releasing)
+    JackEventWatcher.shared.signal.post()
+}
+
+private func jackXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
+    guard let argument else { return 0 }
+    argument.assumingMemoryBound(to: JackClientRealtime.self).pointee.xruns.wrappingAdd(1, ordering: .relaxed)
+    JackEventWatcher.shared.signal.post()
+    return 0
+}
+
+private func jackSampleRate(_ rate: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    guard let argument else { return 0 }
+    argument.assumingMemoryBound(to: JackClientRealtime.self).pointee.rateChanges.wrappingAdd(1, ordering: .relaxed)
+    JackEventWatcher.shared.signal.post()
+    return 0
+}
+
+private func jackFreewheel(_ starting: Int32, _ argument: UnsafeMutableRawPointer?) {
+    guard let argument else { return }
+    let rt = argument.assumingMemoryBound(to: JackClientRealtime.self)
+    rt.pointee.freewheeling.store(starting != 0, ordering: .relaxed)
+    rt.pointee.freewheelChanges.wrappingAdd(1, ordering: .relaxed)
+    JackEventWatcher.shared.signal.post()
+}
+
+/// Reports latency: a queue adds none of its own, so its output ports capture
+/// nothing earlier than now ([0, 0]) and its input ports deliver to nobody later.
+private func jackLatency(_ mode: jack_latency_callback_mode_t, _ argument: UnsafeMutableRawPointer?) {
+    guard let argument else { return }
+    let rt = argument.assumingMemoryBound(to: JackClientRealtime.self)
+    var none = jack_latency_range_t(min: 0, max: 0)
+    let ours = rt.pointee.isOutput ? JackCaptureLatency : JackPlaybackLatency
+    guard mode == ours else { return }
+    for p in 0..<rt.pointee.portCount { jack_port_set_latency_range(rt.pointee.ports[p], mode, &none) }
+}
+
+// MARK: The device
+
+/// One audio queue's JACK client with its ports.
+final class JackDevice: AudioDevice, @unchecked Sendable {
+    let driver: JackDriver
+    let direction: DeviceDirection
+    let layout: PortLayout
+    private let lock = Locked(Inner())
+
+    struct Inner {
+        var rt: UnsafeMutablePointer<JackClientRealtime>?
+        var name = ""
+        var processor: UnsafeMutablePointer<ProcessorRecord>?
+        var handler: (@Sendable (DeviceEvent) -> Void)?
+        var target = ""
+        var seenXruns = 0
+        var seenRateChanges = 0
+        var seenFreewheelChanges = 0
+        var reportedShutdown = false
+    }
+
+    init(driver: JackDriver, name: String, direction: DeviceDirection, layout: PortLayout) throws {
+        self.driver = driver
+        self.direction = direction
+        self.layout = layout
+        let rt = try Self.openClient(driver: driver, name: name, direction: direction, layout: layout)
+        let actual = String(cString: jack_get_client_name(rt.pointee.client))
+        lock.withLock {
+            $0.rt = rt
+            $0.name = actual
+        }
+        JackEventWatcher.shared.add(self)
+    }
+
+    /// Opens, registers the ports, installs the callbacks and activates a client.
+    private static func openClient(driver: JackDriver, name: String, direction: DeviceDirection,
+                                   layout: PortLayout) throws -> UnsafeMutablePointer<JackClientRealtime> {
+        var status = jack_status_t(0)
+        let limit = Int(jack_client_name_size()) - 1
+        let clientName = String(name.prefix(max(limit, 1)))
+        guard let client = jaq_jack_client_open(clientName, JackNoStartServer, &status, driver.serverName) else {
+            let environment = getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) } ?? ""
+            let server = driver.serverName ?? environment
+            let which = server.isEmpty ? "the default JACK server" : "JACK server \"\(server)\""
+            if status.rawValue & JackServerFailed.rawValue != 0 {
+                throw QueueError.invalidDevice("\(which) is not running")
+            }
+            throw QueueError.invalidDevice("cannot open a client on \(which) (status 0x\(String(status.rawValue, radix: 16)))")
+        }
+        let portCount = layout.names.count
+        let ports = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: portCount)
+        let flags = UInt(direction == .output ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
+        for (i, short) in layout.names.enumerated() {
+            ports[i] = jack_port_register(client, short, jaq_jack_default_audio_type(), flags, 0)
+            if ports[i] == nil {
+                jack_client_close(client)
+                ports.deallocate()
+                throw QueueError.invalidDevice("cannot register JACK port \(short)")
+            }
+        }
+        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(portCount, 1))
+        let rt = UnsafeMutablePointer<JackClientRealtime>.allocate(capacity: 1)
+        rt.initialize(to: JackClientRealtime(
+            client: client, isOutput: direction == .output, portCount: portCount, ports: ports, buffers: buffers,
+            frameReference: driver.frameReference))
+        // The shared device time starts from this server's frame time.
+        let reference = driver.frameReference.pointee.load(ordering: .relaxed)
+        if reference == .min {
+            _ = driver.frameReference.pointee.compareExchange(
+                expected: .min, desired: Int64(jack_frame_time(client)), ordering: .relaxed)
+        }
+        let argument = UnsafeMutableRawPointer(rt)
+        jack_set_process_callback(client, jackProcess, argument)
+        jack_on_info_shutdown(client, jackShutdown, argument)
+        jack_set_xrun_callback(client, jackXrun, argument)
+        jack_set_sample_rate_callback(client, jackSampleRate, argument)
+        jack_set_freewheel_callback(client, jackFreewheel, argument)
+        jack_set_latency_callback(client, jackLatency, argument)
+        guard jack_activate(client) == 0 else {
+            jack_client_close(client)
+            Self.free(rt)
+            throw QueueError.invalidDevice("cannot activate JACK client \(clientName)")
+        }
+        return rt
+    }
+
+    private static func free(_ rt: UnsafeMutablePointer<JackClientRealtime>) {
+        rt.pointee.ports.deallocate()
+        rt.pointee.buffers.deallocate()
+        rt.deinitialize(count: 1)
+        rt.deallocate()
+    }
+
+    private var rt: UnsafeMutablePointer<JackClientRealtime>? { lock.withLock { $0.rt } }
+
+    var sampleRate: Double {
+        guard let rt else { return 48000 }
+        return Double(jack_get_sample_rate(rt.pointee.client))
+    }
+
+    var periodFrames: Int {
+        guard let rt else { return 256 }
+        return Int(jack_get_buffer_size(rt.pointee.client))
+    }
+
+    var clientName: String { lock.withLock { $0.name } }
+
+    var portNames: [String] {
+        let name = clientName
+        return layout.names.map { "\(name):\($0)" }
+    }
+
+    var isFreewheeling: Bool { rt?.pointee.freewheeling.load(ordering: .relaxed) ?? false }
+
+    var isAlive: Bool {
+        guard let rt else { return false }
+        return !rt.pointee.shutDown.load(ordering: .acquiring)
+    }
+
+    func setProcessor(_ processor: RealtimeProcessor?) {
+        var record: UnsafeMutablePointer<ProcessorRecord>?
+        if let processor {
+            record = .allocate(capacity: 1)
+            record!.initialize(to: ProcessorRecord(context: processor.context, entry: processor.entry))
+        }
+        let (rt, old) = lock.withLock { inner -> (UnsafeMutablePointer<JackClientRealtime>?, UnsafeMutablePointer<ProcessorRecord>?) in
+            let old = inner.processor
+            inner.processor = record
+            return (inner.rt, old)
+        }
+        if let rt {
+            rt.pointee.processor.store(record.map { UnsafeMutableRawPointer($0) }, ordering: .sequentiallyConsistent)
+            waitForCycleEnd(rt)
+        }
+        if let old {
+            old.deinitialize(count: 1)
+            old.deallocate()
+        }
+    }
+
+    /// Waits until no cycle is inside the old entry (a few periods at most).
+    private func waitForCycleEnd(_ rt: UnsafeMutablePointer<JackClientRealtime>) {
+        var waited = 0.0
+        while rt.pointee.inCycle.load(ordering: .sequentiallyConsistent) != 0 && waited < 10 {
+            if rt.pointee.shutDown.load(ordering: .acquiring) { break }
+            HostClock.sleep(seconds: 0.0005)
+            waited += 0.0005
+        }
+    }
+
+    func connect(to target: String) throws -> [String] {
+        guard let rt, isAlive else { throw QueueError.queueInvalidated }
+        let client = rt.pointee.client
+        let wantInputs = direction == .output
+        let kind = UInt(wantInputs ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue)
+        let ours = Set(portNames)
+        let candidates = Self.portList(client, flags: kind).filter { !ours.contains($0) }
+        let physical = Self.portList(client, flags: kind | UInt(JackPortIsPhysical.rawValue))
+        let targets = try PortMatcher.resolve(target, candidates: candidates, physical: physical)
+        let plan = PortMatcher.plan(portCount: layout.names.count, targets: targets, monoPair: layout.isMonoPair)
+        for p in 0..<rt.pointee.portCount { jack_port_disconnect(client, rt.pointee.ports[p]) }
+        let names = portNames
+        for (port, other) in plan {
+            let result = wantInputs ? jack_connect(client, names[port], other) : jack_connect(client, other, names[port])
+            if result != 0 && result != EEXIST {
+                throw QueueError.invalidDevice("cannot connect \(names[port]) and \(other)")
+            }
+        }
+        lock.withLock { $0.target = target }
+        return Array(Set(plan.map { $0.target })).sorted()
+    }
+
+    /// Port names the server lists for `flags` (audio ports only).
+    static func portList(_ client: OpaquePointer, flags: UInt) -> [String] {
+        guard let list = jack_get_ports(client, nil, jaq_jack_default_audio_type(), flags) else { return [] }
+        defer { jack_free(list) }
+        var names: [String] = []
+        var i = 0
+        while let name = list[i] {
+            names.append(String(cString: name))
+            i += 1
+        }
+        return names
+    }
+
+    func currentFrame() -> Int64 {
+        guard let rt else { return 0 }
+        let reference = driver.frameReference.pointee.load(ordering: .relaxed)
+        return extendFrameTime(jack_frame_time(rt.pointee.client), reference: reference)
+    }
+
+    func hostTime(forFrame frame: Int64) -> UInt64 {
+        guard let rt else { return HostClock.nanoseconds() }
+        let usecs = jack_frames_to_time(rt.pointee.client, UInt32(truncatingIfNeeded: frame))
+        return usecs &* 1000
+    }
+
+    func frame(forHostTime hostTime: UInt64) -> Int64 {
+        guard let rt else { return 0 }
+        let frames = jack_time_to_frames(rt.pointee.client, hostTime / 1000)
+        return extendFrameTime(frames, reference: driver.frameReference.pointee.load(ordering: .relaxed))
+    }
+
+    func portLatency(_ index: Int) -> ClosedRange<Int> {
+        guard let rt, index >= 0, index < rt.pointee.portCount else { return 0...0 }
+        var range = jack_latency_range_t(min: 0, max: 0)
+        jack_port_get_latency_range(rt.pointee.ports[index],
+                                    direction == .input ? JackCaptureLatency : JackPlaybackLatency, &range)
+        return Int(range.min)...Int(max(range.min, range.max))
+    }
+
+    func synchronize(isApplied: () -> Bool, applyDirectly: () -> Void) {
+        guard let rt else { return applyDirectly() }
+        var waited = 0.0
+        let period = Double(periodFrames) / sampleRate
+        let limit = max(0.5, 20 * period)
+        while !isApplied() {
+            if rt.pointee.shutDown.load(ordering: .acquiring) || waited >= limit {
+                // No cycle is coming (server gone or stalled): take the commands here,
+                // with the entry detached so no cycle can run it meanwhile.
+                let record = rt.pointee.processor.exchange(nil, ordering: .sequentiallyConsistent)
+                waitForCycleEnd(rt)
+                if !isApplied() { applyDirectly() }
+                rt.pointee.processor.store(record, ordering: .sequentiallyConsistent)
+                return
+            }
+            HostClock.sleep(seconds: 0.0005)
+            waited += 0.0005
+        }
+    }
+
+    func setEventHandler(_ handler: (@Sendable (DeviceEvent) -> Void)?) {
+        lock.withLock { $0.handler = handler }
+    }
+
+    func rename(to name: String) throws {
+        guard let old = rt else { throw QueueError.queueInvalidated }
+        let record = lock.withLock { $0.processor }
+        let replacement = try Self.openClient(driver: driver, name: name, direction: direction, layout: layout)
+        replacement.pointee.processor.store(record.map { UnsafeMutableRawPointer($0) }, ordering: .sequentiallyConsistent)
+        old.pointee.processor.store(nil, ordering: .sequentiallyConsistent)
+        waitForCycleEnd(old)
+        jack_deactivate(old.pointee.client)
+        jack_client_close(old.pointee.client)
+        Self.free(old)
+        lock.withLock {
+            $0.rt = replacement
+            $0.name = String(cString: jack_get_client_name(replacement.pointee.client))
+        }
+    }
+
+    func close() {
+        JackEventWatcher.shared.remove(self)
+        guard let rt = lock.withLock({ inner -> UnsafeMutablePointer<JackClientRealtime>? in
+            let rt = inner.rt
+            inner.rt = nil
+            return rt
+        }) else { return }
+        rt.pointee.processor.store(nil, ordering: .sequentiallyConsistent)
+        waitForCycleEnd(rt)
+        if !rt.pointee.shutDown.load(ordering: .acquiring) { jack_deactivate(rt.pointee.client) }
+        jack_client_close(rt.pointee.client)
+        Self.free(rt)
+        lock.withLock { inner in
+            if let record = inner.processor {
+                record.deinitialize(count: 1)
+                record.deallocate()
+                inner.processor = nil
+            }
+        }
+    }
+
+    /// Turns the flags the callbacks set into device events (watcher thread).
+    func reportEvents() {
+        let (handler, events): ((@Sendable (DeviceEvent) -> Void)?, [DeviceEvent]) = lock.withLock { inner in
+            guard let rt = inner.rt else { return (nil, []) }
+            var events: [DeviceEvent] = []
+            let xruns = rt.pointee.xruns.load(ordering: .relaxed)
+            for _ in inner.seenXruns..<max(inner.seenXruns, xruns) { events.append(.xrun) }
+            inner.seenXruns = xruns
+            let rates = rt.pointee.rateChanges.load(ordering: .relaxed)
+            if rates != inner.seenRateChanges {
+                inner.seenRateChanges = rates
+                events.append(.sampleRateChanged(Double(jack_get_sample_rate(rt.pointee.client))))
+            }
+            let freewheels = rt.pointee.freewheelChanges.load(ordering: .relaxed)
+            if freewheels != inner.seenFreewheelChanges {
+                inner.seenFreewheelChanges = freewheels
+                events.append(.freewheel(rt.pointee.freewheeling.load(ordering: .relaxed)))
+            }
+            if rt.pointee.shutDown.load(ordering: .acquiring) && !inner.reportedShutdown {
+                inner.reportedShutdown = true
+                events.append(.shutdown(reason: "the JACK server shut down"))
+            }
+            return (inner.handler, events)
+        }
+        guard let handler else { return }
+        for event in events { handler(event) }
+    }
+}
+
+/// One thread per process that turns JACK's notifications (shutdown, xrun,
+/// sample rate, freewheel) into device events, so JACK's threads only set flags.
+final class JackEventWatcher: @unchecked Sendable {
+    static let shared = JackEventWatcher()
+    let signal = Semaphore()
+    private let devices = Mutex<[ObjectIdentifier: JackDeviceBox]>([:])
+    private let started = Mutex(false)
+
+    struct JackDeviceBox: @unchecked Sendable { weak var device: JackDevice? }
+
+    func add(_ device: JackDevice) {
+        devices.withLock { $0[ObjectIdentifier(device)] = JackDeviceBox(device: device) }
+        let first = started.withLock { running -> Bool in
+            defer { running = true }
+            return !running
+        }
+        if first {
+            var thread = pthread_t()
+            let result = pthread_create(&thread, nil, { _ in
+                JackEventWatcher.shared.run()
+                return nil
+            }, nil)
+            if result == 0 { pthread_detach(thread) }
+        }
+    }
+
+    func remove(_ device: JackDevice) {
+        _ = devices.withLock { $0.removeValue(forKey: ObjectIdentifier(device)) }
+    }
+
+    private func run() {
+        while true {
+            signal.wait(timeout: 0.25)
+            let live = devices.withLock { $0.values.compactMap { $0.device } }
+            for device in live { device.reportEvents() }
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import Glibc
+
+/// A private JACK server for tests: `jackd -n <unique> --no-realtime -d dummy`,
+/// started on creation, stopped (by its pid) on `stop()` or deinit. Never
+/// relies on a server that is already running.
+public final class JackServer: @unchecked Sendable {
+    public let name: String
+    public let sampleRate: Int
+    public let periodFrames: Int
+    public let process: Process
+    private let log: FileHandle?
+    public let logPath: String
+
+    /// Starts a dummy-backend server and waits until clients can connect.
+    /// - Parameters:
+    ///   - capture, playback: physical (system) ports of the dummy backend.
+    public init(sampleRate: Int = 48000, periodFrames: Int = 256, capture: Int = 2, playback: Int = 2,
+                function: String = #function) throws {
+        self.sampleRate = sampleRate
+        self.periodFrames = periodFrames
+        let unique = "jaqtest-\(getpid())-\(JackServer.counter.next())"
+        name = unique
+        let jackd = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let jackd else { throw JackServerError("jackd is not installed (apt-get install jackd2)") }
+        logPath = NSTemporaryDirectory() + "/\(unique).log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        log = FileHandle(forWritingAtPath: logPath)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: jackd)
+        process.arguments = ["-n", unique, "--no-realtime", "-d", "dummy", "-r", "\(sampleRate)",
+                             "-p", "\(periodFrames)", "-C", "\(capture)", "-P", "\(playback)"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["JACK_NO_AUDIO_RESERVATION"] = "1"
+        environment.removeValue(forKey: "JACK_DEFAULT_SERVER")
+        process.environment = environment
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Ready when jack_lsp can list the system ports.
+        var waited = 0.0
+        while waited < 10 {
+            if !process.isRunning { throw JackServerError("jackd exited: \(logText)") }
+            if (try? run(["jack_lsp"]))?.contains("system:") == true || (capture == 0 && playback == 0 && waited > 1) {
+                return
+            }
+            usleep(50_000)
+            waited += 0.05
+        }
+        stop()
+        throw JackServerError("jackd \(unique) did not come up: \(logText)")
+    }
+
+    /// The server's log so far.
+    public var logText: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Environment for a child process to use this server.
+    public var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["JACK_DEFAULT_SERVER"] = name
+        environment["JACK_NO_AUDIO_RESERVATION"] = "1"
+        return environment
+    }
+
+    /// Runs a program against this server and returns its standard output (throws on failure).
+    @discardableResult
+    public func run(_ arguments: [String], timeout: Double = 30) throws -> String {
+        let result = try runProcess(arguments, environment: environment, timeout: timeout)
+        guard result.status == 0 else {
+            throw JackServerError("\(arguments.joined(separator: " ")) exited \(result.status): \(result.error)")
+        }
+        return result.output
+    }
+
+    /// Starts a program against this server in the background.
+    public func spawn(_ arguments: [String], output: String? = nil) throws -> Process {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        child.arguments = arguments
+        child.environment = environment
+        child.standardInput = FileHandle.nullDevice
+        if let output {
+            _ = FileManager.default.createFile(atPath: output, contents: nil)
+            let handle = FileHandle(forWritingAtPath: output)
+            child.standardOutput = handle
+            child.standardError = handle
+        } else {
+            child.standardOutput = FileHandle.nullDevice
+            child.standardError = FileHandle.nullDevice
+        }
+        try child.run()
+        return child
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL) and waits for it.
+    public func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        var waited = 0.0
+        while process.isRunning && waited < 5 {
+            usleep(20_000)
+            waited += 0.02
+        }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? log?.close()
+    }
+
+    deinit { stop() }
+
+    private static let counter = Counter()
+    final class Counter: @unchecked Sendable {
+        private var value = 0
+        private let lock = NSLock()
+        func next() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
+    }
+}
+
+public struct JackServerError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Runs a command (via /usr/bin/env) and collects its output, with a timeout.
+public func runProcess(_ arguments: [String], environment: [String: String]? = nil, timeout: Double = 60,
+                       currentDirectory: String? = nil) throws -> (status: Int32, output: String, error: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let outData = DataCollector(out.fileHandleForReading)
+    let errData = DataCollector(err.fileHandleForReading)
+    var waited = 0.0
+    while process.isRunning && waited < timeout {
+        usleep(5_000)
+        waited += 0.005
+    }
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        throw JackServerError("\(arguments.joined(separator: " ")) timed out after \(timeout) s")
+    }
+    process.waitUntilExit()
+    return (process.terminationStatus, outData.text(), errData.text())
+}
+
+/// Reads a pipe to the end on a background thread (so a chatty child never blocks).
+final class DataCollector: @unchecked Sendable {
+    private var data = Data()
+    private let lock = NSLock()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            let all = handle.readDataToEndOfFile()
+            lock.lock()
+            data = all
+            lock.unlock()
+            done.signal()
+        }
+    }
+
+    func text() -> String {
+        _ = done.wait(timeout: .now() + 5)
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
