@@ -1,4 +1,5 @@
 import CAudioToolbox
+import QueueCore
 
 /// An error of the AudioToolbox layer: Apple's result code and a reason.
 ///
@@ -21,7 +22,29 @@ func status(for error: Error) -> OSStatus {
     switch error {
     case let error as AudioToolboxError: return error.status
     case let error as OSStatusConvertible: return error.osStatus
+    case let error as QueueError: return status(forQueueError: error)
     default: return kAudioFileUnspecifiedError
+    }
+}
+
+/// Apple's result code for each engine error.
+private func status(forQueueError error: QueueError) -> OSStatus {
+    switch error {
+    case .invalidParameter: kAudio_ParamError
+    case .unsupportedFormat: kAudioFormatUnsupportedDataFormatError
+    case .invalidBuffer: kAudioQueueErr_InvalidBuffer
+    case .bufferEmpty: kAudioQueueErr_BufferEmpty
+    case .bufferInQueue: kAudioQueueErr_BufferInQueue
+    case .enqueueDuringReset: kAudioQueueErr_EnqueueDuringReset
+    case .invalidQueueType: kAudioQueueErr_InvalidQueueType
+    case .invalidRunState: kAudioQueueErr_InvalidRunState
+    case .invalidDevice: kAudioQueueErr_InvalidDevice
+    case .cannotStart: kAudioQueueErr_CannotStart
+    case .queueInvalidated: kAudioQueueErr_QueueInvalidated
+    case .disposalPending: kAudioQueueErr_DisposalPending
+    case .primeTimedOut: kAudioQueueErr_PrimeTimedOut
+    case .invalidPropertyValue: kAudioQueueErr_InvalidPropertyValue
+    case .nonAscendingStartTime: kAudio_ParamError
     }
 }
 

@@ -30,6 +30,13 @@ extern CFURLRef real_CFURLCreateFromFileSystemRepresentation(CFAllocatorRef a, c
     REAL(CFURLCreateFromFileSystemRepresentation);
 extern Boolean real_CFURLGetFileSystemRepresentation(CFURLRef url, Boolean resolve, UInt8 *buffer, CFIndex max)
     REAL(CFURLGetFileSystemRepresentation);
+extern CFRunLoopSourceRef real_CFRunLoopSourceCreate(CFAllocatorRef a, CFIndex order, CFRunLoopSourceContext *c)
+    REAL(CFRunLoopSourceCreate);
+extern void real_CFRunLoopAddSource(CFRunLoopRef rl, CFRunLoopSourceRef s, CFStringRef mode) REAL(CFRunLoopAddSource);
+extern void real_CFRunLoopRemoveSource(CFRunLoopRef rl, CFRunLoopSourceRef s, CFStringRef mode)
+    REAL(CFRunLoopRemoveSource);
+extern void real_CFRunLoopSourceSignal(CFRunLoopSourceRef s) REAL(CFRunLoopSourceSignal);
+extern void real_CFRunLoopSourceInvalidate(CFRunLoopSourceRef s) REAL(CFRunLoopSourceInvalidate);
 extern const CFStringRef real_kCFRunLoopDefaultMode REAL(kCFRunLoopDefaultMode);
 extern const CFStringRef real_kCFRunLoopCommonModes REAL(kCFRunLoopCommonModes);
 
@@ -56,6 +63,18 @@ CFURLRef jaq_CFURLCreateFromFileSystemRepresentation(CFAllocatorRef a, const UIn
 Boolean jaq_CFURLGetFileSystemRepresentation(CFURLRef url, Boolean resolve, UInt8 *buffer, CFIndex max) {
     return (url && buffer && max > 0) ? real_CFURLGetFileSystemRepresentation(url, resolve, buffer, max) : 0;
 }
+
+CFRunLoopSourceRef jaq_CFRunLoopSourceCreate(CFAllocatorRef a, CFIndex order, CFRunLoopSourceContext *c) {
+    return c ? real_CFRunLoopSourceCreate(a, order, c) : NULL;
+}
+void jaq_CFRunLoopAddSource(CFRunLoopRef rl, CFRunLoopSourceRef s, CFStringRef mode) {
+    if (rl && s) real_CFRunLoopAddSource(rl, s, mode ? mode : real_kCFRunLoopCommonModes);
+}
+void jaq_CFRunLoopRemoveSource(CFRunLoopRef rl, CFRunLoopSourceRef s, CFStringRef mode) {
+    if (rl && s) real_CFRunLoopRemoveSource(rl, s, mode ? mode : real_kCFRunLoopCommonModes);
+}
+void jaq_CFRunLoopSourceSignal(CFRunLoopSourceRef s) { if (s) real_CFRunLoopSourceSignal(s); }
+void jaq_CFRunLoopSourceInvalidate(CFRunLoopSourceRef s) { if (s) real_CFRunLoopSourceInvalidate(s); }
 
 /* The mode constants are data: copied from CoreFoundation when the library loads. */
 CFStringRef jaq_kCFRunLoopDefaultMode_storage __asm__("jaq_kCFRunLoopDefaultMode");

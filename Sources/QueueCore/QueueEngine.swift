@@ -519,8 +519,33 @@ public class QueueEngine: @unchecked Sendable {
         if !inCallback {
             lock.withLock { _ = lock.wait(timeout: 10) { callbacksRunning == 0 } }
         }
+        let handler = lock.withLock { () -> (@Sendable () -> Void)? in
+            defer { _onDisposed = nil }
+            return _onDisposed
+        }
+        handler?()
     }
 
     /// True once Dispose ran.
     public var isDisposed: Bool { lock.withLock { disposed } }
+
+    /// Called once, when the queue has been disposed of (immediately or after playing out).
+    public var onDisposed: (@Sendable () -> Void)? {
+        get { lock.withLock { _onDisposed } }
+        set { lock.withLock { _onDisposed = newValue } }
+    }
+    private var _onDisposed: (@Sendable () -> Void)?
+
+    /// The host time at which queue time `sampleTime` (queue rate) plays, while the queue runs.
+    public func hostTime(forQueueTime sampleTime: Double) -> UInt64? {
+        let active = lock.withLock { runState == .running || runState == .starting || runState == .stopping }
+        guard active else { return nil }
+        let deviceQueueFrames = Int64((sampleTime / rateRatio).rounded())
+        let (sequence, baseFrame, baseQueue) = withPublication {
+            ($0.timeBaseSequence.load(ordering: .acquiring), $0.timeBaseFrame.load(ordering: .relaxed),
+             $0.timeBaseQueueFrames.load(ordering: .relaxed))
+        }
+        guard sequence > 0 else { return nil }
+        return device.hostTime(forFrame: baseFrame + (deviceQueueFrames - baseQueue))
+    }
 }

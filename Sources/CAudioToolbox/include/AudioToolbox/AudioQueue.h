@@ -146,6 +146,139 @@ typedef void (*AudioQueueInputCallback)(void *JAQ_NULLABLE inUserData, AudioQueu
 typedef void (*AudioQueuePropertyListenerProc)(void *JAQ_NULLABLE inUserData, AudioQueueRef inAQ,
                                                AudioQueuePropertyID inID);
 
+
+/* ---- Functions ---------------------------------------------------------- */
+
+/**
+ * Creates a playback queue: a JACK client with one output port per channel (a
+ * mono queue gets a left/right pair for pan), connected to "system" (the
+ * physical playback ports) when they exist. Callbacks run on the queue's own
+ * thread (inCallbackRunLoop NULL) or on the given CFRunLoop in the given mode
+ * (NULL = kCFRunLoopCommonModes). No JACK server: kAudioQueueErr_InvalidDevice.
+ */
+OSStatus AudioQueueNewOutput(const AudioStreamBasicDescription *inFormat, AudioQueueOutputCallback inCallbackProc,
+                             void *JAQ_NULLABLE inUserData, CFRunLoopRef JAQ_NULLABLE inCallbackRunLoop,
+                             CFStringRef JAQ_NULLABLE inCallbackRunLoopMode, UInt32 inFlags,
+                             AudioQueueRef JAQ_NULLABLE *JAQ_NONNULL outAQ);
+
+/**
+ * Creates a recording queue: a JACK client with one input port per channel,
+ * connected from "system" (the physical capture ports) when they exist. A
+ * sample rate of 0 means the server's rate (see kAudioQueueProperty_StreamDescription).
+ */
+OSStatus AudioQueueNewInput(const AudioStreamBasicDescription *inFormat, AudioQueueInputCallback inCallbackProc,
+                            void *JAQ_NULLABLE inUserData, CFRunLoopRef JAQ_NULLABLE inCallbackRunLoop,
+                            CFStringRef JAQ_NULLABLE inCallbackRunLoopMode, UInt32 inFlags,
+                            AudioQueueRef JAQ_NULLABLE *JAQ_NONNULL outAQ);
+
+/** Disposes of a queue (immediately, or once what is enqueued has played). No callback runs after it returns. */
+OSStatus AudioQueueDispose(AudioQueueRef inAQ, Boolean inImmediate);
+
+/** Allocates a buffer of `inBufferByteSize` bytes owned by the queue. */
+OSStatus AudioQueueAllocateBuffer(AudioQueueRef inAQ, UInt32 inBufferByteSize,
+                                  AudioQueueBufferRef JAQ_NULLABLE *JAQ_NONNULL outBuffer);
+
+/** Allocates a buffer with room for `inNumberPacketDescriptions` packet descriptions. */
+OSStatus AudioQueueAllocateBufferWithPacketDescriptions(AudioQueueRef inAQ, UInt32 inBufferByteSize,
+                                                        UInt32 inNumberPacketDescriptions,
+                                                        AudioQueueBufferRef JAQ_NULLABLE *JAQ_NONNULL outBuffer);
+
+/** Frees a buffer that is not enqueued (kAudioQueueErr_BufferInQueue otherwise). */
+OSStatus AudioQueueFreeBuffer(AudioQueueRef inAQ, AudioQueueBufferRef inBuffer);
+
+/** Enqueues a buffer: filled with audio (playback) or to be filled (recording). */
+OSStatus AudioQueueEnqueueBuffer(AudioQueueRef inAQ, AudioQueueBufferRef inBuffer, UInt32 inNumPacketDescs,
+                                 const AudioStreamPacketDescription *JAQ_NULLABLE inPacketDescs);
+
+/**
+ * Playback only: enqueues a buffer with frames to trim, parameter events taking
+ * effect on its first frame, and a start time in queue time (NULL: right after
+ * the previous buffer; times must ascend). outActualStartTime gets the queue
+ * time it will start at.
+ */
+OSStatus AudioQueueEnqueueBufferWithParameters(AudioQueueRef inAQ, AudioQueueBufferRef inBuffer,
+                                               UInt32 inNumPacketDescs,
+                                               const AudioStreamPacketDescription *JAQ_NULLABLE inPacketDescs,
+                                               UInt32 inTrimFramesAtStart, UInt32 inTrimFramesAtEnd,
+                                               UInt32 inNumParamValues,
+                                               const AudioQueueParameterEvent *JAQ_NULLABLE inParamValues,
+                                               const AudioTimeStamp *JAQ_NULLABLE inStartTime,
+                                               AudioTimeStamp *JAQ_NULLABLE outActualStartTime);
+
+/**
+ * Starts (or resumes) the queue: NULL = as soon as possible; else at mSampleTime
+ * in device time (JACK frame time, 64-bit), or at mHostTime (CLOCK_MONOTONIC ns)
+ * when only that flag is set. The first frame is exactly that frame.
+ */
+OSStatus AudioQueueStart(AudioQueueRef inAQ, const AudioTimeStamp *JAQ_NULLABLE inStartTime);
+
+/** Playback only: decodes enqueued buffers (0 = all) before Start. */
+OSStatus AudioQueuePrime(AudioQueueRef inAQ, UInt32 inNumberOfFramesToPrepare,
+                         UInt32 *JAQ_NULLABLE outNumberOfFramesPrepared);
+
+/** Stops now (true) or once everything enqueued has played / been delivered (false). */
+OSStatus AudioQueueStop(AudioQueueRef inAQ, Boolean inImmediate);
+
+/** Pauses; Start resumes with nothing lost. */
+OSStatus AudioQueuePause(AudioQueueRef inAQ);
+
+/** Makes sure everything enqueued reaches the device (drains the converter). */
+OSStatus AudioQueueFlush(AudioQueueRef inAQ);
+
+/** Drops what is queued, returning every queued buffer through the callback once. */
+OSStatus AudioQueueReset(AudioQueueRef inAQ);
+
+/** Gets a parameter (Volume, VolumeRampTime, Pan). */
+OSStatus AudioQueueGetParameter(AudioQueueRef inAQ, AudioQueueParameterID inParamID,
+                                AudioQueueParameterValue *outValue);
+
+/** Sets a parameter; it takes effect on the next JACK cycle. */
+OSStatus AudioQueueSetParameter(AudioQueueRef inAQ, AudioQueueParameterID inParamID,
+                                AudioQueueParameterValue inValue);
+
+/** Gets a property; `ioDataSize` is the buffer's size on input and the value's on output. */
+OSStatus AudioQueueGetProperty(AudioQueueRef inAQ, AudioQueuePropertyID inID, void *outData, UInt32 *ioDataSize);
+
+/** Sets a property. */
+OSStatus AudioQueueSetProperty(AudioQueueRef inAQ, AudioQueuePropertyID inID, const void *inData,
+                               UInt32 inDataSize);
+
+/** The size of a property's value. */
+OSStatus AudioQueueGetPropertySize(AudioQueueRef inAQ, AudioQueuePropertyID inID, UInt32 *outDataSize);
+
+/** Calls `inProc` when the property changes (IsRunning: when the device really starts and stops). */
+OSStatus AudioQueueAddPropertyListener(AudioQueueRef inAQ, AudioQueuePropertyID inID,
+                                       AudioQueuePropertyListenerProc inProc, void *JAQ_NULLABLE inUserData);
+
+/** Removes a listener added with the same procedure and user data. */
+OSStatus AudioQueueRemovePropertyListener(AudioQueueRef inAQ, AudioQueuePropertyID inID,
+                                          AudioQueuePropertyListenerProc inProc, void *JAQ_NULLABLE inUserData);
+
+/** Creates a timeline object that reports discontinuities (xruns, lost recording data, rate changes). */
+OSStatus AudioQueueCreateTimeline(AudioQueueRef inAQ, AudioQueueTimelineRef JAQ_NULLABLE *JAQ_NONNULL outTimeline);
+
+/** Disposes of a timeline. */
+OSStatus AudioQueueDisposeTimeline(AudioQueueRef inAQ, AudioQueueTimelineRef inTimeline);
+
+/**
+ * The queue time now: mSampleTime in frames at the queue's rate since it started
+ * (paused time excluded), mHostTime; *outTimelineDiscontinuity true once after
+ * each discontinuity (needs a timeline).
+ */
+OSStatus AudioQueueGetCurrentTime(AudioQueueRef inAQ, AudioQueueTimelineRef JAQ_NULLABLE inTimeline,
+                                  AudioTimeStamp *JAQ_NULLABLE outTimeStamp,
+                                  Boolean *JAQ_NULLABLE outTimelineDiscontinuity);
+
+/** Device time now: JACK frame time (64-bit) and host time; host time is valid even when not running. */
+OSStatus AudioQueueDeviceGetCurrentTime(AudioQueueRef inAQ, AudioTimeStamp *outTimeStamp);
+
+/** Translates a device time between sample time and host time (jack_frames_to_time / jack_time_to_frames). */
+OSStatus AudioQueueDeviceTranslateTime(AudioQueueRef inAQ, const AudioTimeStamp *inTime, AudioTimeStamp *outTime);
+
+/** The earliest device frame at or after the request at which a running or primed queue can start. */
+OSStatus AudioQueueDeviceGetNearestStartTime(AudioQueueRef inAQ, AudioTimeStamp *ioRequestedStartTime,
+                                             UInt32 inFlags);
+
 JAQ_ASSUME_NONNULL_END
 JAQ_EXTERN_C_END
 

@@ -12,5 +12,6 @@
 #include "../CoreAudioTypes/CoreAudioTypes.h"
 #include "AudioFile.h"
 #include "AudioQueue.h"
+#include "AudioQueueJACK.h"
 
 #endif

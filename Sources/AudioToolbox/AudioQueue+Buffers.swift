@@ -1,0 +1,160 @@
+import CAudioToolbox
+import QueueCore
+
+// Buffers: allocate, free, enqueue (with parameters), and the run controls.
+
+@_cdecl("AudioQueueAllocateBuffer")
+func audioQueueAllocateBuffer(_ inAQ: AudioQueueRef?, _ inBufferByteSize: UInt32,
+                              _ outBuffer: UnsafeMutablePointer<AudioQueueBufferRef?>?) -> OSStatus {
+    audioQueueAllocateBufferWithPacketDescriptions(inAQ, inBufferByteSize, 0, outBuffer)
+}
+
+@_cdecl("AudioQueueAllocateBufferWithPacketDescriptions")
+func audioQueueAllocateBufferWithPacketDescriptions(
+    _ inAQ: AudioQueueRef?, _ inBufferByteSize: UInt32, _ inNumberPacketDescriptions: UInt32,
+    _ outBuffer: UnsafeMutablePointer<AudioQueueBufferRef?>?
+) -> OSStatus {
+    withStatus {
+        guard let outBuffer else { throw AudioToolboxError(kAudio_ParamError, "NULL outBuffer") }
+        outBuffer.pointee = nil
+        let object = try AudioQueueRegistry.object(inAQ)
+        outBuffer.pointee = try object.allocateBuffer(bytes: inBufferByteSize, packetDescriptions: inNumberPacketDescriptions)
+    }
+}
+
+@_cdecl("AudioQueueFreeBuffer")
+func audioQueueFreeBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBufferRef?) -> OSStatus {
+    withStatus {
+        guard let inBuffer else { throw AudioToolboxError(kAudio_ParamError, "NULL buffer") }
+        try AudioQueueRegistry.object(inAQ).freeBuffer(inBuffer)
+    }
+}
+
+@_cdecl("AudioQueueEnqueueBuffer")
+func audioQueueEnqueueBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBufferRef?, _ inNumPacketDescs: UInt32,
+                             _ inPacketDescs: UnsafePointer<AudioStreamPacketDescription>?) -> OSStatus {
+    withStatus {
+        let object = try AudioQueueRegistry.object(inAQ)
+        guard let inBuffer else { throw QueueError.invalidBuffer }
+        let handle = UnsafeMutableRawPointer(inBuffer)
+        if let output = object.output {
+            try output.enqueue(handle, byteCount: Int(inBuffer.pointee.mAudioDataByteSize))
+        } else if let input = object.input {
+            try input.enqueue(handle)
+        }
+    }
+}
+
+@_cdecl("AudioQueueEnqueueBufferWithParameters")
+func audioQueueEnqueueBufferWithParameters(
+    _ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBufferRef?, _ inNumPacketDescs: UInt32,
+    _ inPacketDescs: UnsafePointer<AudioStreamPacketDescription>?, _ inTrimFramesAtStart: UInt32,
+    _ inTrimFramesAtEnd: UInt32, _ inNumParamValues: UInt32, _ inParamValues: UnsafePointer<AudioQueueParameterEvent>?,
+    _ inStartTime: UnsafePointer<AudioTimeStamp>?, _ outActualStartTime: UnsafeMutablePointer<AudioTimeStamp>?
+) -> OSStatus {
+    withStatus {
+        let object = try AudioQueueRegistry.object(inAQ)
+        guard let output = object.output else { throw QueueError.invalidQueueType }
+        guard let inBuffer else { throw QueueError.invalidBuffer }
+        var changes: [ParameterChange] = []
+        if inNumParamValues > 0 {
+            guard let inParamValues else { throw AudioToolboxError(kAudio_ParamError, "NULL parameter events") }
+            for event in UnsafeBufferPointer(start: inParamValues, count: Int(inNumParamValues)) {
+                switch event.mID {
+                case kAudioQueueParam_Volume: changes.append(ParameterChange(.volume, event.mValue))
+                case kAudioQueueParam_Pan: changes.append(ParameterChange(.pan, event.mValue))
+                default: throw AudioToolboxError(kAudioQueueErr_InvalidParameter, "parameter \(event.mID) can't be scheduled")
+                }
+            }
+        }
+        var start: Int64?
+        if let inStartTime {
+            let time = inStartTime.pointee
+            guard time.mFlags.contains(.sampleTimeValid) else {
+                throw AudioToolboxError(kAudio_ParamError, "buffer start times are queue sample times (mSampleTime)")
+            }
+            guard time.mSampleTime.isFinite, time.mSampleTime >= 0 else {
+                throw AudioToolboxError(kAudio_ParamError, "start time \(time.mSampleTime)")
+            }
+            start = Int64(time.mSampleTime.rounded())
+        }
+        let actual = try output.enqueue(
+            UnsafeMutableRawPointer(inBuffer), byteCount: Int(inBuffer.pointee.mAudioDataByteSize),
+            trimStart: Int(inTrimFramesAtStart), trimEnd: Int(inTrimFramesAtEnd), parameters: changes, startTime: start)
+        if let outActualStartTime {
+            var time = AudioTimeStamp()
+            time.mSampleTime = Double(actual)
+            time.mFlags = .sampleTimeValid
+            if let host = output.hostTime(forQueueTime: Double(actual)) {
+                time.mHostTime = host
+                time.mFlags.insert(.hostTimeValid)
+            }
+            outActualStartTime.pointee = time
+        }
+    }
+}
+
+// MARK: Run controls
+
+/// The device frame an AudioTimeStamp names: mSampleTime (device time), or mHostTime when only it is valid.
+func deviceFrame(_ time: AudioTimeStamp, engine: QueueEngine) throws -> Int64? {
+    if time.mFlags.contains(.sampleTimeValid) {
+        guard time.mSampleTime.isFinite else { throw AudioToolboxError(kAudio_ParamError, "start time \(time.mSampleTime)") }
+        return Int64(time.mSampleTime.rounded(.down))
+    }
+    if time.mFlags.contains(.hostTimeValid) {
+        return engine.device.frame(forHostTime: time.mHostTime)
+    }
+    return nil
+}
+
+@_cdecl("AudioQueueStart")
+func audioQueueStart(_ inAQ: AudioQueueRef?, _ inStartTime: UnsafePointer<AudioTimeStamp>?) -> OSStatus {
+    withStatus {
+        let object = try AudioQueueRegistry.object(inAQ)
+        let frame = try inStartTime.flatMap { try deviceFrame($0.pointee, engine: object.engine) }
+        try object.engine.start(atDeviceFrame: frame)
+    }
+}
+
+@_cdecl("AudioQueuePrime")
+func audioQueuePrime(_ inAQ: AudioQueueRef?, _ inNumberOfFramesToPrepare: UInt32,
+                     _ outNumberOfFramesPrepared: UnsafeMutablePointer<UInt32>?) -> OSStatus {
+    withStatus {
+        let object = try AudioQueueRegistry.object(inAQ)
+        guard let output = object.output else { throw QueueError.invalidQueueType }
+        let prepared = try output.prime(frames: Int(inNumberOfFramesToPrepare))
+        outNumberOfFramesPrepared?.pointee = UInt32(clamping: prepared)
+    }
+}
+
+@_cdecl("AudioQueueStop")
+func audioQueueStop(_ inAQ: AudioQueueRef?, _ inImmediate: UInt8) -> OSStatus {
+    withStatus {
+        let object = try AudioQueueRegistry.object(inAQ)
+        if let output = object.output { try output.stop(immediate: inImmediate != 0) }
+        if let input = object.input { try input.stop(immediate: inImmediate != 0) }
+    }
+}
+
+@_cdecl("AudioQueuePause")
+func audioQueuePause(_ inAQ: AudioQueueRef?) -> OSStatus {
+    withStatus { try AudioQueueRegistry.object(inAQ).engine.pause() }
+}
+
+@_cdecl("AudioQueueFlush")
+func audioQueueFlush(_ inAQ: AudioQueueRef?) -> OSStatus {
+    withStatus {
+        let object = try AudioQueueRegistry.object(inAQ)
+        if let output = object.output { try output.flush() }
+    }
+}
+
+@_cdecl("AudioQueueReset")
+func audioQueueReset(_ inAQ: AudioQueueRef?) -> OSStatus {
+    withStatus {
+        let object = try AudioQueueRegistry.object(inAQ)
+        if let output = object.output { try output.reset() }
+        if let input = object.input { try input.reset() }
+    }
+}

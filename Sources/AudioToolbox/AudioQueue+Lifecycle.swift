@@ -1,0 +1,181 @@
+import CAudioToolbox
+import Dispatch
+import QueueCore
+
+// AudioQueueNewOutput, AudioQueueNewInput (and their dispatch-queue forms),
+// AudioQueueDispose. C and Swift callers reach the same code: the C header
+// declares these names, the implementations are exported with @_cdecl.
+
+/// The callback executor for a run loop argument: NULL means the queue's own thread.
+private func delivery(runLoop: OpaquePointer?, mode: OpaquePointer?) -> RunLoopDelivery? {
+    guard let runLoop else { return nil }
+    let loop = Unmanaged<CFRunLoop>.fromOpaque(UnsafeRawPointer(runLoop)).takeUnretainedValue()
+    let modeName = mode.map { CFRunLoopMode(rawValue: Unmanaged<CFString>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue()) }
+        ?? CFRunLoopMode.commonModes
+    return RunLoopDelivery(runLoop: loop, mode: modeName)
+}
+
+/// The complete format a queue reports (an input queue's rate 0 becomes the server's rate).
+private func completeFormat(_ asbd: AudioStreamBasicDescription, engine: QueueEngine) -> AudioStreamBasicDescription {
+    var format = asbd
+    format.mSampleRate = engine.format.sampleRate
+    if format.mFramesPerPacket == 0 { format.mFramesPerPacket = 1 }
+    if format.mBytesPerPacket == 0 { format.mBytesPerPacket = format.mBytesPerFrame }
+    return format
+}
+
+/// Registers a new queue object and hands out its reference.
+private func publish(_ object: AudioQueueObject, to outAQ: UnsafeMutablePointer<AudioQueueRef?>) {
+    AudioQueueRegistry.add(object)
+    object.connectEvents()
+    object.engine.onDisposed = { [weak object] in
+        guard let object else { return }
+        AudioQueueRegistry.remove(object)
+        object.releaseResources()
+    }
+    outAQ.pointee = object.ref
+}
+
+/// A box letting the engine's callbacks reach the object created after the engine.
+private final class ObjectBox: @unchecked Sendable {
+    weak var object: AudioQueueObject?
+}
+
+/// Holds a C caller's user data pointer across threads.
+private struct UserData: @unchecked Sendable {
+    let pointer: UnsafeMutableRawPointer?
+}
+
+func makeOutputQueue(
+    format inFormat: UnsafePointer<AudioStreamBasicDescription>?, flags: UInt32,
+    delivery: RunLoopDelivery?, executor: CallbackExecutor, outAQ: UnsafeMutablePointer<AudioQueueRef?>?,
+    callback: @escaping @Sendable (AudioQueueRef, AudioQueueBufferRef) -> Void
+) throws {
+    guard let inFormat, let outAQ else { throw AudioToolboxError(kAudio_ParamError, "NULL format or outAQ") }
+    outAQ.pointee = nil
+    let format = try streamFormat(inFormat.pointee, allowsZeroRate: false)
+    let box = ObjectBox()
+    let engine = try OutputQueueEngine(
+        format: format, provider: AudioQueueDevices.provider, clientName: defaultClientName(.output),
+        executor: delivery?.executor ?? executor
+    ) { buffer in
+        guard let object = box.object else { return }
+        callback(object.ref, buffer.handle.assumingMemoryBound(to: AudioQueueBuffer.self))
+    }
+    let object = AudioQueueObject(engine: engine, format: completeFormat(inFormat.pointee, engine: engine), delivery: delivery)
+    box.object = object
+    publish(object, to: outAQ)
+}
+
+func makeInputQueue(
+    format inFormat: UnsafePointer<AudioStreamBasicDescription>?, flags: UInt32,
+    delivery: RunLoopDelivery?, executor: CallbackExecutor, outAQ: UnsafeMutablePointer<AudioQueueRef?>?,
+    callback: @escaping @Sendable (AudioQueueRef, AudioQueueBufferRef, UnsafePointer<AudioTimeStamp>, UInt32) -> Void
+) throws {
+    guard let inFormat, let outAQ else { throw AudioToolboxError(kAudio_ParamError, "NULL format or outAQ") }
+    outAQ.pointee = nil
+    let format = try streamFormat(inFormat.pointee, allowsZeroRate: true)
+    let box = ObjectBox()
+    let engine = try InputQueueEngine(
+        format: format, provider: AudioQueueDevices.provider, clientName: defaultClientName(.input),
+        executor: delivery?.executor ?? executor
+    ) { buffer, bytes, packets, stamp in
+        guard let object = box.object else { return }
+        let ref = buffer.handle.assumingMemoryBound(to: AudioQueueBuffer.self)
+        ref.pointer(to: \.mAudioDataByteSize)!.pointee = UInt32(bytes)
+        ref.pointer(to: \.mPacketDescriptionCount)!.pointee = 0
+        var time = AudioTimeStamp()
+        time.mSampleTime = stamp.sampleTime
+        time.mHostTime = stamp.hostTime
+        time.mRateScalar = 1
+        time.mFlags = [.sampleTimeValid, .hostTimeValid, .rateScalarValid]
+        callback(object.ref, ref, &time, UInt32(packets))
+    }
+    let object = AudioQueueObject(engine: engine, format: completeFormat(inFormat.pointee, engine: engine), delivery: delivery)
+    box.object = object
+    publish(object, to: outAQ)
+}
+
+@_cdecl("AudioQueueNewOutput")
+func audioQueueNewOutput(
+    _ inFormat: UnsafePointer<AudioStreamBasicDescription>?, _ inCallbackProc: AudioQueueOutputCallback?,
+    _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: OpaquePointer?, _ inCallbackRunLoopMode: OpaquePointer?,
+    _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?
+) -> OSStatus {
+    withStatus {
+        guard let inCallbackProc else { throw AudioToolboxError(kAudio_ParamError, "NULL callback") }
+        let userData = UserData(pointer: inUserData)
+        try makeOutputQueue(format: inFormat, flags: inFlags,
+                            delivery: delivery(runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode),
+                            executor: .queueThread, outAQ: outAQ) { queue, buffer in
+            inCallbackProc(userData.pointer, queue, buffer)
+        }
+    }
+}
+
+@_cdecl("AudioQueueNewInput")
+func audioQueueNewInput(
+    _ inFormat: UnsafePointer<AudioStreamBasicDescription>?, _ inCallbackProc: AudioQueueInputCallback?,
+    _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: OpaquePointer?, _ inCallbackRunLoopMode: OpaquePointer?,
+    _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?
+) -> OSStatus {
+    withStatus {
+        guard let inCallbackProc else { throw AudioToolboxError(kAudio_ParamError, "NULL callback") }
+        let userData = UserData(pointer: inUserData)
+        try makeInputQueue(format: inFormat, flags: inFlags,
+                           delivery: delivery(runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode),
+                           executor: .queueThread, outAQ: outAQ) { queue, buffer, time, packets in
+            inCallbackProc(userData.pointer, queue, buffer, time, packets, nil)
+        }
+    }
+}
+
+/// A playback queue's callback as a block (AudioQueueNewOutputWithDispatchQueue).
+public typealias AudioQueueOutputCallbackBlock = (AudioQueueRef, AudioQueueBufferRef) -> Void
+
+/// A recording queue's callback as a block (AudioQueueNewInputWithDispatchQueue).
+public typealias AudioQueueInputCallbackBlock = (
+    AudioQueueRef, AudioQueueBufferRef, UnsafePointer<AudioTimeStamp>, UInt32, UnsafePointer<AudioStreamPacketDescription>?
+) -> Void
+
+private struct SendableBlock<T>: @unchecked Sendable { let block: T }
+
+/// Creates a playback queue whose callback block runs on `inCallbackDispatchQueue`.
+public func AudioQueueNewOutputWithDispatchQueue(
+    _ outAQ: UnsafeMutablePointer<AudioQueueRef?>, _ inFormat: UnsafePointer<AudioStreamBasicDescription>,
+    _ inFlags: UInt32, _ inCallbackDispatchQueue: DispatchQueue,
+    _ inCallbackBlock: @escaping AudioQueueOutputCallbackBlock
+) -> OSStatus {
+    withStatus {
+        let block = SendableBlock(block: inCallbackBlock)
+        let queue = inCallbackDispatchQueue
+        try makeOutputQueue(format: inFormat, flags: inFlags, delivery: nil,
+                            executor: .custom { work in queue.async(execute: work) }, outAQ: outAQ) { aq, buffer in
+            block.block(aq, buffer)
+        }
+    }
+}
+
+/// Creates a recording queue whose callback block runs on `inCallbackDispatchQueue`.
+public func AudioQueueNewInputWithDispatchQueue(
+    _ outAQ: UnsafeMutablePointer<AudioQueueRef?>, _ inFormat: UnsafePointer<AudioStreamBasicDescription>,
+    _ inFlags: UInt32, _ inCallbackDispatchQueue: DispatchQueue,
+    _ inCallbackBlock: @escaping AudioQueueInputCallbackBlock
+) -> OSStatus {
+    withStatus {
+        let block = SendableBlock(block: inCallbackBlock)
+        let queue = inCallbackDispatchQueue
+        try makeInputQueue(format: inFormat, flags: inFlags, delivery: nil,
+                           executor: .custom { work in queue.async(execute: work) }, outAQ: outAQ) { aq, buffer, time, packets in
+            block.block(aq, buffer, time, packets, nil)
+        }
+    }
+}
+
+@_cdecl("AudioQueueDispose")
+func audioQueueDispose(_ inAQ: AudioQueueRef?, _ inImmediate: UInt8) -> OSStatus {
+    withStatus {
+        let object = try AudioQueueRegistry.object(inAQ)
+        object.engine.dispose(immediate: inImmediate != 0)
+    }
+}

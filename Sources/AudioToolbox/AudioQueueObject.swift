@@ -1,0 +1,236 @@
+import CAudioToolbox
+import Dispatch
+import Glibc
+import JackDriver
+import QueueCore
+
+/// Where audio queues get their device: the JACK server by default. Tests and
+/// offline tools may install a `ManualDriver` (a clock the caller advances).
+///
+/// Thread safety: set it before creating queues; queues keep the provider they were made with.
+public enum AudioQueueDevices {
+    private static let current = Locked<DeviceProvider>(JackDriver.shared)
+
+    /// The provider new queues open their device with.
+    public static var provider: DeviceProvider {
+        get { current.withLock { $0 } }
+        set { current.withLock { $0 = newValue } }
+    }
+}
+
+/// The object behind an AudioQueueRef: the engine, the Apple callback, listeners,
+/// the AudioQueueBuffer memory and the properties the engine does not keep.
+final class AudioQueueObject: @unchecked Sendable {
+    let engine: QueueEngine
+    let format: AudioStreamBasicDescription
+    let delivery: RunLoopDelivery?
+    let state = Locked(State())
+
+    struct Listener {
+        let proc: AudioQueuePropertyListenerProc
+        let userData: UnsafeMutableRawPointer?
+    }
+
+    struct State {
+        var listeners: [AudioQueuePropertyID: [Listener]] = [:]
+        var magicCookie: [UInt8] = []
+        var channelLayout: [UInt8]? = nil
+        var codecPolicy: UInt32 = 0
+        var timelines: [UnsafeMutableRawPointer: Timeline] = [:]
+        var buffers: Set<UnsafeMutableRawPointer> = []
+    }
+
+    /// A timeline object: remembers how many discontinuities it has reported.
+    final class Timeline {
+        var seen: Int
+        init(seen: Int) { self.seen = seen }
+    }
+
+    var output: OutputQueueEngine? { engine as? OutputQueueEngine }
+    var input: InputQueueEngine? { engine as? InputQueueEngine }
+    var ref: AudioQueueRef { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+
+    init(engine: QueueEngine, format: AudioStreamBasicDescription, delivery: RunLoopDelivery?) {
+        self.engine = engine
+        self.format = format
+        self.delivery = delivery
+    }
+
+    /// Installs the listener dispatch (after the object has its reference).
+    func connectEvents() {
+        engine.eventSink = { [weak self] event in
+            guard let self else { return }
+            let id: AudioQueuePropertyID
+            switch event {
+            case .isRunningChanged: id = kAudioQueueProperty_IsRunning
+            case .recordUnderrun: id = kAudioQueueProperty_RecordUnderrun
+            case .currentDeviceChanged: id = kAudioQueueProperty_CurrentDevice
+            }
+            let listeners = state.withLock { $0.listeners[id] ?? [] }
+            for listener in listeners { listener.proc(listener.userData, self.ref, id) }
+        }
+    }
+
+    // MARK: Buffers
+
+    /// Allocates an AudioQueueBuffer and its data in one block:
+    /// [AudioQueueBuffer][packet descriptions][data], data 16-byte aligned.
+    func allocateBuffer(bytes: UInt32, packetDescriptions: UInt32) throws -> AudioQueueBufferRef {
+        let header = MemoryLayout<AudioQueueBuffer>.stride
+        let descriptions = Int(packetDescriptions) * MemoryLayout<AudioStreamPacketDescription>.stride
+        let dataOffset = (header + descriptions + 15) & ~15
+        let total = dataOffset + Int(bytes)
+        guard total < Int(Int32.max) else { throw QueueError.invalidParameter("buffer of \(bytes) bytes") }
+        let block = UnsafeMutableRawPointer.allocate(byteCount: max(total, 16), alignment: 16)
+        block.initializeMemory(as: UInt8.self, repeating: 0, count: max(total, 16))
+        let data = block + dataOffset
+        let descriptionsPointer = packetDescriptions > 0
+            ? (block + header).assumingMemoryBound(to: AudioStreamPacketDescription.self) : nil
+        let buffer = block.bindMemory(to: AudioQueueBuffer.self, capacity: 1)
+        buffer.initialize(to: AudioQueueBuffer(
+            mAudioDataBytesCapacity: bytes, mAudioData: data, mAudioDataByteSize: 0, mUserData: nil,
+            mPacketDescriptionCapacity: packetDescriptions, mPacketDescriptions: descriptionsPointer,
+            mPacketDescriptionCount: 0))
+        do {
+            try engine.addBuffer(QueueBuffer(handle: block, data: data, byteCapacity: Int(bytes)))
+        } catch {
+            block.deallocate()
+            throw error
+        }
+        state.withLock { _ = $0.buffers.insert(block) }
+        return buffer
+    }
+
+    /// Frees a buffer that is not enqueued.
+    func freeBuffer(_ buffer: AudioQueueBufferRef) throws {
+        let block = UnsafeMutableRawPointer(buffer)
+        guard state.withLock({ $0.buffers.contains(block) }) else { throw QueueError.invalidBuffer }
+        try engine.removeBuffer(block)
+        state.withLock { _ = $0.buffers.remove(block) }
+        block.deallocate()
+    }
+
+    /// Frees everything once the engine is disposed of.
+    func releaseResources() {
+        let blocks = state.withLock { state -> Set<UnsafeMutableRawPointer> in
+            let blocks = state.buffers
+            state.buffers.removeAll()
+            state.timelines.removeAll()
+            state.listeners.removeAll()
+            return blocks
+        }
+        for block in blocks { block.deallocate() }
+        delivery?.invalidate()
+    }
+}
+
+/// The AudioQueueRefs alive in this process: a call with anything else gets a
+/// result code, not a crash.
+enum AudioQueueRegistry {
+    private static let live = Locked<[UnsafeMutableRawPointer: AudioQueueObject]>([:])
+
+    static func add(_ object: AudioQueueObject) {
+        live.withLock { $0[UnsafeMutableRawPointer(object.ref)] = object }
+    }
+
+    static func remove(_ object: AudioQueueObject) {
+        _ = live.withLock { $0.removeValue(forKey: UnsafeMutableRawPointer(object.ref)) }
+    }
+
+    /// The object behind `ref`; throws -50 for NULL or a queue that is not alive.
+    static func object(_ ref: AudioQueueRef?) throws -> AudioQueueObject {
+        guard let ref else { throw AudioToolboxError(kAudio_ParamError, "NULL AudioQueueRef") }
+        guard let object = live.withLock({ $0[UnsafeMutableRawPointer(ref)] }) else {
+            throw AudioToolboxError(kAudio_ParamError, "not a live audio queue")
+        }
+        return object
+    }
+}
+
+/// Delivers callbacks on a CFRunLoop: a version-0 source the queue signals.
+final class RunLoopDelivery: @unchecked Sendable {
+    let runLoop: CFRunLoop
+    let mode: CFRunLoopMode
+    private var source: CFRunLoopSource?
+    private let jobs = Locked<[@Sendable () -> Void]>([])
+
+    init(runLoop: CFRunLoop, mode: CFRunLoopMode) {
+        self.runLoop = runLoop
+        self.mode = mode
+        var context = CFRunLoopSourceContext()
+        context.info = Unmanaged.passUnretained(self).toOpaque()
+        context.perform = { info in
+            guard let info else { return }
+            Unmanaged<RunLoopDelivery>.fromOpaque(info).takeUnretainedValue().performJobs()
+        }
+        source = CFRunLoopSourceCreate(nil, 0, &context)
+        if let source { CFRunLoopAddSource(runLoop, source, mode) }
+    }
+
+    var executor: CallbackExecutor {
+        .custom { [self] job in self.post(job) }
+    }
+
+    func post(_ job: @escaping @Sendable () -> Void) {
+        jobs.withLock { $0.append(job) }
+        if let source { CFRunLoopSourceSignal(source) }
+        CFRunLoopWakeUp(runLoop)
+    }
+
+    private func performJobs() {
+        while true {
+            let next = jobs.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+            guard let next else { return }
+            next()
+        }
+    }
+
+    func invalidate() {
+        if let source {
+            CFRunLoopRemoveSource(runLoop, source, mode)
+            CFRunLoopSourceInvalidate(source)
+        }
+        source = nil
+    }
+}
+
+/// The default JACK client name: the program's name and the queue's direction.
+func defaultClientName(_ direction: DeviceDirection) -> String {
+    var name = "audioqueue"
+    if let file = fopen("/proc/self/comm", "r") {
+        var buffer = [CChar](repeating: 0, count: 64)
+        if fgets(&buffer, 64, file) != nil {
+            let bytes = buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }
+            let text = String(decoding: bytes, as: UTF8.self)
+            if !text.isEmpty { name = text }
+        }
+        fclose(file)
+    }
+    return name + (direction == .output ? "-out" : "-in")
+}
+
+/// The engine's format for an AudioStreamBasicDescription; throws 'fmt?' for what a queue can't take.
+func streamFormat(_ asbd: AudioStreamBasicDescription, allowsZeroRate: Bool) throws -> StreamFormat {
+    let encoding: StreamFormat.Encoding
+    switch asbd.mFormatID {
+    case kAudioFormatLinearPCM: encoding = .linearPCM
+    case kAudioFormatULaw: encoding = .muLaw
+    case kAudioFormatALaw: encoding = .aLaw
+    default:
+        throw QueueError.unsupportedFormat("format \(fourCharString(OSStatus(bitPattern: asbd.mFormatID))) (queues take linear PCM, µ-law and A-law)")
+    }
+    let flags = asbd.mFormatFlags
+    let format = StreamFormat(
+        sampleRate: asbd.mSampleRate, encoding: encoding,
+        isFloat: encoding == .linearPCM && flags & kAudioFormatFlagIsFloat != 0,
+        isBigEndian: flags & kAudioFormatFlagIsBigEndian != 0,
+        isSignedInteger: flags & kAudioFormatFlagIsSignedInteger != 0,
+        isPacked: flags & kAudioFormatFlagIsPacked != 0 || asbd.mBitsPerChannel == (asbd.mBytesPerFrame * 8) / max(asbd.mChannelsPerFrame, 1),
+        isAlignedHigh: flags & kAudioFormatFlagIsAlignedHigh != 0,
+        isNonInterleaved: flags & kAudioFormatFlagIsNonInterleaved != 0,
+        bytesPerFrame: Int(asbd.mBytesPerFrame), channelCount: Int(asbd.mChannelsPerFrame),
+        bitsPerChannel: Int(asbd.mBitsPerChannel))
+    try format.validate(allowsZeroRate: allowsZeroRate, bytesPerPacket: Int(asbd.mBytesPerPacket),
+                        framesPerPacket: Int(asbd.mFramesPerPacket))
+    return format
+}
