@@ -51,3 +51,23 @@ func filePath(of url: __CFURLRef?) -> String? {
     let length = buffer.firstIndex(of: 0) ?? buffer.count
     return String(decoding: buffer[..<length], as: UTF8.self)
 }
+
+// CFString and String: on Apple platforms `"text" as CFString` and `string as String`
+// bridge; without Objective-C bridging these do the same.
+
+extension CFString {
+    /// A CFString with the text of `string` (Apple platforms: `string as CFString`).
+    public static func make(_ string: String) -> CFString {
+        CFStringCreateWithCString(nil, string, CFStringEncoding(kCFStringEncodingUTF8))!
+    }
+}
+
+extension String {
+    /// The text of a CFString (Apple platforms: `cfString as String`).
+    public init(_ cfString: CFString) {
+        var buffer = [CChar](repeating: 0, count: Swift.max(4 * CFStringGetLength(cfString) + 1, 1))
+        let ok = CFStringGetCString(cfString, &buffer, buffer.count, CFStringEncoding(kCFStringEncodingUTF8))
+        let bytes = ok ? buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) } : []
+        self = String(decoding: bytes, as: UTF8.self)
+    }
+}

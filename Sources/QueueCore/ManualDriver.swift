@@ -70,6 +70,9 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
         state.withLock { ($0.playbackStartFrame, $0.playback[port]) }
     }
 
+    /// The clients open now, in the order they were opened.
+    public var devices: [ManualDevice] { state.withLock { $0.devices } }
+
     public var systemPlaybackPorts: [String] { (0..<physicalPortCount).map { "system:playback_\($0 + 1)" } }
     public var systemCapturePorts: [String] { (0..<physicalPortCount).map { "system:capture_\($0 + 1)" } }
 

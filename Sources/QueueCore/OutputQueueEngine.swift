@@ -263,12 +263,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Decodes the first periods before the device starts, so the first cycle plays audio
     /// (unless called from a callback, where waiting for the queue thread would stall it).
     override func willSendStart() {
+        lock.withLock { if stopPending && runState == .starting { runState = .stopping } }
         guard thread?.isCurrent != true, !lock.withLock({ isInCallback }) else { return }
         let target = 2 * device.periodFrames
         var waited = 0.0
         while waited < 2 {
             if realtime.pointee.ring.readableFrames() >= target { return }
-            let idle = lock.withLock { fifo.isEmpty && callbacksInFlight == 0 || runState != .starting }
+            let idle = lock.withLock { fifo.isEmpty && callbacksInFlight == 0 || (runState != .starting && runState != .stopping) }
             if idle { return }
             HostClock.sleep(seconds: 0.001)
             waited += 0.001
@@ -289,6 +290,12 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 case .stopping:
                     return true
                 case .stopped:
+                    // Not started yet (a callback at the end of the data while priming): play
+                    // what is queued once started, then stop.
+                    if !fifo.isEmpty || realtime.pointee.ring.readableFrames() > 0 {
+                        stopPending = true
+                        return true
+                    }
                     return false
                 }
             }

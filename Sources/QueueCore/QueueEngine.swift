@@ -348,11 +348,13 @@ public class QueueEngine: @unchecked Sendable {
             try checkUsable()
             switch runState {
             case .running, .starting: return false
-            case .stopping: throw QueueError.invalidRunState("the queue is stopping")
+            case .stopping:
+                // Stopping after a pause: resume, and stop once played out.
+                return withPublication { $0.mode.load(ordering: .relaxed) } == RealtimeMode.paused.rawValue
             case .stopped, .paused: break
             }
             if runState == .stopped { prepareTimeline() }
-            runState = .starting
+            if runState != .stopping { runState = .starting }
             return true
         }
         guard proceed else { return }

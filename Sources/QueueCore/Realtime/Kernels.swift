@@ -230,7 +230,14 @@ public func applyOutputCommands(_ s: UnsafeMutablePointer<OutputRealtimeState>) 
                 s.pointee.armedFrame = command.frame
             }
         case .pause:
-            if s.pointee.mode == ModeCode.running || s.pointee.mode == ModeCode.armed { s.pointee.mode = ModeCode.paused }
+            if s.pointee.mode == ModeCode.running || s.pointee.mode == ModeCode.armed {
+                s.pointee.mode = ModeCode.paused
+                // Queue time stops where the last cycle ended.
+                let end = s.pointee.publication.cycleFrame.load(ordering: .relaxed)
+                    + Int64(s.pointee.publication.cycleFrameCount.load(ordering: .relaxed))
+                s.pointee.publication.mode.store(ModeCode.paused, ordering: .relaxed)
+                s.pointee.publication.publishTimeBase(frame: end, queueFrames: s.pointee.queueFrames)
+            }
         case .stop:
             s.pointee.mode = ModeCode.stopped
             s.pointee.endOfStream = .max
@@ -395,7 +402,14 @@ public func captureInputCycle(
                 s.pointee.armedFrame = command.frame
             }
         case .pause:
-            if s.pointee.mode == ModeCode.running || s.pointee.mode == ModeCode.armed { s.pointee.mode = ModeCode.paused }
+            if s.pointee.mode == ModeCode.running || s.pointee.mode == ModeCode.armed {
+                s.pointee.mode = ModeCode.paused
+                // Queue time stops where the last cycle ended.
+                let end = s.pointee.publication.cycleFrame.load(ordering: .relaxed)
+                    + Int64(s.pointee.publication.cycleFrameCount.load(ordering: .relaxed))
+                s.pointee.publication.mode.store(ModeCode.paused, ordering: .relaxed)
+                s.pointee.publication.publishTimeBase(frame: end, queueFrames: s.pointee.queueFrames)
+            }
         case .stop:
             s.pointee.mode = ModeCode.stopped
             s.pointee.stopPosition.store(s.pointee.ring.writeIndex.load(ordering: .relaxed), ordering: .releasing)
