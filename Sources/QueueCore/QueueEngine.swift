@@ -281,7 +281,8 @@ public class QueueEngine: @unchecked Sendable {
                 seenStartCount = started
                 if runState == .starting { runState = .running }
                 didStart()
-                if !isRunning {
+                // A start the queue thread sees only after a Stop(true) is not reported.
+                if !isRunning && runState != .stopped {
                     isRunning = true
                     events.append(.isRunningChanged(true))
                 }

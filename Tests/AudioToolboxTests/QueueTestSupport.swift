@@ -115,6 +115,7 @@ func isRunningListener(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueue
 /// A recording context: the input callback appends the buffer's samples and start times, then re-enqueues.
 final class RecordingContext: @unchecked Sendable {
     let samples = Mutex<[Int16]>([])
+    let bytes = Mutex<[UInt8]>([])
     let starts = Mutex<[(sampleTime: Double, packets: UInt32, bytes: UInt32)]>([])
     let enqueueErrors = Mutex<[OSStatus]>([])
     let reenqueue = Mutex(true)
@@ -129,6 +130,9 @@ func handleInputBuffer(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueue
     let count = Int(buffer.pointee.mAudioDataByteSize) / 2
     let data = buffer.pointee.mAudioData.assumingMemoryBound(to: Int16.self)
     context.samples.withLock { $0.append(contentsOf: UnsafeBufferPointer(start: data, count: count)) }
+    context.bytes.withLock {
+        $0.append(contentsOf: UnsafeRawBufferPointer(start: buffer.pointee.mAudioData, count: Int(buffer.pointee.mAudioDataByteSize)))
+    }
     context.starts.withLock { $0.append((startTime.pointee.mSampleTime, packets, buffer.pointee.mAudioDataByteSize)) }
     guard context.reenqueue.withLock({ $0 }) else { return }
     let status = AudioQueueEnqueueBuffer(queue, buffer, 0, nil)
