@@ -46,6 +46,6 @@ let package = Package(
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
-        .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile"]),
+        .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile", "QueueCore", "JackDriver", "JackTestSupport"]),
     ]
 )
