@@ -1,2 +1,306 @@
 import CSndFile
-public enum SoundFileVersion { public static var string: String { String(cString: sf_version_string()) } }
+import Glibc
+
+/// A sound file open through libsndfile: typed and raw reads and writes, seeking, and the
+/// `sf_command` settings jaq needs.
+///
+/// The file is reached through a file descriptor this object owns and libsndfile's virtual I/O,
+/// so a failed system call is reported with its own `errno` (ENOSPC, EFBIG, EIO...) rather than
+/// only as "short write".
+///
+/// Thread safety: none. Use one `SoundFile` from one thread at a time (AudioToolbox puts each
+/// behind a lock).
+public final class SoundFile {
+    /// How the file is opened (`SFM_READ`, `SFM_WRITE`, `SFM_RDWR`).
+    public enum Mode: Sendable {
+        case read, write, readWrite
+
+        var cValue: Int32 {
+            switch self {
+            case .read: Int32(SFM_READ)
+            case .write: Int32(SFM_WRITE)
+            case .readWrite: Int32(SFM_RDWR)
+            }
+        }
+    }
+
+    /// Which position a seek moves in a file open for reading and writing.
+    public enum SeekTarget: Sendable {
+        case read, write, both
+    }
+
+    /// How much a read or write moved, and the error that stopped it short, if any.
+    public struct Transfer: Sendable {
+        /// Frames (typed I/O) or bytes (raw I/O) transferred.
+        public let count: Int
+        /// Why fewer than requested were transferred; nil at the end of the file.
+        public let error: SoundFileError?
+
+        public init(count: Int, error: SoundFileError?) {
+            self.count = count
+            self.error = error
+        }
+    }
+
+    /// The mode the file was opened in.
+    public let mode: Mode
+    /// The file's format, rate and channels, and its frame count when it was opened.
+    public let info: Info
+
+    private var handle: OpaquePointer?
+    private let io: DescriptorIO
+
+    /// Opens the file at `path`.
+    ///
+    /// - Parameters:
+    ///   - mode: read, write or both.
+    ///   - format: nil to open an existing file (`.read`, `.readWrite`); the format, rate and
+    ///     channels of a new file to create (`.write`, `.readWrite`).
+    ///   - replacing: when creating, whether an existing file is replaced (true) or the open
+    ///     fails with `EEXIST` and the file is left untouched (false).
+    /// - Throws: `SoundFileError` with `errno` when the file cannot be opened (ENOENT, EACCES,
+    ///   EISDIR for a directory, EINVAL for another kind of non-regular file); libsndfile's
+    ///   error when it cannot read or create the format. A file this call created is removed
+    ///   again when libsndfile refuses it.
+    public convenience init(path: String, mode: Mode, format: Info? = nil, replacing: Bool = true) throws(SoundFileError) {
+        var flags = (mode == .read ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK
+        if format != nil {
+            flags |= O_CREAT | (replacing ? O_TRUNC : O_EXCL)
+        }
+        let fd = Glibc.open(path, flags, 0o666)
+        guard fd >= 0 else { throw .system(errno, path) }
+        do throws(SoundFileError) {
+            try Self.requireRegularFile(fd)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+            try self.init(fileDescriptor: fd, mode: mode, format: format, closesDescriptor: true)
+        } catch {
+            Glibc.close(fd)
+            if format != nil, error.errno != EISDIR { unlink(path) }
+            throw error
+        }
+    }
+
+    /// Opens a sound file on an open file descriptor, from its current offset 0.
+    ///
+    /// - Parameters:
+    ///   - format: nil to read an existing file; the format of a new file to write.
+    ///   - closesDescriptor: whether `close()` closes `fileDescriptor`.
+    public init(fileDescriptor: Int32, mode: Mode, format: Info? = nil, closesDescriptor: Bool) throws(SoundFileError) {
+        self.mode = mode
+        io = DescriptorIO(fileDescriptor: fileDescriptor, closesDescriptor: closesDescriptor)
+        var cInfo = format?.cValue ?? SF_INFO()
+        var callbacks = DescriptorIO.callbacks
+        handle = sf_open_virtual(&callbacks, mode.cValue, &cInfo, Unmanaged.passUnretained(io).toOpaque())
+        guard handle != nil else {
+            throw io.takeError() ?? SoundFileError.library(nil)
+        }
+        guard let opened = Info(cInfo) else {
+            sf_close(handle)
+            handle = nil
+            throw SoundFileError(code: .unsupportedEncoding, reason: "format 0x\(String(cInfo.format, radix: 16)) is unknown to jaq")
+        }
+        info = opened
+    }
+
+    deinit {
+        if handle != nil { try? close() }
+    }
+
+    /// Closes the file: libsndfile writes the final header, then the descriptor is closed.
+    /// - Throws: the first error of the two.
+    public func close() throws(SoundFileError) {
+        guard let handle else { return }
+        self.handle = nil
+        io.resetError()
+        let status = sf_close(handle)
+        var failure = io.takeError()
+        if status != 0, failure == nil {
+            failure = SoundFileError(code: SoundFileError.Code(rawValue: status), reason: String(cString: sf_error_number(status)))
+        }
+        if io.closesDescriptor, Glibc.close(io.fileDescriptor) != 0, failure == nil {
+            failure = .system(errno, "close")
+        }
+        if let failure { throw failure }
+    }
+
+    /// Whether the file is still open.
+    public var isOpen: Bool { handle != nil }
+
+    /// The number of frames in the file now (it grows as a file being written grows).
+    public var frameCount: Int64 {
+        var current = SF_INFO()
+        sf_command(handle, Int32(SFC_GET_CURRENT_SF_INFO), &current, Int32(MemoryLayout<SF_INFO>.size))
+        return current.frames
+    }
+
+    /// Moves the read and/or write position to `frame`.
+    /// - Returns: the new position.
+    @discardableResult
+    public func seek(toFrame frame: Int64, for target: SeekTarget = .both) throws(SoundFileError) -> Int64 {
+        var whence = SEEK_SET
+        if mode == .readWrite {
+            switch target {
+            case .read: whence |= Int32(SFM_READ)
+            case .write: whence |= Int32(SFM_WRITE)
+            case .both: break
+            }
+        }
+        io.resetError()
+        let position = sf_seek(handle, frame, whence)
+        guard position >= 0 else { throw io.takeError() ?? .library(handle) }
+        return position
+    }
+
+    /// Reads the file's sample bytes as they are stored (`sf_read_raw`); `buffer.count` must be
+    /// a whole number of frames. Only meaningful for uncompressed PCM, float, µ-law and A-law.
+    public func readRaw(into buffer: UnsafeMutableRawBufferPointer) -> Transfer {
+        transfer { sf_read_raw(handle, buffer.baseAddress, sf_count_t(buffer.count)) }
+    }
+
+    /// Writes sample bytes as they are to be stored (`sf_write_raw`); a whole number of frames.
+    public func writeRaw(_ bytes: UnsafeRawBufferPointer) -> Transfer {
+        transfer { sf_write_raw(handle, bytes.baseAddress, sf_count_t(bytes.count)) }
+    }
+
+    /// Reads interleaved frames converted to `Sample` (`sf_readf_short/int/float/double`).
+    /// `buffer.count` must be a multiple of the channel count; `count` is in frames.
+    public func readFrames<Sample: SoundFileSample>(into buffer: UnsafeMutableBufferPointer<Sample>) -> Transfer {
+        let frames = sf_count_t(buffer.count / max(info.channelCount, 1))
+        let base = UnsafeMutableRawPointer(buffer.baseAddress)
+        return transfer {
+            switch Sample.kind {
+            case .int16: sf_readf_short(handle, base?.assumingMemoryBound(to: Int16.self), frames)
+            case .int32: sf_readf_int(handle, base?.assumingMemoryBound(to: Int32.self), frames)
+            case .float: sf_readf_float(handle, base?.assumingMemoryBound(to: Float.self), frames)
+            case .double: sf_readf_double(handle, base?.assumingMemoryBound(to: Double.self), frames)
+            }
+        }
+    }
+
+    /// Writes interleaved frames of `Sample` (`sf_writef_short/int/float/double`); libsndfile
+    /// converts them to the file's encoding. `count` is in frames.
+    public func writeFrames<Sample: SoundFileSample>(_ buffer: UnsafeBufferPointer<Sample>) -> Transfer {
+        let frames = sf_count_t(buffer.count / max(info.channelCount, 1))
+        let base = UnsafeRawPointer(buffer.baseAddress)
+        return transfer {
+            switch Sample.kind {
+            case .int16: sf_writef_short(handle, base?.assumingMemoryBound(to: Int16.self), frames)
+            case .int32: sf_writef_int(handle, base?.assumingMemoryBound(to: Int32.self), frames)
+            case .float: sf_writef_float(handle, base?.assumingMemoryBound(to: Float.self), frames)
+            case .double: sf_writef_double(handle, base?.assumingMemoryBound(to: Double.self), frames)
+            }
+        }
+    }
+
+    private func transfer(_ body: () -> sf_count_t) -> Transfer {
+        guard handle != nil else {
+            return Transfer(count: 0, error: SoundFileError(code: .system, reason: "the file is closed", errno: EBADF))
+        }
+        io.resetError()
+        let count = body()
+        if let failure = io.takeError() { return Transfer(count: max(Int(count), 0), error: failure) }
+        if count < 0 || sf_error(handle) != 0 { return Transfer(count: max(Int(count), 0), error: .library(handle)) }
+        return Transfer(count: Int(count), error: nil)
+    }
+
+    private static func requireRegularFile(_ fd: Int32) throws(SoundFileError) {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw .system(errno, "fstat") }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: throw .system(EISDIR)
+        default: throw SoundFileError(code: .system, reason: "not a regular file", errno: EINVAL)
+        }
+    }
+}
+
+// MARK: - sf_command settings
+
+extension SoundFile {
+    /// Rewrites the header now so that it describes every frame written (`SFC_UPDATE_HEADER_NOW`).
+    public func updateHeaderNow() {
+        sf_command(handle, Int32(SFC_UPDATE_HEADER_NOW), nil, 0)
+    }
+
+    /// Whether libsndfile rewrites the header after every write (`SFC_SET_UPDATE_HEADER_AUTO`),
+    /// so that the file is complete at any moment. Returns the setting now in effect.
+    @discardableResult
+    public func setUpdatesHeaderAutomatically(_ enabled: Bool) -> Bool {
+        sf_command(handle, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, enabled ? 1 : 0) != 0
+    }
+
+    /// Whether float reads and writes of integer data are normalised to ±1.0
+    /// (`SFC_SET_NORM_FLOAT`, `SFC_SET_NORM_DOUBLE`; on by default).
+    public func setNormalizesFloatingPoint(_ enabled: Bool) {
+        sf_command(handle, Int32(SFC_SET_NORM_FLOAT), nil, enabled ? 1 : 0)
+        sf_command(handle, Int32(SFC_SET_NORM_DOUBLE), nil, enabled ? 1 : 0)
+    }
+
+    /// Whether the raw bytes of multi-byte samples are in the opposite byte order to this CPU's
+    /// (`SFC_RAW_DATA_NEEDS_ENDSWAP`).
+    public var rawDataNeedsEndianSwap: Bool {
+        sf_command(handle, Int32(SFC_RAW_DATA_NEEDS_ENDSWAP), nil, 0) != 0
+    }
+
+    /// The channel map stored in the file (`SFC_GET_CHANNEL_MAP_INFO`), nil if it has none.
+    public var channelMap: [ChannelPosition]? {
+        var map = [Int32](repeating: 0, count: info.channelCount)
+        let found = sf_command(handle, Int32(SFC_GET_CHANNEL_MAP_INFO), &map, Int32(map.count * MemoryLayout<Int32>.size))
+        guard found != 0 else { return nil }
+        return map.map { ChannelPosition(rawValue: $0) ?? .invalid }
+    }
+
+    /// Stores a channel map (`SFC_SET_CHANNEL_MAP_INFO`); WAVEX, AIFF, CAF and RF64 keep it when
+    /// it is set before any audio is written. Returns whether libsndfile accepted it.
+    @discardableResult
+    public func setChannelMap(_ positions: [ChannelPosition]) -> Bool {
+        guard positions.count == info.channelCount else { return false }
+        var map = positions.map(\.rawValue)
+        return sf_command(handle, Int32(SFC_SET_CHANNEL_MAP_INFO), &map, Int32(map.count * MemoryLayout<Int32>.size)) != 0
+    }
+
+    /// The bit rate libsndfile estimates for the file, in bytes per second (`sf_current_byterate`),
+    /// or nil when it cannot tell.
+    public var byteRate: Int? {
+        let rate = sf_current_byterate(handle)
+        return rate > 0 ? Int(rate) : nil
+    }
+
+    /// The size of the whole file in bytes.
+    public var fileByteCount: Int64 {
+        var status = stat()
+        return fstat(io.fileDescriptor, &status) == 0 ? Int64(status.st_size) : 0
+    }
+
+    /// The byte offset in the file of the first frame of audio data: the header's size, for
+    /// uncompressed encodings only. Moves the read position (and, in read-write mode, the write
+    /// position) to frame 0.
+    public func audioDataOffset() throws(SoundFileError) -> Int64 {
+        try seek(toFrame: 0, for: .both)
+        return Int64(lseek(io.fileDescriptor, 0, SEEK_CUR))
+    }
+}
+
+// MARK: - Typed samples
+
+/// The sample types libsndfile reads and writes in interleaved frames.
+public protocol SoundFileSample {
+    static var kind: SoundFileSampleKind { get }
+}
+
+/// Which libsndfile function family moves a ``SoundFileSample``.
+public enum SoundFileSampleKind: Sendable {
+    /// `sf_readf_short`: full scale is ±32768.
+    case int16
+    /// `sf_readf_int`: full scale is ±2³¹; narrower integer data is left-justified.
+    case int32
+    /// `sf_readf_float`: ±1.0 for integer data while normalisation is on.
+    case float
+    /// `sf_readf_double`.
+    case double
+}
+
+extension Int16: SoundFileSample { public static var kind: SoundFileSampleKind { .int16 } }
+extension Int32: SoundFileSample { public static var kind: SoundFileSampleKind { .int32 } }
+extension Float: SoundFileSample { public static var kind: SoundFileSampleKind { .float } }
+extension Double: SoundFileSample { public static var kind: SoundFileSampleKind { .double } }

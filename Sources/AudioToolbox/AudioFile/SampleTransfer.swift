@@ -1,0 +1,114 @@
+import SoundFile
+
+/// How the bytes of a file's data format (its ASBD) move to and from libsndfile.
+///
+/// `.raw` is used wherever the file stores exactly those bytes (uncompressed PCM, float, µ-law,
+/// A-law), so every byte round-trips. The other cases convert exactly between the ASBD's
+/// packed samples and libsndfile's typed frames, for encoded files (FLAC, Ogg, MP3, ADPCM...).
+enum SampleTransfer: Equatable, Sendable {
+    /// `sf_read_raw` / `sf_write_raw`: the data bytes are the file's bytes.
+    case raw
+    /// Through left-justified `Int32` frames (`sf_readf_int`); packed `bits`-bit samples.
+    case integer(bits: Int, bigEndian: Bool)
+    /// Through `Float` frames (`sf_readf_float`, normalised ±1.0).
+    case float32(bigEndian: Bool)
+    /// Through `Double` frames.
+    case float64(bigEndian: Bool)
+
+    /// Reads `frames` frames into `buffer`, packed in the data format.
+    func read(_ file: SoundFile, frames: Int, bytesPerFrame: Int, into buffer: UnsafeMutableRawPointer) -> SoundFile.Transfer {
+        let samples = frames * file.info.channelCount
+        switch self {
+        case .raw:
+            let moved = file.readRaw(into: UnsafeMutableRawBufferPointer(start: buffer, count: frames * bytesPerFrame))
+            return SoundFile.Transfer(count: moved.count / bytesPerFrame, error: moved.error)
+        case .integer(let bits, let bigEndian):
+            var scratch = [Int32](repeating: 0, count: samples)
+            let moved = scratch.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
+            Self.pack(scratch[..<(moved.count * file.info.channelCount)], bits: bits, bigEndian: bigEndian, into: buffer)
+            return moved
+        case .float32(let bigEndian):
+            return Self.readFloating(Float.self, file, samples: samples, bigEndian: bigEndian, into: buffer)
+        case .float64(let bigEndian):
+            return Self.readFloating(Double.self, file, samples: samples, bigEndian: bigEndian, into: buffer)
+        }
+    }
+
+    /// Writes `frames` frames of packed data-format bytes.
+    func write(_ file: SoundFile, frames: Int, bytesPerFrame: Int, from bytes: UnsafeRawPointer) -> SoundFile.Transfer {
+        let samples = frames * file.info.channelCount
+        switch self {
+        case .raw:
+            let moved = file.writeRaw(UnsafeRawBufferPointer(start: bytes, count: frames * bytesPerFrame))
+            return SoundFile.Transfer(count: moved.count / bytesPerFrame, error: moved.error)
+        case .integer(let bits, let bigEndian):
+            let scratch = Self.unpack(bytes, samples: samples, bits: bits, bigEndian: bigEndian)
+            return scratch.withUnsafeBufferPointer { file.writeFrames($0) }
+        case .float32(let bigEndian):
+            return Self.writeFloating(Float.self, file, samples: samples, bigEndian: bigEndian, from: bytes)
+        case .float64(let bigEndian):
+            return Self.writeFloating(Double.self, file, samples: samples, bigEndian: bigEndian, from: bytes)
+        }
+    }
+
+    // MARK: Conversions
+
+    /// Packs left-justified samples into `bits`-bit integers of the given byte order.
+    static func pack(_ samples: ArraySlice<Int32>, bits: Int, bigEndian: Bool, into buffer: UnsafeMutableRawPointer) {
+        let width = bits / 8
+        var offset = 0
+        for sample in samples {
+            let value = UInt32(bitPattern: sample) >> UInt32(32 - bits)
+            for byte in 0..<width {
+                let shift = bigEndian ? (width - 1 - byte) * 8 : byte * 8
+                buffer.storeBytes(of: UInt8(truncatingIfNeeded: value >> UInt32(shift)), toByteOffset: offset + byte, as: UInt8.self)
+            }
+            offset += width
+        }
+    }
+
+    /// Unpacks `bits`-bit integers of the given byte order into left-justified samples.
+    static func unpack(_ bytes: UnsafeRawPointer, samples: Int, bits: Int, bigEndian: Bool) -> [Int32] {
+        let width = bits / 8
+        return (0..<samples).map { index in
+            var value: UInt32 = 0
+            for byte in 0..<width {
+                let shift = bigEndian ? (width - 1 - byte) * 8 : byte * 8
+                value |= UInt32(bytes.load(fromByteOffset: index * width + byte, as: UInt8.self)) << UInt32(shift)
+            }
+            return Int32(bitPattern: value << UInt32(32 - bits))
+        }
+    }
+
+    private static func readFloating<Sample: SoundFileSample & BinaryFloatingPoint>(
+        _: Sample.Type, _ file: SoundFile, samples: Int, bigEndian: Bool, into buffer: UnsafeMutableRawPointer
+    ) -> SoundFile.Transfer {
+        // Through an aligned scratch buffer: the caller's bytes need not be aligned for `Sample`.
+        var scratch = [Sample](repeating: 0, count: samples)
+        let moved = scratch.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
+        let count = moved.count * file.info.channelCount
+        scratch.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: count * MemoryLayout<Sample>.size) }
+        if bigEndian { swapBytes(buffer, count: count, width: MemoryLayout<Sample>.size) }
+        return moved
+    }
+
+    private static func writeFloating<Sample: SoundFileSample & BinaryFloatingPoint>(
+        _: Sample.Type, _ file: SoundFile, samples: Int, bigEndian: Bool, from bytes: UnsafeRawPointer
+    ) -> SoundFile.Transfer {
+        var scratch = [Sample](repeating: 0, count: samples)
+        scratch.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: $0.count)) }
+        if bigEndian {
+            scratch.withUnsafeMutableBytes { swapBytes($0.baseAddress!, count: samples, width: MemoryLayout<Sample>.size) }
+        }
+        return scratch.withUnsafeBufferPointer { file.writeFrames($0) }
+    }
+
+    /// Reverses the byte order of `count` values of `width` bytes in place.
+    private static func swapBytes(_ buffer: UnsafeMutableRawPointer, count: Int, width: Int) {
+        let bytes = buffer.assumingMemoryBound(to: UInt8.self)
+        for index in 0..<count {
+            var value = UnsafeMutableBufferPointer(start: bytes + index * width, count: width)
+            value.reverse()
+        }
+    }
+}

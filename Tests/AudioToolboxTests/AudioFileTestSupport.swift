@@ -1,0 +1,222 @@
+import AudioToolbox
+import Foundation
+import Testing
+
+/// A fresh directory for one test's files, removed when the test ends.
+final class Scratch {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("jaq-audiofile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    func url(_ name: String) -> URL { url.appendingPathComponent(name) }
+    func path(_ name: String) -> String { url(name).path }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// A sample encoding of an ASBD, as the tests name them.
+enum Encoding: String, CaseIterable, Sendable {
+    case s8, u8, s16, s24, s32, f32, f64, ulaw, alaw
+
+    var bytesPerSample: Int {
+        switch self {
+        case .s8, .u8, .ulaw, .alaw: 1
+        case .s16: 2
+        case .s24: 3
+        case .s32, .f32: 4
+        case .f64: 8
+        }
+    }
+
+    var bits: Int? {
+        switch self {
+        case .s8: 8
+        case .s16: 16
+        case .s24: 24
+        case .s32: 32
+        default: nil
+        }
+    }
+
+    /// The ASBD Apple code would write for this encoding.
+    func format(channels: Int, rate: Double = 44100, bigEndian: Bool) -> AudioStreamBasicDescription {
+        var formatID = kAudioFormatLinearPCM
+        var flags: AudioFormatFlags = kAudioFormatFlagIsPacked
+        switch self {
+        case .s8, .s16, .s24, .s32: flags |= kAudioFormatFlagIsSignedInteger
+        case .u8: break
+        case .f32, .f64: flags |= kAudioFormatFlagIsFloat
+        case .ulaw: formatID = kAudioFormatULaw; flags = 0
+        case .alaw: formatID = kAudioFormatALaw; flags = 0
+        }
+        if bigEndian, self != .ulaw, self != .alaw { flags |= kAudioFormatFlagIsBigEndian }
+        let bytes = UInt32(bytesPerSample * channels)
+        return AudioStreamBasicDescription(
+            mSampleRate: rate, mFormatID: formatID, mFormatFlags: flags, mBytesPerPacket: bytes, mFramesPerPacket: 1,
+            mBytesPerFrame: bytes, mChannelsPerFrame: UInt32(channels), mBitsPerChannel: UInt32(bytesPerSample * 8), mReserved: 0)
+    }
+
+    /// A deterministic test signal in this encoding: the extremes, zero and -1 first, then a
+    /// sine per channel (each at its own frequency) with a little pseudo-random noise.
+    func signal(frames: Int, channels: Int, bigEndian: Bool) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(frames * channels * bytesPerSample)
+        var noise: UInt32 = 0x1234_5678
+        for frame in 0..<frames {
+            for channel in 0..<channels {
+                noise = noise &* 1_664_525 &+ 1_013_904_223
+                let sine = sin(Double(frame) * 0.031 * Double(channel + 1) + Double(channel))
+                let jitter = Double(Int32(bitPattern: noise) >> 20) / 2048.0 * 0.01
+                let unit = frame == 0 ? 1.0 : frame == 1 ? -1.0 : frame == 2 ? 0 : 0.95 * sine + jitter
+                bytes += sample(unit, frame: frame, noise: noise, bigEndian: bigEndian)
+            }
+        }
+        return bytes
+    }
+
+    private func sample(_ unit: Double, frame: Int, noise: UInt32, bigEndian: Bool) -> [UInt8] {
+        func integer(_ bits: Int) -> [UInt8] {
+            let maxValue = Double((Int64(1) << (bits - 1)) - 1)
+            var value = unit >= 1 ? Int64(maxValue) : unit <= -1 ? -Int64(maxValue) - 1 : Int64((unit * maxValue).rounded())
+            if frame == 3 { value = -1 }
+            let raw = UInt64(bitPattern: value)
+            let width = bits / 8
+            return (0..<width).map { UInt8(truncatingIfNeeded: raw >> UInt64(8 * (bigEndian ? width - 1 - $0 : $0))) }
+        }
+        switch self {
+        case .s8: return integer(8)
+        case .s16: return integer(16)
+        case .s24: return integer(24)
+        case .s32: return integer(32)
+        case .u8: return [UInt8(truncatingIfNeeded: Int(integer(8)[0] ^ 0x80))]
+        case .f32:
+            let bits = Float(frame == 4 ? 1.5 : unit).bitPattern
+            return (0..<4).map { UInt8(truncatingIfNeeded: bits >> UInt32(8 * (bigEndian ? 3 - $0 : $0))) }
+        case .f64:
+            let bits = (frame == 4 ? -1.25 : unit).bitPattern
+            return (0..<8).map { UInt8(truncatingIfNeeded: bits >> UInt64(8 * (bigEndian ? 7 - $0 : $0))) }
+        case .ulaw, .alaw:
+            // Every byte value appears.
+            return [UInt8(truncatingIfNeeded: Int(noise >> 24) &+ frame)]
+        }
+    }
+}
+
+/// Fails the test with the result code's name when `status` is not `expected`.
+func expectStatus(_ status: OSStatus, _ expected: OSStatus = noErr, _ what: @autoclosure () -> String = "",
+                  sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(status == expected, "\(what()): got \(fourCC(status)), expected \(fourCC(expected))", sourceLocation: sourceLocation)
+}
+
+/// 'fmt?' for four-char codes, the number otherwise.
+func fourCC(_ status: OSStatus) -> String {
+    let value = UInt32(bitPattern: status)
+    let bytes = (0..<4).map { UInt8(truncatingIfNeeded: value >> UInt32(24 - 8 * $0)) }
+    return bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? "'\(String(decoding: bytes, as: UTF8.self))'" : "\(status)"
+}
+
+/// Typed helpers over the C-style API, for tests.
+enum AF {
+    static func create(_ url: URL, _ type: AudioFileTypeID, _ format: AudioStreamBasicDescription,
+                       flags: AudioFileFlags = .eraseFile) -> (OSStatus, AudioFileID?) {
+        var format = format
+        var file: AudioFileID?
+        let status = AudioFileCreateWithURL(url as CFURL, type, &format, flags, &file)
+        return (status, file)
+    }
+
+    /// Writes `frames` frames of the test signal into a new file and closes it.
+    /// - Returns: the signal's bytes.
+    @discardableResult
+    static func makeFile(_ url: URL, _ type: AudioFileTypeID, _ encoding: Encoding, channels: Int, bigEndian: Bool,
+                         frames: Int, rate: Double = 44100, sourceLocation: SourceLocation = #_sourceLocation) -> [UInt8] {
+        let format = encoding.format(channels: channels, rate: rate, bigEndian: bigEndian)
+        let signal = encoding.signal(frames: frames, channels: channels, bigEndian: bigEndian)
+        let (status, file) = create(url, type, format)
+        expectStatus(status, noErr, "create \(url.lastPathComponent)", sourceLocation: sourceLocation)
+        guard let file else { return signal }
+        expectStatus(write(file, signal, at: 0, bytesPerPacket: Int(format.mBytesPerPacket)).0, noErr, "write", sourceLocation: sourceLocation)
+        expectStatus(AudioFileClose(file), noErr, "close", sourceLocation: sourceLocation)
+        return signal
+    }
+
+    static func open(_ url: URL, _ permissions: AudioFilePermissions = .readPermission) -> (OSStatus, AudioFileID?) {
+        var file: AudioFileID?
+        let status = AudioFileOpenURL(url as CFURL, permissions, 0, &file)
+        return (status, file)
+    }
+
+    static func write(_ file: AudioFileID?, _ bytes: [UInt8], at packet: Int64, bytesPerPacket: Int) -> (OSStatus, UInt32) {
+        var packets = UInt32(bytes.count / bytesPerPacket)
+        let status = bytes.withUnsafeBytes {
+            AudioFileWritePackets(file!, false, UInt32($0.count), nil, packet, &packets, $0.baseAddress!)
+        }
+        return (status, packets)
+    }
+
+    /// Reads `packets` packets from `start` with ReadPacketData.
+    static func read(_ file: AudioFileID?, from start: Int64, packets: Int, bytesPerPacket: Int) -> (OSStatus, [UInt8]) {
+        var buffer = [UInt8](repeating: 0xA5, count: max(packets * bytesPerPacket, 1))
+        var byteCount = UInt32(packets * bytesPerPacket)
+        var packetCount = UInt32(packets)
+        let status = buffer.withUnsafeMutableBytes {
+            AudioFileReadPacketData(file!, false, &byteCount, nil, start, &packetCount, $0.baseAddress!)
+        }
+        #expect(Int(byteCount) == Int(packetCount) * bytesPerPacket)
+        return (status, Array(buffer.prefix(Int(byteCount))))
+    }
+
+    static func property<Value: BitwiseCopyable>(_ file: AudioFileID?, _ id: AudioFilePropertyID, _: Value.Type) -> (OSStatus, Value?) {
+        var size = UInt32(MemoryLayout<Value>.size)
+        let value = UnsafeMutablePointer<Value>.allocate(capacity: 1)
+        defer { value.deallocate() }
+        let status = AudioFileGetProperty(file!, id, &size, value)
+        return (status, status == noErr && size == MemoryLayout<Value>.size ? value.pointee : nil)
+    }
+
+    static func dataFormat(_ file: AudioFileID?) -> AudioStreamBasicDescription? {
+        property(file, kAudioFilePropertyDataFormat, AudioStreamBasicDescription.self).1
+    }
+}
+
+extension AudioStreamBasicDescription {
+    /// Field-by-field equality (the C struct has no Equatable).
+    func matches(_ other: AudioStreamBasicDescription) -> Bool {
+        mSampleRate == other.mSampleRate && mFormatID == other.mFormatID && mFormatFlags == other.mFormatFlags
+            && mBytesPerPacket == other.mBytesPerPacket && mFramesPerPacket == other.mFramesPerPacket
+            && mBytesPerFrame == other.mBytesPerFrame && mChannelsPerFrame == other.mChannelsPerFrame
+            && mBitsPerChannel == other.mBitsPerChannel
+    }
+}
+
+/// Runs a command line tool and returns its exit status and output.
+@discardableResult
+func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, stdout: Data, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+    // Output goes to files, so that neither stream can block the tool on a full pipe.
+    let scratch = try Scratch()
+    _ = FileManager.default.createFile(atPath: scratch.path("out"), contents: nil)
+    _ = FileManager.default.createFile(atPath: scratch.path("err"), contents: nil)
+    let out = try FileHandle(forWritingTo: scratch.url("out")), err = try FileHandle(forWritingTo: scratch.url("err"))
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    process.waitUntilExit()
+    try out.close()
+    try err.close()
+    let stdout = try Data(contentsOf: scratch.url("out"))
+    let stderr = String(decoding: try Data(contentsOf: scratch.url("err")), as: UTF8.self)
+    return (process.terminationStatus, stdout, stderr)
+}
+
+/// The path of a tool on PATH, or nil.
+func tool(_ name: String) -> String? {
+    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+        let candidate = "\(directory)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    return nil
+}
