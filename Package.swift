@@ -37,7 +37,8 @@ let package = Package(
         // The command line tool.
         .executableTarget(
             name: "jaq",
-            dependencies: ["AudioToolbox", "SoundFile", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["AudioToolbox", "SoundFile", "QueueCore", "JackDriver",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
         // Private jackd servers and peer tools for the tests.

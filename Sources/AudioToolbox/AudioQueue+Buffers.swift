@@ -100,7 +100,14 @@ func audioQueueEnqueueBufferWithParameters(
 func deviceFrame(_ time: AudioTimeStamp, engine: QueueEngine) throws -> Int64? {
     if time.mFlags.contains(.sampleTimeValid) {
         guard time.mSampleTime.isFinite else { throw AudioToolboxError(kAudio_ParamError, "start time \(time.mSampleTime)") }
-        return Int64(time.mSampleTime.rounded(.down))
+        let frame = Int64(time.mSampleTime.rounded(.down))
+        // A frame more than 2^31 away from now is a 32-bit JACK frame time (from another
+        // process, or jack_frame_time): take the value congruent to it nearest now.
+        let now = engine.device.currentFrame()
+        if abs(frame - now) >= 1 << 31 {
+            return now + Int64(Int32(bitPattern: UInt32(truncatingIfNeeded: frame) &- UInt32(truncatingIfNeeded: now)))
+        }
+        return frame
     }
     if time.mFlags.contains(.hostTimeValid) {
         return engine.device.frame(forHostTime: time.mHostTime)

@@ -97,7 +97,7 @@ extension AudioQueueObject {
         case kAudioQueueProperty_DecodeBufferSizeFrames:
             guard output != nil else { throw QueueError.invalidQueueType }
             return 4
-        case kAudioQueueDeviceProperty_SampleRate: return 8
+        case kAudioQueueDeviceProperty_SampleRate, kAudioQueueProperty_StartDeviceFrame: return 8
         case kAudioQueueProperty_LostFrames: return 8
         case kAudioQueueProperty_CaptureBufferSeconds:
             guard input != nil else { throw QueueError.invalidQueueType }
@@ -169,6 +169,7 @@ extension AudioQueueObject {
             }
             try out.put(bytes: ranges.withUnsafeBytes { Array($0) })
         case kAudioQueueProperty_JACKPeriodFrames: try out.put(UInt32(engine.device.periodFrames))
+        case kAudioQueueProperty_StartDeviceFrame: try out.put(Float64(engine.queueTimeOriginFrame ?? 0))
         case kAudioQueueProperty_DiscontinuityCount: try out.put(UInt32(clamping: engine.discontinuityCount))
         case kAudioQueueProperty_LostFrames:
             try out.put(UInt64(output?.starvedFrames ?? input?.droppedFrames ?? 0))

@@ -539,6 +539,21 @@ public class QueueEngine: @unchecked Sendable {
     }
     private var _onDisposed: (@Sendable () -> Void)?
 
+    /// The device frame at which queue time 0 falls (start frame, moved by pauses); nil before a start.
+    public var queueTimeOriginFrame: Int64? {
+        withPublication { publication -> Int64? in
+            for _ in 0..<64 {
+                let before = publication.timeBaseSequence.load(ordering: .acquiring)
+                if before == 0 { return nil }
+                if before & 1 == 1 { continue }
+                let frame = publication.timeBaseFrame.load(ordering: .relaxed)
+                let queue = publication.timeBaseQueueFrames.load(ordering: .relaxed)
+                if publication.timeBaseSequence.load(ordering: .acquiring) == before { return frame - queue }
+            }
+            return nil
+        }
+    }
+
     /// The host time at which queue time `sampleTime` (queue rate) plays, while the queue runs.
     public func hostTime(forQueueTime sampleTime: Double) -> UInt64? {
         let active = lock.withLock { runState == .running || runState == .starting || runState == .stopping }

@@ -229,6 +229,21 @@ extension SoundFile {
         sf_command(handle, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, enabled ? 1 : 0) != 0
     }
 
+    /// For an RF64 file being written: write it as plain WAV at close if it stayed under
+    /// 4 GiB (`SFC_RF64_AUTO_DOWNGRADE`). Set before the first write.
+    @discardableResult
+    public func setRF64AutoDowngrade(_ enabled: Bool) -> Bool {
+        sf_command(handle, Int32(SFC_RF64_AUTO_DOWNGRADE), nil, enabled ? 1 : 0) != 0
+    }
+
+    /// Flushes what was written to the disk (`fsync`), so a power loss keeps it.
+    /// - Throws: `SoundFileError` with `errno` (EIO, ENOSPC) if the disk refuses.
+    public func synchronize() throws(SoundFileError) {
+        guard handle != nil else { return }
+        sf_write_sync(handle)
+        if fsync(io.fileDescriptor) != 0 { throw .system(errno, "fsync") }
+    }
+
     /// Whether float reads and writes of integer data are normalised to ±1.0
     /// (`SFC_SET_NORM_FLOAT`, `SFC_SET_NORM_DOUBLE`; on by default).
     public func setNormalizesFloatingPoint(_ enabled: Bool) {

@@ -31,6 +31,10 @@ CF_ENUM(AudioQueuePropertyID) {
     kAudioQueueProperty_CaptureBufferSeconds = 0x6A717273, /* 'jqrs' */
     /** UInt32, read-only: timeline discontinuities so far (xruns, lost data, rate changes). */
     kAudioQueueProperty_DiscontinuityCount = 0x6A716463,  /* 'jqdc' */
+    /** Float64, read-only: the device frame (JACK frame time, 64-bit) at which queue time 0
+        falls: where a running queue really started, moved later by the time it spent paused.
+        0 before the first start. */
+    kAudioQueueProperty_StartDeviceFrame = 0x6A717366,    /* 'jqsf' */
     /** UInt64, read-only: device frames lost: played as silence because a playback queue's
         ring ran dry while running, or dropped because a recording queue's ring was full. */
     kAudioQueueProperty_LostFrames = 0x6A716C66           /* 'jqlf' */

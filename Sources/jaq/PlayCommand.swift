@@ -1,0 +1,352 @@
+import ArgumentParser
+import AudioToolbox
+import Foundation
+import JackDriver
+import Synchronization
+
+/// One file played by its own output queue (its own JACK client).
+final class FilePlayer: @unchecked Sendable {
+    let path: String
+    let index: Int
+    let file: AudioFileID
+    let format: AudioStreamBasicDescription
+    let totalPackets: Int64
+    let loop: Bool
+    var queue: AudioQueueRef!
+    var buffers: [AudioQueueBufferRef] = []
+    let packetsPerBuffer: UInt32
+    /// Next packet to read; and frames enqueued in all (for progress).
+    let position = Mutex<Int64>(0)
+    let enqueued = Atomic<Int64>(0)
+    let runningEvents = Atomic<Int>(0)
+    let isRunning = Atomic<Bool>(false)
+    let readError = Mutex<String?>(nil)
+    let ended = Atomic<Bool>(false)
+
+    init(path: String, index: Int, loop: Bool) throws {
+        self.path = path
+        self.index = index
+        self.loop = loop
+        var id: AudioFileID?
+        let status = AudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, .readPermission, 0, &id)
+        guard status == noErr, let id else {
+            throw CLIError("\(path): \(describe(status, file: true))")
+        }
+        file = id
+        var asbd = AudioStreamBasicDescription()
+        var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
+        var result = AudioFileGetProperty(id, kAudioFilePropertyDataFormat, &size, &asbd)
+        guard result == noErr else { throw CLIError("\(path): cannot read its data format (\(describe(result, file: true)))") }
+        format = asbd
+        var packets: UInt64 = 0
+        size = 8
+        result = AudioFileGetProperty(id, kAudioFilePropertyAudioDataPacketCount, &size, &packets)
+        guard result == noErr else { throw CLIError("\(path): cannot read its length (\(describe(result, file: true)))") }
+        totalPackets = Int64(packets)
+        // A quarter second per buffer.
+        packetsPerBuffer = UInt32(max(256, Int(asbd.mSampleRate / 4)))
+    }
+
+    deinit { AudioFileClose(file) }
+
+    var durationSeconds: Double { Double(totalPackets) / format.mSampleRate }
+
+    /// Fills `buffer` with the next packets (from the start again when looping); false at the end.
+    func fill(_ buffer: AudioQueueBufferRef) -> Bool {
+        let bytesPerPacket = format.mBytesPerPacket
+        var filled: UInt32 = 0
+        let capacity = packetsPerBuffer
+        while filled < capacity {
+            var packets = capacity - filled
+            var bytes = packets * bytesPerPacket
+            let start = position.withLock { $0 }
+            if start >= totalPackets {
+                if loop && totalPackets > 0 {
+                    position.withLock { $0 = 0 }
+                    continue
+                }
+                break
+            }
+            let status = AudioFileReadPacketData(file, false, &bytes, nil, start, &packets,
+                                                 buffer.pointee.mAudioData + Int(filled * bytesPerPacket))
+            if status != noErr && status != kAudioFileEndOfFileError {
+                readError.withLock { $0 = "\(path): read error at packet \(start): \(describe(status, file: true))" }
+                break
+            }
+            if packets == 0 {
+                // The file is shorter than its header said: treat as its end.
+                position.withLock { $0 = totalPackets }
+                continue
+            }
+            position.withLock { $0 = start + Int64(packets) }
+            filled += packets
+        }
+        buffer.pointee.mAudioDataByteSize = filled * bytesPerPacket
+        if filled > 0 { enqueued.add(Int64(filled), ordering: .relaxed) }
+        return filled > 0
+    }
+}
+
+/// The playback callback: refill and re-enqueue, or stop after the last frame.
+private func playerCallback(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef) {
+    let player = Unmanaged<FilePlayer>.fromOpaque(userData!).takeUnretainedValue()
+    if !player.ended.load(ordering: .relaxed), player.fill(buffer), AudioQueueEnqueueBuffer(queue, buffer, 0, nil) == noErr {
+        return
+    }
+    if !player.ended.exchange(true, ordering: .relaxed) {
+        AudioQueueStop(queue, false)
+    }
+}
+
+private func playerRunningListener(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ id: AudioQueuePropertyID) {
+    let player = Unmanaged<FilePlayer>.fromOpaque(userData!).takeUnretainedValue()
+    var running: UInt32 = 0
+    var size = UInt32(4)
+    AudioQueueGetProperty(queue, kAudioQueueProperty_IsRunning, &running, &size)
+    player.isRunning.store(running != 0, ordering: .relaxed)
+    player.runningEvents.add(1, ordering: .releasing)
+}
+
+struct PlayCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "play",
+        abstract: "Play files in sync, each through its own JACK client.",
+        discussion: """
+        Every file gets its own audio queue (JACK client "jaq-<n>-<name>"), and all start on the \
+        same JACK frame, so they are sample-aligned. Every frame of every file is played; files \
+        at the server's rate are played bit-exact, others are resampled (libsoxr). jaq exits when \
+        all files have played out, or stops cleanly on Ctrl-C (exit status 130).
+
+        PORTS is a port name, a comma-separated list, a regular expression, or "system" (the \
+        physical playback ports, the default). --to, --volume and --pan take N:VALUE for file N \
+        (1-based) or VALUE for every file.
+
+        Examples:
+          jaq play drums.wav bass.flac vocals.aif
+          jaq play --to 1:system:playback_1 --to 2:system:playback_2 left.wav right.wav
+          jaq play --at 4800000 click.wav            # start on JACK frame 4800000
+          jaq play --in 2 --volume 0.5 --pan 2:-1 a.wav b.wav
+          jaq play --transport --loop backing.wav     # start when JACK transport rolls
+        """)
+
+    @Argument(help: "Audio files (anything libsndfile reads: WAV, AIFF, CAF, FLAC, Ogg, MP3, ...).")
+    var files: [String]
+
+    @Option(name: .long, help: ArgumentHelp("Connect file N (or every file) to PORTS.", valueName: "[N:]ports"))
+    var to: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Volume 0...1 of file N (or every file).", valueName: "[N:]volume"))
+    var volume: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Pan -1...1 of file N (or every file): balance for stereo, position for mono.", valueName: "[N:]pan"))
+    var pan: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Start on this JACK frame (see `jaq time`).", valueName: "frame"))
+    var at: Int64?
+
+    @Option(name: .long, help: ArgumentHelp("Start in this many seconds.", valueName: "seconds"))
+    var `in`: Double?
+
+    @Flag(name: .long, help: "Start when JACK transport starts rolling.")
+    var transport = false
+
+    @Option(name: .long, help: ArgumentHelp("Seconds between now and the common start when none is given.", valueName: "seconds"))
+    var margin: Double = 0.25
+
+    @Flag(name: .long, help: "Play the files again and again until interrupted.")
+    var loop = false
+
+    @Flag(name: .shortAndLong, help: "No progress line.")
+    var quiet = false
+
+    @OptionGroup var serverOptions: ServerOptions
+
+    func validate() throws {
+        if [at != nil, `in` != nil, transport].filter({ $0 }).count > 1 {
+            throw ValidationError("use only one of --at, --in and --transport")
+        }
+        if let seconds = `in`, seconds < 0 { throw ValidationError("--in must not be negative") }
+    }
+
+    func run() throws {
+        Log.command = "jaq play"
+        Log.quiet = quiet
+        do {
+            try play()
+        } catch let error as CLIError {
+            Log.error(error.description)
+            ServerContext.running?.stop()
+            throw ExitCode(error.exitCode)
+        }
+    }
+
+    /// Values of a per-file option: file index (0-based) → value.
+    func perFile(_ entries: [String], name: String, parse: (String) -> String?) throws -> [Int: String] {
+        var result: [Int: String] = [:]
+        for entry in entries {
+            if let colon = entry.firstIndex(of: ":"), let n = Int(entry[..<colon]) {
+                guard n >= 1, n <= files.count else { throw CLIError("--\(name) \(entry): there is no file \(n)", exitCode: 2) }
+                let value = String(entry[entry.index(after: colon)...])
+                guard parse(value) != nil else { throw CLIError("--\(name) \(entry): not a valid value", exitCode: 2) }
+                result[n - 1] = value
+            } else {
+                guard parse(entry) != nil else { throw CLIError("--\(name) \(entry): not a valid value", exitCode: 2) }
+                for i in 0..<files.count where result[i] == nil { result[i] = entry }
+            }
+        }
+        return result
+    }
+
+    func play() throws {
+        let targets = try perFile(to, name: "to") { $0 }
+        let volumes = try perFile(volume, name: "volume") { Float($0).flatMap { (0...1).contains($0) ? "" : nil } }
+        let pans = try perFile(pan, name: "pan") { Float($0).flatMap { (-1...1).contains($0) ? "" : nil } }
+        let players = try files.enumerated().map { try FilePlayer(path: $0.element, index: $0.offset + 1, loop: loop) }
+        let server = try ServerContext(serverOptions)
+        defer { server.stop() }
+        let interruption = Interruption()
+        let session = try JackSession(serverName: server.name, clientName: "jaq-play-ctl")
+
+        // One queue per file.
+        for player in players {
+            var format = player.format
+            var queue: AudioQueueRef?
+            let user = Unmanaged.passUnretained(player).toOpaque()
+            let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue)
+            guard status == noErr, let queue else { throw CLIError("\(player.path): \(describe(status, file: false))") }
+            player.queue = queue
+            let stem = URL(fileURLWithPath: player.path).deletingPathExtension().lastPathComponent
+            setStringProperty(queue, kAudioQueueProperty_JACKClientName, "jaq-\(player.index)-\(sanitized(stem, limit: 40))")
+            if let target = targets[player.index - 1] {
+                let result = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, target)
+                guard result == noErr else { throw CLIError("\(player.path): --to \(target): no JACK port matches (\(describe(result, file: false)))") }
+            }
+            if let value = volumes[player.index - 1].flatMap(Float.init) { AudioQueueSetParameter(queue, kAudioQueueParam_Volume, value) }
+            if let value = pans[player.index - 1].flatMap(Float.init) { AudioQueueSetParameter(queue, kAudioQueueParam_Pan, value) }
+            AudioQueueAddPropertyListener(queue, kAudioQueueProperty_IsRunning, playerRunningListener, user)
+            for _ in 0..<3 {
+                var buffer: AudioQueueBufferRef?
+                let result = AudioQueueAllocateBuffer(queue, player.packetsPerBuffer * format.mBytesPerPacket, &buffer)
+                guard result == noErr, let buffer else { throw CLIError("\(player.path): \(describe(result, file: false))") }
+                player.buffers.append(buffer)
+                playerCallback(user, queue, buffer)
+            }
+            var prepared: UInt32 = 0
+            let primed = AudioQueuePrime(queue, 0, &prepared)
+            guard primed == noErr else { throw CLIError("\(player.path): cannot prime (\(describe(primed, file: false)))") }
+            if let error = player.readError.withLock({ $0 }) { throw CLIError(error) }
+        }
+        defer { for player in players { AudioQueueDispose(player.queue, true) } }
+
+        // The common start frame.
+        let rate = session.sampleRate
+        var now = AudioTimeStamp()
+        AudioQueueDeviceGetCurrentTime(players[0].queue, &now)
+        var start = AudioTimeStamp()
+        start.mFlags = .sampleTimeValid
+        if transport {
+            Log.info("waiting for JACK transport to roll (Ctrl-C to give up)")
+            let before = session.transportChanges().count
+            while !(session.transportChanges().count > before && session.transportChanges().rolling) {
+                if let signal = interruption.signal { throw ExitCode(Interruption.exitStatus(signal)) }
+                usleep(2000)
+            }
+            AudioQueueDeviceGetCurrentTime(players[0].queue, &now)
+            start.mSampleTime = now.mSampleTime
+        } else if let at {
+            start.mSampleTime = Double(at)
+        } else {
+            start.mSampleTime = now.mSampleTime + ((`in` ?? margin) * rate).rounded()
+        }
+        // Every queue must be able to start then; take the latest of their earliest frames.
+        for player in players {
+            var earliest = start
+            AudioQueueDeviceGetNearestStartTime(player.queue, &earliest, 0)
+            if at == nil && earliest.mSampleTime > start.mSampleTime { start.mSampleTime = earliest.mSampleTime }
+        }
+        start.mFlags = .sampleTimeValid
+        if let at, Double(at) < now.mSampleTime {
+            Log.info("frame \(at) has passed (now \(Int64(now.mSampleTime))): starting at once")
+        }
+        for player in players {
+            let status = AudioQueueStart(player.queue, &start)
+            guard status == noErr else { throw CLIError("\(player.path): cannot start (\(describe(status, file: false)))") }
+        }
+        let longest = players.map(\.durationSeconds).max() ?? 0
+        Log.info("playing \(players.count) file\(players.count == 1 ? "" : "s") from JACK frame \(Int64(start.mSampleTime))"
+                 + (loop ? ", looping" : ", \(TimeSpec.clock(Int64(longest * rate), rate: rate))"))
+
+        // Wait until every queue has played out (IsRunning went to 1 and back to 0).
+        let display = ProgressLine(enabled: !quiet && stdoutIsTerminal)
+        var lastLog = Date()
+        while true {
+            if let signal = interruption.signal {
+                for player in players { AudioQueueStop(player.queue, true) }
+                display.finish()
+                Log.info("interrupted: stopped")
+                throw ExitCode(Interruption.exitStatus(signal))
+            }
+            if let error = players.compactMap({ $0.readError.withLock { $0 } }).first {
+                for player in players { AudioQueueStop(player.queue, true) }
+                display.finish()
+                throw CLIError(error)
+            }
+            let done = players.allSatisfy { $0.runningEvents.load(ordering: .acquiring) >= 2 && !$0.isRunning.load(ordering: .relaxed) }
+            if done { break }
+            var queueTime = AudioTimeStamp()
+            AudioQueueGetCurrentTime(players[0].queue, nil, &queueTime, nil)
+            let elapsed = max(0, queueTime.mSampleTime / players[0].format.mSampleRate)
+            display.update(String(format: "▶ %@ / %@  %d file%@", TimeSpec.clock(Int64(elapsed * 1000), rate: 1000),
+                                  loop ? "loop" : TimeSpec.clock(Int64(longest * 1000), rate: 1000), players.count,
+                                  players.count == 1 ? "" : "s"))
+            if !stdoutIsTerminal && !quiet && Date().timeIntervalSince(lastLog) >= 10 {
+                lastLog = Date()
+                print("playing: \(TimeSpec.clock(Int64(elapsed * 1000), rate: 1000))")
+            }
+            usleep(20_000)
+        }
+        display.finish()
+        Log.info("done: every frame of every file played")
+    }
+}
+
+/// A one-line progress display, redrawn in place on a terminal.
+final class ProgressLine {
+    let enabled: Bool
+    private var last = Date.distantPast
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func update(_ text: String) {
+        guard enabled, Date().timeIntervalSince(last) > 0.1 else { return }
+        last = Date()
+        FileHandle.standardOutput.write(Data("\r\u{1B}[K\(text)".utf8))
+    }
+
+    func finish() {
+        guard enabled else { return }
+        FileHandle.standardOutput.write(Data("\n".utf8))
+    }
+}
+
+/// A result code in words, for messages.
+func describe(_ status: OSStatus, file: Bool) -> String {
+    let known: [OSStatus: String] = [
+        kAudioFileFileNotFoundError: "no such file",
+        kAudio_FilePermissionError: "permission denied",
+        kAudio_BadFilePathError: "not a file",
+        kAudioFileInvalidFileError: "damaged or truncated file",
+        kAudioFileUnsupportedFileTypeError: file ? "not an audio file jaq can read" : "unsupported file type",
+        kAudioFileUnsupportedDataFormatError: "unsupported data format",
+        kAudioFilePermissionsError: "file not writable",
+        dskFulErr: "disk full",
+        ioErr: "I/O error",
+        dupFNErr: "file exists",
+        kAudioQueueErr_InvalidDevice: "no such JACK server or port",
+        kAudioQueueErr_QueueInvalidated: "the JACK server went away",
+    ]
+    let code = UInt32(bitPattern: status)
+    let bytes = [UInt8(code >> 24), UInt8((code >> 16) & 0xFF), UInt8((code >> 8) & 0xFF), UInt8(code & 0xFF)]
+    let text = bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? "'" + String(decoding: bytes, as: UTF8.self) + "'" : String(status)
+    return (known[status].map { "\($0), " } ?? "error ") + text
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+import JackDriver
+
+struct PortsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ports",
+        abstract: "List JACK ports with their latency and connections.",
+        discussion: """
+        Lists every audio port (or those matching PATTERN, a regular expression), with its \
+        direction, whether it is physical, its capture and playback latency in frames, and \
+        what it is connected to.
+
+        Examples:
+          jaq ports
+          jaq ports system:capture
+          jaq ports --json 'jaq-.*'
+        """)
+
+    @Argument(help: "Only ports matching this regular expression.")
+    var pattern: String?
+
+    @Flag(name: .long, help: "One JSON object for scripts.")
+    var json = false
+
+    @OptionGroup var serverOptions: ServerOptions
+
+    func run() throws {
+        Log.command = "jaq ports"
+        let server: ServerContext
+        do { server = try ServerContext(serverOptions) } catch let error as CLIError {
+            Log.error(error.description)
+            throw ExitCode(error.exitCode)
+        }
+        defer { server.stop() }
+        let session = try JackSession(serverName: server.name, clientName: "jaq-ports")
+        var ports = session.ports()
+        if let pattern {
+            guard let regex = try? Regex(pattern) else {
+                Log.error("\(pattern): not a regular expression")
+                throw ExitCode(2)
+            }
+            ports = ports.filter { (try? regex.firstMatch(in: $0.name)) != nil }
+        }
+        ports = ports.filter { !$0.name.hasPrefix("jaq-ports:") }
+        if json {
+            let entries = ports.map { port -> [String: Any] in
+                ["name": port.name, "direction": port.isInput ? "input" : "output", "physical": port.isPhysical,
+                 "capture_latency": [port.captureLatency.lowerBound, port.captureLatency.upperBound],
+                 "playback_latency": [port.playbackLatency.lowerBound, port.playbackLatency.upperBound],
+                 "connections": port.connections]
+            }
+            let object: [String: Any] = ["server": server.name ?? "default", "sample_rate": session.sampleRate,
+                                         "period_frames": session.periodFrames, "frame_time": session.frameTime,
+                                         "ports": entries]
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+            return
+        }
+        print("server \(server.name ?? "default"): \(Int(session.sampleRate)) Hz, \(session.periodFrames) frames per period, frame \(session.frameTime)")
+        let width = max(20, ports.map(\.name.count).max() ?? 20)
+        for port in ports {
+            let kind = (port.isInput ? "in " : "out") + (port.isPhysical ? " physical" : "         ")
+            let latency = "capture \(range(port.captureLatency)) playback \(range(port.playbackLatency))"
+            let connections = port.connections.isEmpty ? "" : "  -> " + port.connections.joined(separator: ", ")
+            print(port.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + kind + "  " + latency + connections)
+        }
+    }
+
+    private func range(_ r: ClosedRange<Int>) -> String {
+        r.lowerBound == r.upperBound ? "\(r.lowerBound)" : "\(r.lowerBound)-\(r.upperBound)"
+    }
+}
+
+struct TimeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "time",
+        abstract: "Print the JACK server's frame time now (for --at).",
+        discussion: """
+        Prints the current JACK frame time, which `jaq play --at` and `jaq record --at` take. \
+        Frames are the server's; two jaq processes started for the same frame start on it.
+
+        Examples:
+          jaq time
+          AT=$(( $(jaq time) + 96000 )); jaq play --at $AT a.wav & jaq record --at $AT -d 10 system
+        """)
+
+    @Flag(name: .long, help: "Also print the sample rate and period.")
+    var verbose = false
+
+    @OptionGroup var serverOptions: ServerOptions
+
+    func run() throws {
+        Log.command = "jaq time"
+        guard serverOptions.server != nil || JackSession.isServerRunning(ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]) else {
+            Log.error("no JACK server is running (a private one would be gone when jaq exits)")
+            throw ExitCode(1)
+        }
+        let server = try ServerContext(serverOptions)
+        let session = try JackSession(serverName: server.name, clientName: "jaq-time")
+        print(verbose ? "\(session.frameTime) frames at \(Int(session.sampleRate)) Hz, \(session.periodFrames) per period" : "\(session.frameTime)")
+    }
+}

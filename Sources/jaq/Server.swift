@@ -1,0 +1,137 @@
+import ArgumentParser
+import Foundation
+import JackDriver
+
+/// `--server NAME` and what jaq does when no server runs.
+struct ServerOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Use the JACK server NAME (default: $JACK_DEFAULT_SERVER or JACK's default).", valueName: "name"))
+    var server: String?
+
+    @Option(name: .long, help: ArgumentHelp("jackd arguments for the private server jaq starts when none runs (default: Configs/jackd.conf, the dummy backend).", valueName: "file"))
+    var serverConfig: String?
+}
+
+/// The JACK server a command talks to: an existing one, or a private one jaq
+/// started (and stops when it exits).
+final class ServerContext: @unchecked Sendable {
+    let name: String?
+    private var process: Process?
+
+    /// Finds the server; starts a private one if none runs and `--server` was not given.
+    init(_ options: ServerOptions, announce: Bool = true) throws {
+        if let server = options.server {
+            guard JackSession.isServerRunning(server) else {
+                throw CLIError("JACK server \"\(server)\" is not running")
+            }
+            setenv("JACK_DEFAULT_SERVER", server, 1)
+            name = server
+            return
+        }
+        let environment = ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]
+        if JackSession.isServerRunning(environment) {
+            name = environment
+            return
+        }
+        let arguments = try Self.privateServerArguments(options.serverConfig)
+        let privateName = "jaq-\(getpid())"
+        let jackd = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let jackd else { throw CLIError("no JACK server is running and jackd is not installed (apt-get install jackd2)") }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: jackd)
+        child.arguments = ["-n", privateName, "--no-realtime"] + arguments
+        var childEnvironment = ProcessInfo.processInfo.environment
+        childEnvironment["JACK_NO_AUDIO_RESERVATION"] = "1"
+        child.environment = childEnvironment
+        child.standardInput = FileHandle.nullDevice
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        process = child
+        name = privateName
+        setenv("JACK_DEFAULT_SERVER", privateName, 1)
+        var waited = 0.0
+        while !JackSession.isServerRunning(privateName) {
+            guard child.isRunning, waited < 10 else {
+                stop()
+                throw CLIError("could not start a private JACK server (jackd \(arguments.joined(separator: " ")))")
+            }
+            usleep(20_000)
+            waited += 0.02
+        }
+        if announce {
+            Log.info("no JACK server running: started private server \(privateName) (jackd \(arguments.joined(separator: " "))); it stops when jaq exits")
+        }
+        ServerContext.running = self
+    }
+
+    /// The private server to stop if the process ends abnormally.
+    nonisolated(unsafe) static var running: ServerContext?
+
+    /// Stops the private server, if jaq started one.
+    func stop() {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        var waited = 0.0
+        while process.isRunning && waited < 5 {
+            usleep(20_000)
+            waited += 0.02
+        }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        self.process = nil
+    }
+
+    deinit { stop() }
+
+    /// jackd arguments from the config file: `--server-config`, $JAQ_SERVER_CONFIG, Configs/jackd.conf, or the built-in dummy.
+    static func privateServerArguments(_ explicit: String?) throws -> [String] {
+        let candidates: [String]
+        if let explicit {
+            candidates = [explicit]
+        } else if let environment = ProcessInfo.processInfo.environment["JAQ_SERVER_CONFIG"] {
+            candidates = [environment]
+        } else {
+            let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            candidates = [
+                executable.appendingPathComponent("../../Configs/jackd.conf").path,
+                executable.appendingPathComponent("../../../Configs/jackd.conf").path,
+                executable.appendingPathComponent("../share/jaq/jackd.conf").path,
+                FileManager.default.currentDirectoryPath + "/Configs/jackd.conf",
+            ]
+        }
+        for path in candidates where FileManager.default.fileExists(atPath: path) {
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            let words = text.split(separator: "\n")
+                .map { $0.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? "" }
+                .flatMap { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }) }
+                .map(String.init)
+            if !words.isEmpty { return words }
+        }
+        if explicit != nil { throw CLIError("\(explicit!): no jackd arguments in this file") }
+        return ["-d", "dummy", "-r", "48000", "-p", "256", "-C", "8", "-P", "8"]
+    }
+}
+
+/// An error the CLI reports in one line and exits non-zero for.
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    let exitCode: Int32
+    init(_ description: String, exitCode: Int32 = 1) {
+        self.description = description
+        self.exitCode = exitCode
+    }
+}
+
+/// Messages to stderr, one line each, prefixed with the command.
+enum Log {
+    nonisolated(unsafe) static var command = "jaq"
+    nonisolated(unsafe) static var quiet = false
+
+    static func info(_ message: String) {
+        guard !quiet else { return }
+        FileHandle.standardError.write(Data("\(command): \(message)\n".utf8))
+    }
+
+    static func error(_ message: String) {
+        FileHandle.standardError.write(Data("\(command): \(message)\n".utf8))
+    }
+}

@@ -1,0 +1,87 @@
+import AudioToolbox
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// SIGINT, SIGTERM and SIGHUP as a flag the main loop polls: the handlers run on a
+/// dispatch queue, never in signal context, and never touch audio.
+final class Interruption: @unchecked Sendable {
+    private let signalled = SharedFlag()
+    private var sources: [DispatchSourceSignal] = []
+
+    init() {
+        for number in [SIGINT, SIGTERM, SIGHUP] {
+            Glibc.signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [signalled] in signalled.setOnce(number) }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// The signal received, if any.
+    var signal: Int32? {
+        let value = signalled.value
+        return value == 0 ? nil : value
+    }
+
+    /// The conventional exit status for a signal: 128 + its number.
+    static func exitStatus(_ number: Int32) -> Int32 { 128 + number }
+}
+
+/// Parses durations and times: "90" or "90s" seconds, "1:30", "1:02:03.5", "480000f" frames.
+enum TimeSpec {
+    /// Frames at `rate` for `text`; nil if it does not parse.
+    static func frames(_ text: String, rate: Double) -> Int64? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasSuffix("f"), let frames = Int64(trimmed.dropLast()), frames >= 0 { return frames }
+        var seconds = 0.0
+        let body = trimmed.hasSuffix("s") ? String(trimmed.dropLast()) : trimmed
+        for part in body.split(separator: ":", omittingEmptySubsequences: false) {
+            guard let value = Double(part), value >= 0 else { return nil }
+            seconds = seconds * 60 + value
+        }
+        guard seconds.isFinite else { return nil }
+        return Int64((seconds * rate).rounded())
+    }
+
+    /// "mm:ss.t" or "h:mm:ss.t" for `frames` at `rate`.
+    static func clock(_ frames: Int64, rate: Double) -> String {
+        let total = Double(max(frames, 0)) / rate
+        let hours = Int(total) / 3600
+        let minutes = (Int(total) / 60) % 60
+        let seconds = total - Double(hours * 3600 + minutes * 60)
+        let tenths = String(format: "%04.1f", seconds)
+        return hours > 0 ? String(format: "%d:%02d:", hours, minutes) + tenths : String(format: "%02d:", minutes) + tenths
+    }
+}
+
+/// True when standard output is a terminal (live display), false for scripts and logs.
+var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+
+/// A name safe in a JACK client name or a file name.
+func sanitized(_ text: String, limit: Int = 32) -> String {
+    let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+    let mapped = String(text.map { allowed.contains($0) ? $0 : "_" })
+    return String(mapped.prefix(limit))
+}
+
+/// An integer flag shared between threads.
+final class SharedFlag: Sendable {
+    private let storage = Atomic<Int32>(0)
+    var value: Int32 { storage.load(ordering: .relaxed) }
+    func set(_ value: Int32) { storage.store(value, ordering: .relaxed) }
+    /// Sets the value unless one was set already.
+    func setOnce(_ value: Int32) { _ = storage.compareExchange(expected: 0, desired: value, ordering: .relaxed) }
+}
+
+/// Sets a CFString-valued queue property (the value is a CFStringRef, as in C).
+@discardableResult
+func setStringProperty(_ queue: AudioQueueRef, _ id: AudioQueuePropertyID, _ text: String) -> OSStatus {
+    let string = CFString.make(text)
+    var pointer = OpaquePointer(Unmanaged.passUnretained(string).toOpaque())
+    return withExtendedLifetime(string) {
+        AudioQueueSetProperty(queue, id, &pointer, UInt32(MemoryLayout<OpaquePointer>.size))
+    }
+}

@@ -1,0 +1,370 @@
+import Foundation
+import Glibc
+import QueueCore
+import SoundFile
+import Synchronization
+
+/// A file format `jaq record` writes, and how samples reach it.
+struct TakeFormat {
+    enum Samples { case int16, int24, int32, float32 }
+    let name: String
+    let major: SoundFile.MajorFormat
+    let samples: Samples
+    let bigEndian: Bool
+    /// Compressed containers take typed frames (libsndfile encodes); others raw bytes.
+    let typed: Bool
+    var fileExtension: String
+
+    var bytesPerSample: Int {
+        switch samples {
+        case .int16: 2
+        case .int24: 3
+        case .int32, .float32: 4
+        }
+    }
+
+    /// The libsndfile encoding of the file.
+    var subtype: SoundFile.Subtype {
+        switch (major, samples) {
+        case (.ogg, _): name == "opus" ? .opus : .vorbis
+        case (.mpeg, _): .mpegLayerIII
+        case (_, .int16): .pcm16
+        case (_, .int24): .pcm24
+        case (_, .int32): .pcm32
+        case (_, .float32): .float
+        }
+    }
+
+    /// The format for `--format` and `--bits`.
+    static func make(format: String, bits: String) throws -> TakeFormat {
+        let samples: Samples
+        switch bits.lowercased() {
+        case "16": samples = .int16
+        case "24": samples = .int24
+        case "32": samples = .int32
+        case "float", "f32", "32f": samples = .float32
+        default: throw CLIError("--bits \(bits): use 16, 24, 32 or float", exitCode: 2)
+        }
+        switch format.lowercased() {
+        case "wav": return TakeFormat(name: "wav", major: .rf64, samples: samples, bigEndian: false, typed: false, fileExtension: "wav")
+        case "rf64": return TakeFormat(name: "rf64", major: .rf64, samples: samples, bigEndian: false, typed: false, fileExtension: "rf64")
+        case "w64": return TakeFormat(name: "w64", major: .w64, samples: samples, bigEndian: false, typed: false, fileExtension: "w64")
+        case "aiff", "aif":
+            guard samples != .float32 else { throw CLIError("AIFF holds integer samples: use --format caf or wav for float", exitCode: 2) }
+            return TakeFormat(name: "aiff", major: .aiff, samples: samples, bigEndian: true, typed: false, fileExtension: "aif")
+        case "caf": return TakeFormat(name: "caf", major: .caf, samples: samples, bigEndian: false, typed: false, fileExtension: "caf")
+        case "flac":
+            guard samples == .int16 || samples == .int24 else { throw CLIError("FLAC holds 16- or 24-bit samples", exitCode: 2) }
+            return TakeFormat(name: "flac", major: .flac, samples: samples, bigEndian: false, typed: true, fileExtension: "flac")
+        case "ogg", "vorbis":
+            return TakeFormat(name: "ogg", major: .ogg, samples: .float32, bigEndian: false, typed: true, fileExtension: "ogg")
+        case "opus":
+            return TakeFormat(name: "opus", major: .ogg, samples: .float32, bigEndian: false, typed: true, fileExtension: "opus")
+        case "mp3":
+            return TakeFormat(name: "mp3", major: .mpeg, samples: .float32, bigEndian: false, typed: true, fileExtension: "mp3")
+        default:
+            throw CLIError("--format \(format): use wav, w64, rf64, aiff, caf, flac, ogg, opus or mp3", exitCode: 2)
+        }
+    }
+}
+
+/// One output file of a take: a track (or all tracks, interleaved).
+final class TakeFile {
+    let path: String
+    let file: SoundFile
+    let channels: [Int]  // queue channels it holds, in order
+    var framesWritten: Int64 = 0
+
+    init(path: String, file: SoundFile, channels: [Int]) {
+        self.path = path
+        self.file = file
+        self.channels = channels
+    }
+}
+
+/// A run of captured frames from the input queue: queue time of the first frame and the bytes.
+struct CapturedChunk {
+    let queueFrame: Int64
+    let frames: Int
+    let data: [UInt8]
+}
+
+/// Writes a take to disk on its own thread, from what the input queue's callback hands it.
+///
+/// Frames are addressed by queue time. Each channel is read `skip[c]` frames late
+/// (latency compensation); the take starts at queue time `takeStart` and every file
+/// gets the same take frames [0, end). Gaps (lost data) are written as silence and
+/// reported; the files' headers are kept up to date (crash-safe) and flushed to disk
+/// once a second.
+final class TakeWriter: @unchecked Sendable {
+    let format: TakeFormat
+    let channelCount: Int
+    let rate: Double
+    let files: [TakeFile]
+    let skip: [Int64]
+    let maxSkip: Int64
+    let bytesPerFrame: Int
+
+    private let fifo = Locked<[CapturedChunk]>([])
+    private let fifoBytes = Atomic<Int>(0)
+    let fifoLimitBytes: Int
+    private let wake = DispatchSemaphore(value: 0)
+
+    // Shared with the main thread.
+    let state = Locked(State())
+    struct State {
+        /// Queue time of take frame 0 (nil while waiting for the start).
+        var takeStart: Int64?
+        /// Take frames to write (nil: until stopped).
+        var end: Int64?
+        /// No more chunks will come.
+        var inputFinished = false
+        var error: String?
+        var lostEvents: [(takeFrame: Int64, frames: Int64)] = []
+        var droppedFrames: Int64 = 0
+        var clippedSamples: Int64 = 0
+        var finished = false
+        var preroll: Int64 = 0
+    }
+
+    // Writer thread only. The window holds captured frames from queue time `windowStart`,
+    // starting `head` bytes into `window` (compacted now and then, not on every drop).
+    private var window: [UInt8] = []
+    private var head = 0
+    private var windowStart: Int64 = 0
+    private var windowFrames: Int64 { Int64((window.count - head) / bytesPerFrame) }
+    private var started = false
+    private var expectedQueueFrame: Int64 = 0
+    private var written: Int64 = 0
+    private var lastSync = Date()
+    private var thread: Thread?
+
+    init(format: TakeFormat, channelCount: Int, rate: Double, files: [TakeFile], skip: [Int64], bufferSeconds: Double) {
+        self.format = format
+        self.channelCount = channelCount
+        self.rate = rate
+        self.files = files
+        self.skip = skip
+        maxSkip = skip.max() ?? 0
+        bytesPerFrame = format.bytesPerSample * channelCount
+        fifoLimitBytes = max(Int(bufferSeconds * rate) * bytesPerFrame, 1 << 20)
+    }
+
+    func start() {
+        let thread = Thread { [self] in self.run() }
+        thread.name = "jaq-writer"
+        thread.start()
+        self.thread = thread
+    }
+
+    /// From the input callback: a buffer of captured frames. Dropped (and counted) if the
+    /// disk has fallen `bufferSeconds` behind, so the capture never waits for the disk.
+    func deliver(queueFrame: Int64, bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        let frames = bytes.count / bytesPerFrame
+        if fifoBytes.load(ordering: .relaxed) + bytes.count > fifoLimitBytes {
+            state.withLock { $0.droppedFrames += Int64(frames) }
+            return
+        }
+        fifoBytes.add(bytes.count, ordering: .relaxed)
+        fifo.withLock { $0.append(CapturedChunk(queueFrame: queueFrame, frames: frames, data: Array(bytes))) }
+        wake.signal()
+    }
+
+    /// How full the writer's buffer is (0...1).
+    var bufferFill: Double { Double(fifoBytes.load(ordering: .relaxed)) / Double(fifoLimitBytes) }
+
+    /// Take frames written to every file so far.
+    var framesWritten: Int64 { writtenAtomic.load(ordering: .relaxed) }
+    private let writtenAtomic = Atomic<Int64>(0)
+
+    func finishInput() {
+        state.withLock { $0.inputFinished = true }
+        wake.signal()
+    }
+
+    /// Waits until everything delivered is on disk and the files are closed.
+    func waitUntilFinished(timeout: Double = 120) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !state.withLock({ $0.finished }) && Date() < deadline { usleep(5000) }
+    }
+
+    private func run() {
+        while true {
+            _ = wake.wait(timeout: .now() + 0.1)
+            while let chunk = fifo.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                fifoBytes.add(-chunk.data.count, ordering: .relaxed)
+                if state.withLock({ $0.error }) == nil { take(chunk) }
+            }
+            flushTake(final: false)
+            let (inputDone, error, end) = state.withLock { ($0.inputFinished, $0.error, $0.end) }
+            if error == nil, Date().timeIntervalSince(lastSync) >= 1 {
+                lastSync = Date()
+                for file in files {
+                    do { try file.file.synchronize() } catch { fail(file, error) }
+                }
+            }
+            let complete = end.map { written >= $0 } ?? false
+            if (inputDone && fifo.withLock({ $0.isEmpty })) || error != nil || complete { break }
+        }
+        flushTake(final: true)
+        for file in files {
+            do { try file.file.close() } catch { if state.withLock({ $0.error }) == nil { fail(file, error) } }
+        }
+        state.withLock { $0.finished = true }
+    }
+
+    /// Adds a chunk to the window, with silence for frames lost before it.
+    private func take(_ chunk: CapturedChunk) {
+        if !started {
+            started = true
+            windowStart = chunk.queueFrame
+            expectedQueueFrame = chunk.queueFrame
+        }
+        if chunk.queueFrame > expectedQueueFrame {
+            let lost = chunk.queueFrame - expectedQueueFrame
+            let takeFrame = expectedQueueFrame - (state.withLock { $0.takeStart } ?? expectedQueueFrame)
+            state.withLock { $0.lostEvents.append((max(0, takeFrame), lost)) }
+            window.append(contentsOf: repeatElement(0, count: Int(lost) * bytesPerFrame))
+            expectedQueueFrame = chunk.queueFrame
+        }
+        window.append(contentsOf: chunk.data)
+        expectedQueueFrame += Int64(chunk.frames)
+        countClips(chunk.data)
+    }
+
+    private func countClips(_ data: [UInt8]) {
+        var clipped: Int64 = 0
+        data.withUnsafeBytes { raw in
+            let samples = raw.count / format.bytesPerSample
+            for i in 0..<samples {
+                let p = raw.baseAddress! + i * format.bytesPerSample
+                switch format.samples {
+                case .float32:
+                    if abs(p.loadUnaligned(as: Float.self)) >= 0.999_97 { clipped += 1 }
+                case .int16:
+                    let v = format.bigEndian ? Int16(bigEndian: p.loadUnaligned(as: Int16.self)) : p.loadUnaligned(as: Int16.self)
+                    if v == .max || v == .min { clipped += 1 }
+                case .int24:
+                    let hi = format.bigEndian ? p.load(as: UInt8.self) : p.load(fromByteOffset: 2, as: UInt8.self)
+                    let mid = p.load(fromByteOffset: 1, as: UInt8.self)
+                    if (hi == 0x7F || hi == 0x80) && (mid == 0xFF || mid == 0x00) { clipped += 1 }
+                case .int32:
+                    let v = format.bigEndian ? Int32(bigEndian: p.loadUnaligned(as: Int32.self)) : p.loadUnaligned(as: Int32.self)
+                    if v > Int32.max - 65536 || v < Int32.min + 65536 { clipped += 1 }
+                }
+            }
+        }
+        if clipped > 0 { state.withLock { $0.clippedSamples += clipped } }
+    }
+
+    /// Writes every take frame all channels have, and drops window frames no one needs.
+    private func flushTake(final: Bool) {
+        let (takeStart, end, preroll) = state.withLock { ($0.takeStart, $0.end, $0.preroll) }
+        guard let takeStart else {
+            // Waiting for the start: keep the pre-roll (and the latency skew) only.
+            let keep = preroll + maxSkip
+            let excess = windowFrames - keep
+            if excess > 0 { dropWindow(frames: excess) }
+            return
+        }
+        // Take frame t of channel c is queue frame takeStart + skip[c] + t.
+        let available = windowStart + windowFrames - takeStart - maxSkip
+        var target = max(available, written)
+        if let end { target = min(target, end) }
+        if target > written {
+            writeTake(from: written, to: target, takeStart: takeStart)
+            written = target
+            writtenAtomic.store(written, ordering: .relaxed)
+        }
+        // Frames before take frame `written` of the earliest channel are no longer needed.
+        let needed = takeStart + (skip.min() ?? 0) + written
+        if needed > windowStart { dropWindow(frames: min(needed - windowStart, windowFrames)) }
+        _ = final
+    }
+
+    private func dropWindow(frames: Int64) {
+        guard frames > 0 else { return }
+        head += Int(frames) * bytesPerFrame
+        windowStart += frames
+        if head > (1 << 20) && head * 2 > window.count {
+            window.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// Deinterleaves take frames [from, to) into each file.
+    private func writeTake(from: Int64, to: Int64, takeStart: Int64) {
+        let count = Int(to - from)
+        let sampleBytes = format.bytesPerSample
+        for file in files {
+            let width = file.channels.count
+            var out = [UInt8](repeating: 0, count: count * width * sampleBytes)
+            window.withUnsafeBytes { source in
+                out.withUnsafeMutableBytes { destination in
+                    for (slot, channel) in file.channels.enumerated() {
+                        let first = takeStart + skip[channel] + from - windowStart
+                        for t in 0..<count {
+                            let frame = first + Int64(t)
+                            guard frame >= 0, frame < windowFrames else { continue }  // before the window: silence
+                            let s = source.baseAddress! + head + Int(frame) * bytesPerFrame + channel * sampleBytes
+                            let d = destination.baseAddress! + (t * width + slot) * sampleBytes
+                            d.copyMemory(from: s, byteCount: sampleBytes)
+                        }
+                    }
+                }
+            }
+            write(out, frames: count, to: file)
+            if state.withLock({ $0.error }) != nil { return }
+        }
+    }
+
+    private func write(_ bytes: [UInt8], frames: Int, to file: TakeFile) {
+        let transfer: SoundFile.Transfer
+        if format.typed {
+            switch format.samples {
+            case .float32:
+                transfer = bytes.withUnsafeBytes { file.file.writeFrames($0.bindMemory(to: Float.self)) }
+            default:
+                // Integer samples as int32 (libsndfile scales them to the file's depth exactly).
+                let width = file.channels.count
+                var ints = [Int32](repeating: 0, count: frames * width)
+                bytes.withUnsafeBytes { raw in
+                    for i in 0..<(frames * width) {
+                        let p = raw.baseAddress! + i * format.bytesPerSample
+                        switch format.samples {
+                        case .int16: ints[i] = Int32(p.loadUnaligned(as: Int16.self)) << 16
+                        case .int24:
+                            let value = Int32(p.load(as: UInt8.self)) | Int32(p.load(fromByteOffset: 1, as: UInt8.self)) << 8
+                                | Int32(Int8(bitPattern: p.load(fromByteOffset: 2, as: UInt8.self))) << 16
+                            ints[i] = value << 8
+                        default: ints[i] = p.loadUnaligned(as: Int32.self)
+                        }
+                    }
+                }
+                transfer = ints.withUnsafeBufferPointer { file.file.writeFrames($0) }
+            }
+            if transfer.count < frames {
+                fail(file, transfer.error ?? SoundFileError(code: .system, reason: "short write"))
+                return
+            }
+        } else {
+            transfer = bytes.withUnsafeBytes { file.file.writeRaw($0) }
+            if transfer.count < bytes.count {
+                fail(file, transfer.error ?? SoundFileError(code: .system, reason: "short write"))
+                return
+            }
+        }
+        file.framesWritten += Int64(frames)
+    }
+
+    private func fail(_ file: TakeFile, _ error: Error) {
+        let reason: String
+        if let error = error as? SoundFileError, let code = error.errno {
+            reason = code == ENOSPC ? "disk full (\(String(cString: strerror(code))))" : String(cString: strerror(code))
+        } else {
+            reason = "\(error)"
+        }
+        state.withLock { if $0.error == nil { $0.error = "\(file.path): \(reason)" } }
+    }
+}
