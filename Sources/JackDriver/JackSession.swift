@@ -102,6 +102,15 @@ public final class JackSession: @unchecked Sendable {
          watcher.pointee.rolling.load(ordering: .relaxed))
     }
 
+    /// Starts the transport rolling (`jack_transport_start`).
+    public func startTransport() { jack_transport_start(client) }
+
+    /// Stops the transport (`jack_transport_stop`).
+    public func stopTransport() { jack_transport_stop(client) }
+
+    /// Moves the transport to `frame` (`jack_transport_locate`).
+    public func locateTransport(_ frame: UInt32) { jack_transport_locate(client, frame) }
+
     /// Connects two ports by name (output first).
     public func connect(_ source: String, _ destination: String) throws {
         let result = jack_connect(client, source, destination)

@@ -101,3 +101,47 @@ struct TimeCommand: ParsableCommand {
         print(verbose ? "\(session.frameTime) frames at \(Int(session.sampleRate)) Hz, \(session.periodFrames) per period" : "\(session.frameTime)")
     }
 }
+
+struct TransportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "transport",
+        abstract: "Start, stop or locate JACK transport (what `--transport` waits for).",
+        discussion: """
+        Examples:
+          jaq transport start
+          jaq transport stop
+          jaq transport locate 0
+          jaq transport            # prints rolling/stopped and the transport frame
+        """)
+
+    @Argument(help: "start, stop, locate FRAME, or nothing to print the state.")
+    var action: [String] = []
+
+    @OptionGroup var serverOptions: ServerOptions
+
+    func run() throws {
+        Log.command = "jaq transport"
+        guard serverOptions.server != nil || JackSession.isServerRunning(ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]) else {
+            Log.error("no JACK server is running")
+            throw ExitCode(1)
+        }
+        let server = try ServerContext(serverOptions)
+        let session = try JackSession(serverName: server.name, clientName: "jaq-transport")
+        switch action.first {
+        case nil:
+            let state = session.transport()
+            print("\(state.rolling ? "rolling" : "stopped") at frame \(state.frame)")
+        case "start": session.startTransport()
+        case "stop": session.stopTransport()
+        case "locate":
+            guard action.count == 2, let frame = UInt32(action[1]) else {
+                Log.error("locate needs a frame")
+                throw ExitCode(2)
+            }
+            session.locateTransport(frame)
+        default:
+            Log.error("\(action[0]): use start, stop or locate FRAME")
+            throw ExitCode(2)
+        }
+    }
+}

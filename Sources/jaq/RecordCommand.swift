@@ -240,7 +240,7 @@ struct RecordCommand: ParsableCommand {
             Log.info("press Enter to start recording (\(sources.count) tracks armed)")
         } else {
             beginTake(atDevice: queueOrigin)
-            Log.info("recording \(sources.count) track\(sources.count == 1 ? "" : "s") to \(files.map { $0.path }.joined(separator: ", "))")
+            Log.info("recording \(sources.count) track\(sources.count == 1 ? "" : "s") from JACK frame \(queueOrigin) to \(files.map { $0.path }.joined(separator: ", "))")
         }
         let transportChangesAtStart = session.transportChanges().count
         let enterPressed = SharedFlag()
@@ -271,18 +271,20 @@ struct RecordCommand: ParsableCommand {
             }
             if state.0 == nil {
                 if transport, session.transportChanges().count > transportChangesAtStart, session.transportChanges().rolling {
-                    beginTake(atDevice: deviceFrame(session.transportChanges().lastChangeFrame, queue: queue))
-                    Log.info("transport rolling: recording")
+                    let frame = deviceFrame(session.transportChanges().lastChangeFrame, queue: queue)
+                    beginTake(atDevice: frame)
+                    Log.info("transport rolling at JACK frame \(frame): recording")
                 } else if onEnter && enterPressed.value != 0 {
                     var at = AudioTimeStamp()
                     AudioQueueDeviceGetCurrentTime(queue, &at)
                     beginTake(atDevice: Int64(at.mSampleTime))
-                    Log.info("recording")
+                    Log.info("recording from JACK frame \(Int64(at.mSampleTime))")
                 }
             } else if transport, !transportStopped, !session.transportChanges().rolling, session.transportChanges().count > transportChangesAtStart {
                 // The take ends on the frame the transport stopped.
                 transportStopped = true
                 let stopFrame = deviceFrame(session.transportChanges().lastChangeFrame, queue: queue)
+                Log.info("transport stopped at JACK frame \(stopFrame)")
                 activeWriter.state.withLock { state in
                     if let start = state.takeStart { state.end = max(0, toQueueFrames(stopFrame - queueOrigin) - start) }
                 }
