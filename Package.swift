@@ -47,6 +47,7 @@ let package = Package(
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
+        .testTarget(name: "jaqTests", dependencies: ["jaq", "JackTestSupport", "SoundFile"]),
         .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile", "QueueCore", "JackDriver", "JackTestSupport"]),
     ]
 )

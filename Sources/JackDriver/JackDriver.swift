@@ -16,6 +16,7 @@ public final class JackDriver: DeviceProvider, @unchecked Sendable {
 
     public init(serverName: String?) {
         self.serverName = serverName
+        JackMessages.install()
     }
 
     public func openDevice(name: String, direction: DeviceDirection, layout: PortLayout) throws -> AudioDevice {
@@ -474,4 +475,29 @@ final class JackEventWatcher: @unchecked Sendable {
             for device in live { device.reportEvents() }
         }
     }
+}
+
+/// libjack prints its errors and notices to stderr ("Cannot connect to server socket...").
+/// A queue reports failures as result codes instead, so those messages are kept quiet
+/// unless JAQ_JACK_VERBOSE is set; the last one is kept for diagnostics.
+public enum JackMessages {
+    private static let installed = Mutex(false)
+    static let last = Mutex<String>("")
+
+    /// Installs the handlers once per process.
+    public static func install() {
+        let first = installed.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        if getenv("JAQ_JACK_VERBOSE") != nil { return }
+        jack_set_error_function { message in
+            if let message { JackMessages.last.withLock { $0 = String(cString: message) } }
+        }
+        jack_set_info_function { _ in }
+    }
+
+    /// The last message libjack reported.
+    public static var lastMessage: String { last.withLock { $0 } }
 }

@@ -25,6 +25,7 @@ public final class JackSession: @unchecked Sendable {
 
     /// Opens a control client; throws `.invalidDevice` if no server runs.
     public init(serverName: String?, clientName: String = "jaq-ctl") throws {
+        JackMessages.install()
         var status = jack_status_t(0)
         guard let client = jaq_jack_client_open(clientName, JackNoStartServer, &status, serverName) else {
             let which = serverName.map { "JACK server \"\($0)\"" } ?? "the JACK server"
@@ -47,6 +48,7 @@ public final class JackSession: @unchecked Sendable {
 
     /// True if a server answers (with no client left behind).
     public static func isServerRunning(_ serverName: String?) -> Bool {
+        JackMessages.install()
         var status = jack_status_t(0)
         guard let client = jaq_jack_client_open("jaq-probe", JackNoStartServer, &status, serverName) else { return false }
         jack_client_close(client)

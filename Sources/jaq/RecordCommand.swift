@@ -142,6 +142,8 @@ struct RecordCommand: ParsableCommand {
                 for name in try PortMatcher.resolve(port, candidates: candidates, physical: physical) where !sources.contains(name) {
                     sources.append(name)
                 }
+            } catch QueueError.invalidDevice(let reason) {
+                throw CLIError("port '\(port)': \(reason)")
             } catch {
                 throw CLIError("port '\(port)': \(error)")
             }

@@ -11,6 +11,8 @@ final class Interruption: @unchecked Sendable {
     private var sources: [DispatchSourceSignal] = []
 
     init() {
+        // A file size limit makes writes fail with EFBIG (reported) instead of killing jaq.
+        Glibc.signal(SIGXFSZ, SIG_IGN)
         for number in [SIGINT, SIGTERM, SIGHUP] {
             Glibc.signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

@@ -1,0 +1,112 @@
+import Foundation
+import JackTestSupport
+import SoundFile
+
+/// The built `jaq` binary (the test target depends on it, so it sits next to the test bundle).
+let jaqBinary: String = {
+    let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for candidate in [bundle.appendingPathComponent("jaq"), bundle.deletingLastPathComponent().appendingPathComponent("jaq")] {
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }
+    }
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return root.appendingPathComponent(".build/debug/jaq").path
+}()
+
+/// A scratch directory for one test, removed afterwards by the caller.
+func scratchDirectory(_ name: String) -> String {
+    let path = NSTemporaryDirectory() + "jaq-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// Runs jaq against `server` (stdin closed, not a terminal); returns status and output.
+func jaq(_ arguments: [String], server: JackServer?, timeout: Double = 60, directory: String? = nil)
+    throws -> (status: Int32, output: String, error: String) {
+    var environment = server?.environment ?? ProcessInfo.processInfo.environment
+    if server == nil { environment["JACK_DEFAULT_SERVER"] = "jaq-test-none-\(getpid())" }
+    return try runProcess([jaqBinary] + arguments, environment: environment, timeout: timeout, currentDirectory: directory)
+}
+
+/// Starts jaq in the background against `server`, output to a log file.
+func jaqInBackground(_ arguments: [String], server: JackServer, log: String, directory: String? = nil) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: jaqBinary)
+    process.arguments = arguments
+    process.environment = server.environment
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    _ = FileManager.default.createFile(atPath: log, contents: nil)
+    let handle = FileHandle(forWritingAtPath: log)
+    process.standardOutput = handle
+    process.standardError = handle
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
+/// Waits for a process to exit (or kills it after `timeout`); returns its status.
+@discardableResult
+func waitForExit(_ process: Process, timeout: Double = 60) -> Int32 {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+    }
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
+/// The JACK frame time now, from `jaq time`.
+func frameNow(_ server: JackServer) throws -> Int64 {
+    let result = try jaq(["time"], server: server)
+    guard let frame = Int64(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        throw JackServerError("jaq time printed \(result.output) \(result.error)")
+    }
+    return frame
+}
+
+/// Writes a mono 24-bit WAV whose sample n is `offset + n` (a ramp that names each frame),
+/// or a multichannel one where channel c adds c * 1_000_000.
+func writeRamp(_ path: String, frames: Int, channels: Int = 1, offset: Int32 = 1, rate: Int = 48000) throws {
+    let info = SoundFile.Info(sampleRate: rate, channelCount: channels, format: SoundFile.Format(.wav, .pcm24))
+    let file = try SoundFile(path: path, mode: .write, format: info)
+    var samples = [Int32](repeating: 0, count: frames * channels)
+    for n in 0..<frames {
+        for c in 0..<channels { samples[n * channels + c] = ((offset + Int32(n) + Int32(c) * 1_000_000) & 0x7FFFFF) << 8 }
+    }
+    let transfer = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+    guard transfer.count == frames else { throw JackServerError("short write of \(path)") }
+    try file.close()
+}
+
+/// Reads a file as 24-bit integers (any format libsndfile reads), interleaved.
+func readSamples24(_ path: String) throws -> (channels: Int, samples: [Int32]) {
+    let file = try SoundFile(path: path, mode: .read)
+    let frames = Int(file.info.frameCount)
+    var samples = [Int32](repeating: 0, count: frames * file.info.channelCount)
+    let transfer = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
+    try file.close()
+    return (file.info.channelCount, Array(samples[0..<(transfer.count * file.info.channelCount)]).map { $0 >> 8 })
+}
+
+/// sox's view of a file: (channels, samples per channel), or nil if sox can't read it.
+func soxInfo(_ path: String) -> (channels: Int, samples: Int)? {
+    guard let channels = try? runProcess(["soxi", "-c", path]), channels.status == 0,
+          let samples = try? runProcess(["soxi", "-s", path]), samples.status == 0,
+          let c = Int(channels.output.trimmingCharacters(in: .whitespacesAndNewlines)),
+          let s = Int(samples.output.trimmingCharacters(in: .whitespacesAndNewlines)) else { return nil }
+    // sox must also decode the whole file.
+    guard let decode = try? runProcess(["sox", path, "-n", "stat"]), decode.status == 0 else { return nil }
+    return (c, s)
+}
+
+/// Waits until `count` ports whose names contain `fragment` exist on `server`.
+@discardableResult
+func waitForPorts(_ server: JackServer, containing fragment: String, count: Int = 1, timeout: Double = 10) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if let list = try? server.run(["jack_lsp"]),
+           list.split(separator: "\n").filter({ $0.contains(fragment) }).count >= count { return true }
+        usleep(50_000)
+    }
+    return false
+}

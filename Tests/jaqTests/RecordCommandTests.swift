@@ -1,0 +1,182 @@
+import Testing
+import Foundation
+import JackTestSupport
+
+/// `jaq record` and `jaq play` end to end: the built binary on a private dummy server.
+@Suite(.serialized) struct RecordCommandTests {
+    /// The frame named in a log line "... JACK frame N ...".
+    func frame(after words: String, in log: String) -> Int64? {
+        guard let range = log.range(of: words) else { return nil }
+        let digits = log[range.upperBound...].drop { !$0.isNumber }.prefix { $0.isNumber }
+        return Int64(digits)
+    }
+
+    @Test func playAndRecordStartedOnTheSameFrameAreBitExactAndAligned() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("align")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for i in 1...4 { try writeRamp("\(dir)/r\(i).wav", frames: 96000, offset: Int32(i * 100_000)) }
+        let at = try frameNow(server) + 48000
+        let play = try jaqInBackground(["play", "--at", "\(at)", "r1.wav", "r2.wav", "r3.wav", "r4.wav"],
+                                       server: server, log: "\(dir)/play.log", directory: dir)
+        #expect(waitForPorts(server, containing: ":out_L", count: 4))
+        let record = try jaq(["record", "--at", "\(at)", "-d", "96000f", "-o", "take-{n}.wav", "jaq-[1-4]-r[1-4]:out_L"],
+                             server: server, directory: dir)
+        #expect(record.status == 0, "\(record.error)")
+        #expect(waitForExit(play) == 0)
+        for i in 1...4 {
+            let take = try readSamples24("\(dir)/take-0\(i).wav")
+            #expect(take.samples.count == 96000)
+            // Sample n is the source's sample n: the ramp value names the frame.
+            #expect(take.samples.first == Int32(i * 100_000) && take.samples.last == Int32(i * 100_000 + 95999), "track \(i)")
+            #expect(take.samples.enumerated().allSatisfy { $0.element == Int32(i * 100_000) + Int32($0.offset) }, "track \(i) bit-exact")
+        }
+    }
+
+    @Test func preRollIncludesTheSecondsBeforeTheStart() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("preroll")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 96000)
+        let at = try frameNow(server) + 4 * 48000
+        // The player starts 0.5 s after the take's nominal start; the take includes 1 s before it.
+        let play = try jaqInBackground(["play", "--at", "\(at + 24000)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
+        let record = try jaq(["record", "--at", "\(at)", "--pre-roll", "1", "-d", "2", "-o", "take.wav", "jaq-1-ramp:out_L"],
+                             server: server, directory: dir)
+        #expect(record.status == 0, "\(record.error)")
+        waitForExit(play)
+        let take = try readSamples24("\(dir)/take.wav")
+        #expect(take.samples.count == 3 * 48000, "pre-roll (1 s) plus duration (2 s)")
+        // Take frame 0 is JACK frame at - 48000; the ramp starts at at + 24000.
+        #expect(take.samples[0..<72000].allSatisfy { $0 == 0 })
+        #expect(take.samples[72000] == 1)
+        #expect(take.samples[72000 + 47999] == 48000)
+    }
+
+    @Test func transportRollingStartsTheTakeAndStoppingEndsItOnTheFrame() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("transport")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 10 * 48000)
+        let at = try frameNow(server) + 24000
+        let play = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
+        let record = try jaqInBackground(["record", "--transport", "-o", "take.wav", "jaq-1-ramp:out_L"],
+                                         server: server, log: "\(dir)/record.log", directory: dir)
+        usleep(1_500_000)
+        #expect(try jaq(["transport", "start"], server: server).status == 0)
+        usleep(1_200_000)
+        #expect(try jaq(["transport", "stop"], server: server).status == 0)
+        #expect(waitForExit(record, timeout: 20) == 0)
+        kill(play.processIdentifier, SIGTERM)
+        waitForExit(play)
+        let log = try String(contentsOfFile: "\(dir)/record.log", encoding: .utf8)
+        let rolled = try #require(frame(after: "transport rolling at JACK frame", in: log), "\(log)")
+        let stopped = try #require(frame(after: "transport stopped at JACK frame", in: log), "\(log)")
+        let take = try readSamples24("\(dir)/take.wav")
+        #expect(Int64(take.samples.count) == stopped - rolled, "the take spans exactly the rolling frames")
+        #expect(Int64(take.samples.first ?? -1) == rolled - at + 1, "the take starts on the frame the transport rolled")
+    }
+
+    @Test func aTakeKilledWithSIGKILLOpensInSoxWithAllButTheLastSecond() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("kill")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 20 * 48000, channels: 2)
+        let play = try jaqInBackground(["play", "--quiet", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 2))
+        let record = try jaqInBackground(["record", "-o", "take-{n}.wav", "jaq-1-ramp:out_[12]"], server: server,
+                                         log: "\(dir)/record.log", directory: dir)
+        usleep(3_200_000)
+        kill(record.processIdentifier, SIGKILL)
+        record.waitUntilExit()
+        kill(play.processIdentifier, SIGTERM)
+        waitForExit(play)
+        for n in 1...2 {
+            let info = try #require(soxInfo("\(dir)/take-0\(n).wav"), "sox reads track \(n)")
+            #expect(info.channels == 1)
+            #expect(info.samples >= 48000 * 3 / 2, "all but the last second of ~3 s (got \(info.samples))")
+            // What is there is the right audio, in order.
+            let take = try readSamples24("\(dir)/take-0\(n).wav")
+            let first = try #require(take.samples.first { $0 != 0 })
+            let index = take.samples.firstIndex(of: first)!
+            #expect(take.samples[index...].enumerated().allSatisfy { $0.element == first + Int32($0.offset) })
+        }
+    }
+
+    @Test func aFullDiskEndsWithValidFilesAndAClearMessage() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("full")
+        let disk = "\(dir)/disk"
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        let mounted = try runProcess(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", disk]).status == 0
+        defer {
+            if mounted { _ = try? runProcess(["umount", disk]) }
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        try writeRamp("\(dir)/ramp.wav", frames: 20 * 48000, channels: 2)
+        let play = try jaqInBackground(["play", "--quiet", "--loop", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        defer { kill(play.processIdentifier, SIGTERM); waitForExit(play) }
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 2))
+        // Without a tmpfs (no privilege), a file size limit makes writes fail the same way (EFBIG).
+        let arguments = ["record", "-b", "float", "-o", "\(disk)/take-{n}.wav", "jaq-1-ramp:out_[12]"]
+        let command = mounted ? arguments : ["prlimit", "--fsize=1000000", "--", jaqBinary] + arguments
+        let start = Date()
+        let result = mounted ? try jaq(command, server: server, timeout: 30)
+            : try runProcess(command, environment: server.environment, timeout: 30)
+        #expect(result.status == 1, "exit status")
+        #expect(Date().timeIntervalSince(start) < 10, "stops within a second of the disk filling (~1.3 s of audio fits)")
+        let why = mounted ? "disk full" : "too large"
+        let message = result.error.split(separator: "\n").first { $0.contains(why) } ?? ""
+        #expect(message.contains("\(disk)/take-0"), "one line naming the file and why: \(result.error)")
+        for n in 1...2 {
+            let info = try #require(soxInfo("\(disk)/take-0\(n).wav"), "sox reads track \(n)")
+            #expect(info.samples > 0)
+        }
+    }
+
+    @Test func badInputGetsOneLineAndANonZeroExit() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("bad")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "not audio\n".write(toFile: "\(dir)/notes.txt", atomically: true, encoding: .utf8)
+        try writeRamp("\(dir)/ok.wav", frames: 4800)
+        let cases: [(arguments: [String], status: Int32, mentions: String)] = [
+            (["record", "nosuch:port"], 1, "nosuch:port"),
+            (["record", "zzz[0-9]+$"], 1, "zzz[0-9]+$"),
+            (["record", "-o", "/nonexistent/dir/take-{n}.wav", "system"], 1, "/nonexistent/dir"),
+            (["record", "-o", "/proc/take-{n}.wav", "system"], 1, "/proc/take-01.wav"),
+            (["record", "-f", "xyz", "system"], 2, "xyz"),
+            (["record", "-d", "soon", "system"], 2, "soon"),
+            (["play", "\(dir)/missing.wav"], 1, "missing.wav"),
+            (["play", "\(dir)/notes.txt"], 1, "notes.txt"),
+            (["play", "--to", "1:nothing:here", "\(dir)/ok.wav"], 1, "nothing:here"),
+            (["record", "--server", "jaq-no-such-server", "system"], 1, "jaq-no-such-server"),
+        ]
+        for test in cases {
+            let result = try jaq(test.arguments, server: server, directory: dir)
+            #expect(result.status == test.status, "\(test.arguments): \(result.error)")
+            let lines = result.error.split(separator: "\n")
+            #expect(lines.count == 1, "one line: \(result.error)")
+            #expect(result.error.contains(test.mentions), "\(test.arguments) names \(test.mentions): \(result.error)")
+        }
+        // Nothing half-written is left behind.
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/take-01.wav"))
+    }
+
+    @Test(arguments: [[], ["record"], ["play"], ["ports"], ["time"], ["transport"], ["info"]])
+    func everyCommandHasHelpWithExamples(command: [String]) throws {
+        let result = try jaq(command + ["--help"], server: nil)
+        #expect(result.status == 0)
+        let text = result.output + result.error
+        #expect(text.contains("USAGE"), "\(command)")
+        if !command.isEmpty { #expect(text.contains("Examples") || text.contains("EXAMPLES") || text.contains("example"), "\(command)") }
+    }
+}
