@@ -1,0 +1,116 @@
+import Testing
+import Foundation
+import JackTestSupport
+import SoundFile
+
+/// The peer tools as referees: jack_capture records what jaq plays; jaq records what they play.
+@Suite(.serialized) struct PeerTests {
+    /// Reads a float file (jack_capture's default) as interleaved Floats.
+    func readFloats(_ path: String) throws -> (channels: Int, samples: [Float]) {
+        let file = try SoundFile(path: path, mode: .read)
+        let frames = Int(file.info.frameCount)
+        var samples = [Float](repeating: 0, count: frames * file.info.channelCount)
+        let transfer = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
+        try file.close()
+        return (file.info.channelCount, Array(samples[0..<(transfer.count * file.info.channelCount)]))
+    }
+
+    func channel(_ c: Int, of recording: (channels: Int, samples: [Float])) -> [Float] {
+        stride(from: c, to: recording.samples.count, by: recording.channels).map { recording.samples[$0] }
+    }
+
+    /// Writes a 16-bit file: `pad` frames of silence, `frames` frames of a signal that never
+    /// repeats and is never 0, `pad` frames of silence.
+    func writeSignal16(_ path: String, frames: Int, channels: Int, pad: Int) throws -> [[Int16]] {
+        let info = SoundFile.Info(sampleRate: 48000, channelCount: channels, format: SoundFile.Format(.wav, .pcm16))
+        let file = try SoundFile(path: path, mode: .write, format: info)
+        var signal = Array(repeating: [Int16](), count: channels)
+        var samples = [Int16](repeating: 0, count: (frames + 2 * pad) * channels)
+        for n in 0..<frames {
+            for c in 0..<channels {
+                var value = Int16(truncatingIfNeeded: (n &* 7919 &+ c &* 104_729) % 60_001 - 30_000)
+                if value == 0 { value = 1 }
+                signal[c].append(value)
+                samples[(pad + n) * channels + c] = value
+            }
+        }
+        _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+        try file.close()
+        return signal
+    }
+
+    @Test func jackCaptureRecordsJaqPlayBitExactTailIncluded() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("capture")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let signal = try writeSignal16("\(dir)/song.wav", frames: 3 * 48000 + 123, channels: 2, pad: 0)
+        // jack_capture waits on the ports jaq will make; start jaq paused on a frame 1 s away.
+        let at = try frameNow(server) + 48000
+        let play = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "song.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        #expect(waitForPorts(server, containing: "jaq-1-song:out_", count: 2))
+        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "5", "-c", "2", "--port", "jaq-1-song:out_1",
+                                        "--port", "jaq-1-song:out_2", "\(dir)/captured.wav"], output: "\(dir)/capture.log")
+        #expect(waitForExit(play) == 0)
+        #expect(waitForExit(capture, timeout: 20) == 0)
+        let recording = try readFloats("\(dir)/captured.wav")
+        for c in 0..<2 {
+            let got = channel(c, of: recording)
+            let first = try #require(got.firstIndex { $0 != 0 }, "channel \(c) has audio")
+            let expected = signal[c].map { Float($0) / 32768 }
+            #expect(got.count >= first + expected.count, "nothing missing at the end")
+            #expect(Array(got[first..<min(got.count, first + expected.count)]) == expected, "channel \(c) bit-exact")
+            #expect(got[min(got.count, first + expected.count)...].allSatisfy { $0 == 0 }, "nothing after the last frame")
+        }
+    }
+
+    /// Impulse files: silence with one full-scale sample at frame `at`.
+    func writeImpulse(_ path: String, at position: Int, frames: Int) throws {
+        let info = SoundFile.Info(sampleRate: 48000, channelCount: 1, format: SoundFile.Format(.wav, .float))
+        let file = try SoundFile(path: path, mode: .write, format: info)
+        var samples = [Float](repeating: 0, count: frames)
+        samples[position] = 1
+        _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+        try file.close()
+    }
+
+    @Test func eightQueuesInTwoProcessesStartedForOneFrameAreAlignedToTheSample() throws {
+        let server = try JackServer(capture: 2, playback: 8)
+        defer { server.stop() }
+        let dir = scratchDirectory("sync8")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for i in 1...8 { try writeImpulse("\(dir)/i\(i).wav", at: 1000, frames: 4800) }
+        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "6", "-c", "8", "--manual-connections",
+                                        "\(dir)/captured.wav"], output: "\(dir)/capture.log")
+        #expect(waitForPorts(server, containing: "jack_capture", count: 8))
+        // A frame inside a period, 3 s away: both processes start every queue on it.
+        let at = try frameNow(server) + 3 * 48000 + 77
+        let first = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i1.wav", "i2.wav", "i3.wav", "i4.wav"],
+                                        server: server, log: "\(dir)/a.log", directory: dir)
+        let second = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i5.wav", "i6.wav", "i7.wav", "i8.wav"],
+                                         server: server, log: "\(dir)/b.log", directory: dir)
+        #expect(waitForPorts(server, containing: ":out_L", count: 8))
+        let captureList = try server.run(["jack_lsp"]).split(separator: "\n").filter { $0.contains("jack_capture") }.map(String.init)
+        #expect(captureList.count == 8)
+        for (i, port) in PortsSorted(captureList).enumerated() {
+            try server.run(["jack_connect", "jaq-\(i % 4 + 1)-i\(i + 1):out_L", port])
+        }
+        #expect(waitForExit(first) == 0)
+        #expect(waitForExit(second) == 0)
+        #expect(waitForExit(capture, timeout: 20) == 0)
+        let recording = try readFloats("\(dir)/captured.wav")
+        #expect(recording.channels == 8)
+        let positions = (0..<8).map { c in channel(c, of: recording).firstIndex(of: 1) }
+        #expect(positions.allSatisfy { $0 != nil }, "every impulse recorded: \(positions)")
+        #expect(Set(positions).count == 1, "impulses on one frame: \(positions)")
+    }
+
+    /// jack_capture's ports in natural order (…_2 before …_10).
+    func PortsSorted(_ names: [String]) -> [String] {
+        names.sorted { a, b in
+            let x = Int(a.split(separator: "_").last ?? "") ?? 0
+            let y = Int(b.split(separator: "_").last ?? "") ?? 0
+            return x < y
+        }
+    }
+}
