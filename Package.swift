@@ -31,6 +31,7 @@ let package = Package(
         ),
 
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
-        .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile"]),
+        // CPrograms/ holds C sources the tests compile with cc against libAudioToolbox.so.
+        .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile"], exclude: ["CPrograms"]),
     ]
 )

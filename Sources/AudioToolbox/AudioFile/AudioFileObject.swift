@@ -188,7 +188,10 @@ extension AudioFileObject {
             let wanted = min(packetCount, capacity / state.bytesPerFrame)
             let count = Int(min(Int64(wanted), state.frameCount - startPacket))
             let read = try Self.readFrames(&state, sound, at: startPacket, count: count, into: buffer)
-            return (read, read < wanted)
+            // At the end when fewer packets came than were asked for, because the file ended
+            // (even if the buffer was also full): a caller's read loop always terminates.
+            let atEnd = read < packetCount && (read < wanted || startPacket + Int64(read) >= state.frameCount)
+            return (read, atEnd)
         }
     }
 
