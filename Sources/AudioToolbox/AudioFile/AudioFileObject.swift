@@ -73,6 +73,10 @@ extension AudioFileObject {
         }
         let layout = try PCMLayout(validating: format)
         let storage = try container.storage(for: layout)
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw AudioToolboxError(kAudio_BadFilePathError, "\(path) is a directory")
+        }
         let sound = try openForWriting(path: path, container: container, layout: layout, format: storage.format, replacing: eraseFile)
         return AudioFileObject(State(
             sound: sound, path: path, fileType: fileType, container: container, layout: layout,
