@@ -91,7 +91,7 @@ extension AudioFileObject {
         do {
             let sound = try SoundFile(path: path, mode: container.opensForReadWrite ? .readWrite : .write,
                                       format: info, replacing: replacing)
-            sound.setUpdatesHeaderAutomatically(true)
+            if container.updatesHeaderWhileWriting { sound.setUpdatesHeaderAutomatically(true) }
             return sound
         } catch {
             guard error.errno == nil else { throw error }
@@ -377,7 +377,7 @@ extension AudioFileObject {
         try state.openSound().close()
         state.sound = nil
         state.sound = try openForWriting(path: state.path, container: container, layout: layout, format: format, replacing: true)
-        state.sound?.setUpdatesHeaderAutomatically(!state.defersSizeUpdates)
+        if container.updatesHeaderWhileWriting { state.sound?.setUpdatesHeaderAutomatically(!state.defersSizeUpdates) }
         state.layout = layout
         state.soundFormat = format
         state.transfer = transfer
