@@ -31,6 +31,8 @@ let package = Package(
         ),
 
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
+        // Runs the built `jaq` binary, as a user would.
+        .testTarget(name: "jaqTests", dependencies: ["jaq", "AudioToolbox"]),
         // CPrograms/ holds C sources the tests compile with cc against libAudioToolbox.so.
         .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile"], exclude: ["CPrograms"]),
     ]
