@@ -22,6 +22,13 @@ import Testing
         let empty = scratch.url("empty.aiff")
         try Data().write(to: empty)
         expectStatus(AF.open(empty).0, kAudioFileUnsupportedFileTypeError, "empty file")
+        // BW64 (RF64's successor) is a type libsndfile does not read.
+        let bw64 = scratch.url("bw64.wav")
+        AF.makeFile(bw64, kAudioFileRF64Type, .s16, channels: 2, bigEndian: false, frames: 10)
+        var bytes = try Data(contentsOf: bw64)
+        bytes.replaceSubrange(0..<4, with: Array("BW64".utf8))
+        try bytes.write(to: bw64)
+        expectStatus(AF.open(bw64).0, kAudioFileUnsupportedFileTypeError, "BW64")
         let noise = scratch.url("noise.caf")
         try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) }).write(to: noise)
         expectStatus(AF.open(noise).0, kAudioFileUnsupportedFileTypeError, "bytes of no known type")
@@ -114,6 +121,7 @@ import Testing
             (kAudioFileAIFFType, Encoding.u8.format(channels: 1, bigEndian: false), "unsigned AIFF"),
             (kAudioFileAIFCType, Encoding.s8.format(channels: 1, bigEndian: true), "8-bit AIFC"),
             (kAudioFileAIFCType, Encoding.f32.format(channels: 1, bigEndian: false), "little-endian float AIFC"),
+            (kAudioFileAIFCType, Encoding.s24.format(channels: 1, bigEndian: false), "little-endian 24-bit AIFC"),
             (kAudioFileCAFType, Encoding.u8.format(channels: 1, bigEndian: false), "unsigned CAF"),
             (kAudioFileNextType, s16, "little-endian NeXT"),
             (kAudioFileFLACType, Encoding.s32.format(channels: 2, bigEndian: false), "32-bit FLAC"),

@@ -48,9 +48,9 @@ import Testing
         }
     }
 
-    /// Every stored format but AIFC's 'in24', 'in32', '42ni', '23ni', 'ulaw' and 'alaw'
-    /// compression types, which libsndfile writes (and Apple reads) but sox 14.4's AIFC reader
-    /// does not know; the round-trip tests cover those.
+    /// Every stored format but AIFC's 'in24', 'in32', 'ulaw' and 'alaw' compression types,
+    /// which libsndfile writes (and Apple reads) but sox 14.4's AIFC reader does not know; the
+    /// round-trip tests cover those.
     static let soxReadable = StoredFormat.all.filter { stored in
         stored.type != kAudioFileAIFCType || [.s16, .f32, .f64].contains(stored.encoding)
     }
