@@ -121,7 +121,8 @@ extension AudioFileObject {
             throw AudioToolboxError(kAudioFileUnsupportedFileTypeError, "not an audio file of a known type: \(error.reason)")
         }
         let header = leadingBytes(path)
-        let presentation = FilePresentation.of(sound.info, rawBigEndian: sound.rawDataNeedsEndianSwap == (1.littleEndian == 1))
+        let hostIsLittleEndian = 1.littleEndian == 1
+        let presentation = FilePresentation.of(sound.info, rawBigEndian: sound.rawDataNeedsEndianSwap == hostIsLittleEndian)
         let fileType = FilePresentation.fileTypeID(sound.info.format, header: header)
         if canWrite {
             guard presentation.transfer == .raw, FilePresentation.readWriteMajors.contains(sound.info.format.major),
@@ -131,7 +132,12 @@ extension AudioFileObject {
                                         "\(sound.info.format) files can be opened for reading only")
             }
             try sound.close()
-            sound = try SoundFile(path: path, mode: .readWrite)
+            do {
+                sound = try SoundFile(path: path, mode: .readWrite)
+            } catch {
+                guard error.errno == nil else { throw error }
+                throw AudioToolboxError(kAudioFileOperationNotSupportedError, "libsndfile cannot write to this file: \(error.reason)")
+            }
             sound.setUpdatesHeaderAutomatically(true)
         }
         return AudioFileObject(State(
@@ -204,20 +210,26 @@ extension AudioFileObject {
     func writePackets(at startPacket: Int64, count packetCount: Int, from bytes: UnsafeRawPointer) throws -> (packets: Int, error: Error?) {
         try withState { state in
             let sound = try state.openSound()
-            try Self.requireWritable(state, at: startPacket, unit: "packet")
+            try Self.requireWritable(state, at: startPacket, .packet)
             let data = UnsafeRawBufferPointer(start: bytes, count: packetCount * state.bytesPerFrame)
             return try Self.writeFrames(&state, sound, at: startPacket, bytes: data)
         }
     }
 
-    fileprivate static func requireWritable(_ state: State, at start: Int64, unit: String) throws(AudioToolboxError) {
+    /// What a write position counts.
+    fileprivate enum Unit: String {
+        case packet, byte
+    }
+
+    /// Checks that the file is writable and that a write at `start` leaves no gap.
+    fileprivate static func requireWritable(_ state: State, at start: Int64, _ unit: Unit) throws(AudioToolboxError) {
         guard state.canWrite else {
             throw AudioToolboxError(kAudioFilePermissionsError, "the file is not open for writing")
         }
-        let end = unit == "packet" ? state.frameCount : state.byteCount
+        let end = unit == .packet ? state.frameCount : state.byteCount
         guard start >= 0, start <= end else {
-            let status = unit == "packet" ? kAudioFileInvalidPacketOffsetError : kAudioFilePositionError
-            throw AudioToolboxError(status, "\(unit) \(start) is outside 0...\(end): writes may not leave a gap")
+            let status = unit == .packet ? kAudioFileInvalidPacketOffsetError : kAudioFilePositionError
+            throw AudioToolboxError(status, "\(unit.rawValue) \(start) is outside 0...\(end): writes may not leave a gap")
         }
     }
 
@@ -315,7 +327,7 @@ extension AudioFileObject {
     func writeBytes(at start: Int64, from bytes: UnsafeRawBufferPointer) throws -> (bytes: Int, error: Error?) {
         try withState { state in
             let sound = try state.openSound()
-            try Self.requireWritable(state, at: start, unit: "byte")
+            try Self.requireWritable(state, at: start, .byte)
             let bpf = Int64(state.bytesPerFrame)
             let end = start + Int64(bytes.count)
             do {
