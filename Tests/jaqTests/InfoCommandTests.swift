@@ -3,13 +3,15 @@ import Foundation
 import Testing
 
 /// `jaq info`, run as a user runs it: the built binary, its output and its exit status.
-@Suite struct InfoCommandTests {
+@Suite final class InfoCommandTests {
     let directory: URL
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("jaq-info-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
 
     /// The jaq binary built next to this test binary.
     private var jaq: String {
