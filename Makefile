@@ -9,7 +9,8 @@ export PATH := $(PATH):/opt/swift/usr/bin
 export DEBIAN_FRONTEND := noninteractive
 
 # Debian packages the build, the tests and the demo need.
-PACKAGES := pkg-config libjack-jackd2-dev libsndfile1-dev libsoxr-dev jackd2 sox libsox-fmt-all \
+# gcc: the tests build the C example and a C helper with cc against libAudioToolbox.so.
+PACKAGES := pkg-config gcc libjack-jackd2-dev libsndfile1-dev libsoxr-dev jackd2 sox libsox-fmt-all \
             jack-capture jack-tools sndfile-tools ecasound
 
 SWIFT ?= swift

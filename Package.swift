@@ -47,7 +47,10 @@ let package = Package(
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
-        .testTarget(name: "jaqTests", dependencies: ["jaq", "JackTestSupport", "SoundFile"]),
-        .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile", "QueueCore", "JackDriver", "JackTestSupport"]),
+        // Runs the built `jaq` binary, as a user would, against private servers and peer tools.
+        .testTarget(name: "jaqTests", dependencies: ["jaq", "AudioToolbox", "JackTestSupport", "SoundFile"]),
+        // CPrograms/ holds C sources the tests compile with cc against libAudioToolbox.so.
+        .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile", "QueueCore", "JackDriver", "JackTestSupport"],
+                    exclude: ["CPrograms"]),
     ]
 )

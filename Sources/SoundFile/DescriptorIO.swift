@@ -62,7 +62,9 @@ final class DescriptorIO {
             seek: { offset, whence, user in
                 let io = DescriptorIO.from(user)
                 let position = lseek(io.fileDescriptor, off_t(offset), whence)
-                if position < 0 { io.fail(errno) }
+                // EINVAL is a negative offset libsndfile computed from a damaged header: the
+                // content's fault, reported by libsndfile's own error, not a system failure.
+                if position < 0, errno != EINVAL { io.fail(errno) }
                 return sf_count_t(position)
             },
             read: { buffer, count, user in

@@ -30,9 +30,8 @@ struct StoredFormat: Sendable, CustomTestStringConvertible {
             all += littleEndianPCM.map { StoredFormat(type: type, encoding: $0, bigEndian: false) }
         }
         all += [Encoding.s8, .s16, .s24, .s32].map { StoredFormat(type: kAudioFileAIFFType, encoding: $0, bigEndian: true) }
-        for bigEndian in [true, false] {
-            all += [Encoding.s16, .s24, .s32].map { StoredFormat(type: kAudioFileAIFCType, encoding: $0, bigEndian: bigEndian) }
-        }
+        all += [Encoding.s16, .s24, .s32].map { StoredFormat(type: kAudioFileAIFCType, encoding: $0, bigEndian: true) }
+        all.append(StoredFormat(type: kAudioFileAIFCType, encoding: .s16, bigEndian: false))
         all += [Encoding.f32, .f64, .ulaw, .alaw].map { StoredFormat(type: kAudioFileAIFCType, encoding: $0, bigEndian: true) }
         for bigEndian in [true, false] {
             all += [Encoding.s8, .s16, .s24, .s32, .f32, .f64].map { StoredFormat(type: kAudioFileCAFType, encoding: $0, bigEndian: bigEndian) }

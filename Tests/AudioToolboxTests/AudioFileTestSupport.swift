@@ -57,8 +57,9 @@ enum Encoding: String, CaseIterable, Sendable {
     }
 
     /// A deterministic test signal in this encoding: the extremes, zero and -1 first, then a
-    /// sine per channel (each at its own frequency) with a little pseudo-random noise.
-    func signal(frames: Int, channels: Int, bigEndian: Bool) -> [UInt8] {
+    /// sine per channel (each at its own frequency) with a little pseudo-random noise. Float
+    /// signals include a value beyond full scale (1.5 or -1.25) unless `overRange` is false.
+    func signal(frames: Int, channels: Int, bigEndian: Bool, overRange: Bool = true) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(frames * channels * bytesPerSample)
         var noise: UInt32 = 0x1234_5678
@@ -68,13 +69,13 @@ enum Encoding: String, CaseIterable, Sendable {
                 let sine = sin(Double(frame) * 0.031 * Double(channel + 1) + Double(channel))
                 let jitter = Double(Int32(bitPattern: noise) >> 20) / 2048.0 * 0.01
                 let unit = frame == 0 ? 1.0 : frame == 1 ? -1.0 : frame == 2 ? 0 : 0.95 * sine + jitter
-                bytes += sample(unit, frame: frame, noise: noise, bigEndian: bigEndian)
+                bytes += sample(unit, frame: frame, noise: noise, bigEndian: bigEndian, overRange: overRange)
             }
         }
         return bytes
     }
 
-    private func sample(_ unit: Double, frame: Int, noise: UInt32, bigEndian: Bool) -> [UInt8] {
+    private func sample(_ unit: Double, frame: Int, noise: UInt32, bigEndian: Bool, overRange: Bool) -> [UInt8] {
         func integer(_ bits: Int) -> [UInt8] {
             let maxValue = Double((Int64(1) << (bits - 1)) - 1)
             var value = unit >= 1 ? Int64(maxValue) : unit <= -1 ? -Int64(maxValue) - 1 : Int64((unit * maxValue).rounded())
@@ -90,10 +91,10 @@ enum Encoding: String, CaseIterable, Sendable {
         case .s32: return integer(32)
         case .u8: return [UInt8(truncatingIfNeeded: Int(integer(8)[0] ^ 0x80))]
         case .f32:
-            let bits = Float(frame == 4 ? 1.5 : unit).bitPattern
+            let bits = Float(frame == 4 && overRange ? 1.5 : unit).bitPattern
             return (0..<4).map { UInt8(truncatingIfNeeded: bits >> UInt32(8 * (bigEndian ? 3 - $0 : $0))) }
         case .f64:
-            let bits = (frame == 4 ? -1.25 : unit).bitPattern
+            let bits = (frame == 4 && overRange ? -1.25 : unit).bitPattern
             return (0..<8).map { UInt8(truncatingIfNeeded: bits >> UInt64(8 * (bigEndian ? 7 - $0 : $0))) }
         case .ulaw, .alaw:
             // Every byte value appears.
@@ -129,9 +130,10 @@ enum AF {
     /// - Returns: the signal's bytes.
     @discardableResult
     static func makeFile(_ url: URL, _ type: AudioFileTypeID, _ encoding: Encoding, channels: Int, bigEndian: Bool,
-                         frames: Int, rate: Double = 44100, sourceLocation: SourceLocation = #_sourceLocation) -> [UInt8] {
+                         frames: Int, rate: Double = 44100, overRange: Bool = true,
+                         sourceLocation: SourceLocation = #_sourceLocation) -> [UInt8] {
         let format = encoding.format(channels: channels, rate: rate, bigEndian: bigEndian)
-        let signal = encoding.signal(frames: frames, channels: channels, bigEndian: bigEndian)
+        let signal = encoding.signal(frames: frames, channels: channels, bigEndian: bigEndian, overRange: overRange)
         let (status, file) = create(url, type, format)
         expectStatus(status, noErr, "create \(url.lastPathComponent)", sourceLocation: sourceLocation)
         guard let file else { return signal }
@@ -219,4 +221,52 @@ func tool(_ name: String) -> String? {
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
     }
     return nil
+}
+
+/// Decodes packed data described by `format` to left-justified 32-bit samples, the way
+/// `sox ... -t raw -e signed-integer -b 32` prints them (floats scaled by 2³¹ and clipped;
+/// µ-law and A-law through the G.711 tables to 16 bits).
+func int32Samples(_ bytes: [UInt8], _ format: AudioStreamBasicDescription) -> [Int32] {
+    let width = Int(format.mBitsPerChannel) / 8
+    let bigEndian = format.mFormatFlags & kAudioFormatFlagIsBigEndian != 0
+    let isFloat = format.mFormatFlags & kAudioFormatFlagIsFloat != 0
+    let isSigned = format.mFormatFlags & kAudioFormatFlagIsSignedInteger != 0
+    return stride(from: 0, to: bytes.count - width + 1, by: width).map { offset in
+        var raw: UInt64 = 0
+        for byte in 0..<width {
+            raw |= UInt64(bytes[offset + byte]) << UInt64(8 * (bigEndian ? width - 1 - byte : byte))
+        }
+        switch format.mFormatID {
+        case kAudioFormatULaw: return Int32(g711ULaw(UInt8(raw))) << 16
+        case kAudioFormatALaw: return Int32(g711ALaw(UInt8(raw))) << 16
+        default: break
+        }
+        if isFloat {
+            let value = width == 4 ? Double(Float(bitPattern: UInt32(raw))) : Double(bitPattern: raw)
+            return Int32(clamping: Int64((value * 2_147_483_648.0).rounded()))
+        }
+        if !isSigned { return Int32(Int(raw) - 128) << 24 }
+        return Int32(truncatingIfNeeded: (raw << UInt64(64 - 8 * width)) >> 32)
+    }
+}
+
+/// G.711 µ-law to 16-bit linear.
+func g711ULaw(_ byte: UInt8) -> Int16 {
+    let value = ~byte
+    var magnitude = (Int(value & 0x0F) << 3) + 0x84
+    magnitude <<= Int(value & 0x70) >> 4
+    return Int16(value & 0x80 != 0 ? 0x84 - magnitude : magnitude - 0x84)
+}
+
+/// G.711 A-law to 16-bit linear.
+func g711ALaw(_ byte: UInt8) -> Int16 {
+    let value = byte ^ 0x55
+    var magnitude = Int(value & 0x0F) << 4
+    let segment = Int(value & 0x70) >> 4
+    switch segment {
+    case 0: magnitude += 8
+    case 1: magnitude += 0x108
+    default: magnitude = (magnitude + 0x108) << (segment - 1)
+    }
+    return Int16(value & 0x80 != 0 ? magnitude : -magnitude)
 }

@@ -54,6 +54,16 @@ enum WritableContainer: CaseIterable, Sendable {
         }
     }
 
+    /// Whether libsndfile can rewrite the header after every write (SFC_SET_UPDATE_HEADER_AUTO).
+    /// The encoded types finish their streams at close; rewriting an Ogg header mid-stream
+    /// would start a second logical stream.
+    var updatesHeaderWhileWriting: Bool {
+        switch self {
+        case .wave, .rf64, .wave64, .aiff, .aifc, .caf, .next: true
+        case .flac, .oggVorbis, .oggOpus, .mp3: false
+        }
+    }
+
     /// The libsndfile format and the sample transfer for data in `layout`.
     /// - Throws: 'fmt?' with the reason when this container cannot hold `layout`;
     ///   'typ?' when this libsndfile was built without the container's encoder.
@@ -80,7 +90,10 @@ enum WritableContainer: CaseIterable, Sendable {
         case .aifc:
             switch encoding {
             case .signedInteger(bits: 8): throw unsupported("hold 16, 24 or 32-bit integers (use AIFF for 8-bit)")
-            case .signedInteger:
+            case .signedInteger(let bits):
+                // Little-endian AIFC is 'sowt' (16-bit); for 24 and 32 bits libsndfile writes
+                // tags ('42n1', '23ni') that other programs do not read.
+                if !layout.isBigEndian, bits != 16 { throw unsupported("hold little-endian integers as 16-bit 'sowt' only") }
                 storage = (SoundFile.Format(.aiff, try Self.subtype(encoding), layout.isBigEndian ? .big : .little), .raw)
             case .float32, .float64:
                 if !layout.isBigEndian { throw unsupported("hold big-endian float samples only") }
@@ -205,8 +218,8 @@ enum FilePresentation {
         }
     }
 
-    /// Apple's file type ID for what libsndfile opened; `header` (the first bytes) tells the
-    /// variants libsndfile does not: AIFF or AIFC, RF64 or BW64. 0 for types Apple has no ID for.
+    /// Apple's file type ID for what libsndfile opened; `header` (the first bytes) tells AIFF
+    /// from AIFC, which libsndfile does not. 0 for types Apple has no ID for.
     static func fileTypeID(_ format: SoundFile.Format, header: [UInt8]) -> AudioFileTypeID {
         switch format.major {
         case .wav, .wavex: kAudioFileWAVEType
@@ -214,7 +227,7 @@ enum FilePresentation {
         case .au: kAudioFileNextType
         case .caf: kAudioFileCAFType
         case .w64: kAudioFileWave64Type
-        case .rf64: FileSignature.matches(header, "BW64", at: 0) ? kAudioFileBW64Type : kAudioFileRF64Type
+        case .rf64: kAudioFileRF64Type
         case .flac: kAudioFileFLACType
         case .sd2: kAudioFileSoundDesigner2Type
         case .ogg:
@@ -237,7 +250,7 @@ enum FilePresentation {
 /// The magic bytes of the audio file types jaq recognises, to tell a damaged file of a known
 /// type ('dta?') from content of no known type ('typ?').
 enum FileSignature {
-    private static let leadingTags = ["RIFF", "RIFX", "RF64", "BW64", "riff", "FORM", "caff", "fLaC", "OggS", ".snd", "dns.", "ID3"]
+    private static let leadingTags = ["RIFF", "RIFX", "RF64", "riff", "FORM", "caff", "fLaC", "OggS", ".snd", "dns.", "ID3"]
 
     /// Whether `header` starts like an audio file of a type jaq reads.
     static func isRecognised(_ header: [UInt8]) -> Bool {

@@ -56,8 +56,11 @@ extension AudioFileObject {
             default: // kAudioFilePropertyDeferSizeUpdates
                 let value: UInt32 = try Self.load(bytes)
                 state.defersSizeUpdates = value != 0
-                sound.setUpdatesHeaderAutomatically(!state.defersSizeUpdates)
-                if !state.defersSizeUpdates { sound.updateHeaderNow() }
+                // Encoded streams are finished at close whatever the setting.
+                if state.container?.updatesHeaderWhileWriting ?? (state.transfer == .raw) {
+                    sound.setUpdatesHeaderAutomatically(!state.defersSizeUpdates)
+                    if !state.defersSizeUpdates { sound.updateHeaderNow() }
+                }
             }
         }
     }

@@ -73,6 +73,10 @@ extension AudioFileObject {
         }
         let layout = try PCMLayout(validating: format)
         let storage = try container.storage(for: layout)
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw AudioToolboxError(kAudio_BadFilePathError, "\(path) is a directory")
+        }
         let sound = try openForWriting(path: path, container: container, layout: layout, format: storage.format, replacing: eraseFile)
         return AudioFileObject(State(
             sound: sound, path: path, fileType: fileType, container: container, layout: layout,
@@ -87,7 +91,7 @@ extension AudioFileObject {
         do {
             let sound = try SoundFile(path: path, mode: container.opensForReadWrite ? .readWrite : .write,
                                       format: info, replacing: replacing)
-            sound.setUpdatesHeaderAutomatically(true)
+            if container.updatesHeaderWhileWriting { sound.setUpdatesHeaderAutomatically(true) }
             return sound
         } catch {
             guard error.errno == nil else { throw error }
@@ -117,7 +121,8 @@ extension AudioFileObject {
             throw AudioToolboxError(kAudioFileUnsupportedFileTypeError, "not an audio file of a known type: \(error.reason)")
         }
         let header = leadingBytes(path)
-        let presentation = FilePresentation.of(sound.info, rawBigEndian: sound.rawDataNeedsEndianSwap == (1.littleEndian == 1))
+        let hostIsLittleEndian = 1.littleEndian == 1
+        let presentation = FilePresentation.of(sound.info, rawBigEndian: sound.rawDataNeedsEndianSwap == hostIsLittleEndian)
         let fileType = FilePresentation.fileTypeID(sound.info.format, header: header)
         if canWrite {
             guard presentation.transfer == .raw, FilePresentation.readWriteMajors.contains(sound.info.format.major),
@@ -127,7 +132,12 @@ extension AudioFileObject {
                                         "\(sound.info.format) files can be opened for reading only")
             }
             try sound.close()
-            sound = try SoundFile(path: path, mode: .readWrite)
+            do {
+                sound = try SoundFile(path: path, mode: .readWrite)
+            } catch {
+                guard error.errno == nil else { throw error }
+                throw AudioToolboxError(kAudioFileOperationNotSupportedError, "libsndfile cannot write to this file: \(error.reason)")
+            }
             sound.setUpdatesHeaderAutomatically(true)
         }
         return AudioFileObject(State(
@@ -188,7 +198,10 @@ extension AudioFileObject {
             let wanted = min(packetCount, capacity / state.bytesPerFrame)
             let count = Int(min(Int64(wanted), state.frameCount - startPacket))
             let read = try Self.readFrames(&state, sound, at: startPacket, count: count, into: buffer)
-            return (read, read < wanted)
+            // At the end when fewer packets came than were asked for, because the file ended
+            // (even if the buffer was also full): a caller's read loop always terminates.
+            let atEnd = read < packetCount && (read < wanted || startPacket + Int64(read) >= state.frameCount)
+            return (read, atEnd)
         }
     }
 
@@ -197,20 +210,26 @@ extension AudioFileObject {
     func writePackets(at startPacket: Int64, count packetCount: Int, from bytes: UnsafeRawPointer) throws -> (packets: Int, error: Error?) {
         try withState { state in
             let sound = try state.openSound()
-            try Self.requireWritable(state, at: startPacket, unit: "packet")
+            try Self.requireWritable(state, at: startPacket, .packet)
             let data = UnsafeRawBufferPointer(start: bytes, count: packetCount * state.bytesPerFrame)
             return try Self.writeFrames(&state, sound, at: startPacket, bytes: data)
         }
     }
 
-    fileprivate static func requireWritable(_ state: State, at start: Int64, unit: String) throws(AudioToolboxError) {
+    /// What a write position counts.
+    fileprivate enum Unit: String {
+        case packet, byte
+    }
+
+    /// Checks that the file is writable and that a write at `start` leaves no gap.
+    fileprivate static func requireWritable(_ state: State, at start: Int64, _ unit: Unit) throws(AudioToolboxError) {
         guard state.canWrite else {
             throw AudioToolboxError(kAudioFilePermissionsError, "the file is not open for writing")
         }
-        let end = unit == "packet" ? state.frameCount : state.byteCount
+        let end = unit == .packet ? state.frameCount : state.byteCount
         guard start >= 0, start <= end else {
-            let status = unit == "packet" ? kAudioFileInvalidPacketOffsetError : kAudioFilePositionError
-            throw AudioToolboxError(status, "\(unit) \(start) is outside 0...\(end): writes may not leave a gap")
+            let status = unit == .packet ? kAudioFileInvalidPacketOffsetError : kAudioFilePositionError
+            throw AudioToolboxError(status, "\(unit.rawValue) \(start) is outside 0...\(end): writes may not leave a gap")
         }
     }
 
@@ -308,7 +327,7 @@ extension AudioFileObject {
     func writeBytes(at start: Int64, from bytes: UnsafeRawBufferPointer) throws -> (bytes: Int, error: Error?) {
         try withState { state in
             let sound = try state.openSound()
-            try Self.requireWritable(state, at: start, unit: "byte")
+            try Self.requireWritable(state, at: start, .byte)
             let bpf = Int64(state.bytesPerFrame)
             let end = start + Int64(bytes.count)
             do {
@@ -370,7 +389,7 @@ extension AudioFileObject {
         try state.openSound().close()
         state.sound = nil
         state.sound = try openForWriting(path: state.path, container: container, layout: layout, format: format, replacing: true)
-        state.sound?.setUpdatesHeaderAutomatically(!state.defersSizeUpdates)
+        if container.updatesHeaderWhileWriting { state.sound?.setUpdatesHeaderAutomatically(!state.defersSizeUpdates) }
         state.layout = layout
         state.soundFormat = format
         state.transfer = transfer

@@ -1,0 +1,241 @@
+import ArgumentParser
+import AudioToolbox
+import Foundation
+import SoundFile
+
+/// `jaq info FILE...`: what a file holds, through Audio File Services.
+struct InfoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "info",
+        abstract: "Show the container, data format, length and peak levels of audio files.",
+        discussion: """
+            Opens each FILE with Audio File Services (libsndfile underneath) and prints its \
+            container, data format, sample rate, channels, frames, duration and the peak level \
+            of each channel, in dBFS and as a linear value (1.0 is full scale). Compressed files \
+            (FLAC, Ogg Vorbis/Opus, MP3) are described as the linear PCM they decode to.
+
+            A file that cannot be read gets one line on standard error, \
+            "jaq info: <path>: <reason> (<code>)", where <code> is the Audio File Services \
+            result code; the other files are still described and the exit status is 1.
+
+            Examples:
+              jaq info take.wav
+              jaq info takes/*.caf
+              jaq info --json take.flac | jq '.peaks[].dBFS'
+              jaq info --json a.wav b.aiff | jq '.[] | {path, frames}'
+            """
+    )
+
+    @Flag(help: "Print JSON for scripts: one object for one file, an array for several.")
+    var json = false
+
+    @Argument(help: "The audio files to describe.")
+    var files: [String]
+
+    func run() throws {
+        var reports: [FileReport] = []
+        var failed = false
+        for path in files {
+            do {
+                reports.append(try FileReport(path: path))
+            } catch {
+                FileHandle.standardError.write(Data("jaq info: \(path): \(error.reason) (\(error.code))\n".utf8))
+                failed = true
+            }
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            if files.count > 1 {
+                print(String(decoding: try encoder.encode(reports), as: UTF8.self))
+            } else if let report = reports.first {
+                print(String(decoding: try encoder.encode(report), as: UTF8.self))
+            }
+        } else if !reports.isEmpty {
+            print(reports.map(\.text).joined(separator: "\n\n"))
+        }
+        if failed { throw ExitCode.failure }
+    }
+}
+
+/// Why a file could not be described: the result code and its meaning.
+struct InfoFailure: Error {
+    let status: OSStatus
+    let reason: String
+
+    init(_ status: OSStatus, _ reason: String? = nil) {
+        self.status = status
+        self.reason = reason ?? Self.meaning(of: status)
+    }
+
+    /// The code as Apple prints it: 'typ?' for four-char codes, the number otherwise.
+    var code: String { FileReport.fourCharacters(UInt32(bitPattern: status), quoted: true) }
+
+    private static func meaning(of status: OSStatus) -> String {
+        switch status {
+        case kAudioFileFileNotFoundError: "no such file"
+        case kAudio_FilePermissionError: "permission denied"
+        case kAudio_BadFilePathError: "not a regular file"
+        case kAudioFileUnsupportedFileTypeError: "not an audio file of a type jaq reads"
+        case kAudioFileInvalidFileError: "damaged or truncated audio file"
+        case kAudioFileUnsupportedDataFormatError: "unsupported data format"
+        case kAudio_TooManyFilesOpenError: "too many files open"
+        case ioErr: "input/output error"
+        default: "cannot be read"
+        }
+    }
+}
+
+/// What `jaq info` says about one file.
+struct FileReport: Encodable {
+    struct Peak: Encodable {
+        /// The largest absolute sample value; 1.0 is full scale.
+        let linear: Double
+        /// `linear` in dB relative to full scale; nil (JSON null) for silence.
+        let dBFS: Double?
+
+        private enum CodingKeys: String, CodingKey { case linear, dBFS }
+
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(linear, forKey: .linear)
+            try container.encode(dBFS, forKey: .dBFS) // null for silence, not left out
+        }
+    }
+
+    let path: String
+    let container: String
+    let fileType: String
+    let format: String
+    let formatID: String
+    let formatFlags: UInt32
+    let bitsPerChannel: UInt32
+    let sampleRate: Double
+    let channels: Int
+    let frames: Int64
+    let duration: Double
+    let peaks: [Peak]
+
+    init(path: String) throws(InfoFailure) {
+        var fileID: AudioFileID?
+        let status = AudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, .readPermission, 0, &fileID)
+        guard status == noErr, let file = fileID else { throw InfoFailure(status) }
+        defer { AudioFileClose(file) }
+
+        let fileType: AudioFileTypeID = try Self.property(file, kAudioFilePropertyFileFormat)
+        let dataFormat: AudioStreamBasicDescription = try Self.property(file, kAudioFilePropertyDataFormat)
+        let packets: UInt64 = try Self.property(file, kAudioFilePropertyAudioDataPacketCount)
+
+        self.path = path
+        self.fileType = Self.fourCharacters(fileType)
+        container = Self.containerName(fileType, path: path)
+        format = Self.describe(dataFormat, fileType: fileType)
+        formatID = Self.fourCharacters(dataFormat.mFormatID)
+        formatFlags = dataFormat.mFormatFlags
+        bitsPerChannel = dataFormat.mBitsPerChannel
+        sampleRate = dataFormat.mSampleRate
+        channels = Int(dataFormat.mChannelsPerFrame)
+        frames = Int64(packets) * Int64(max(dataFormat.mFramesPerPacket, 1))
+        duration = dataFormat.mSampleRate > 0 ? Double(frames) / dataFormat.mSampleRate : 0
+        peaks = try Self.peaks(path: path, channels: channels).map { Peak(linear: $0, dBFS: $0 > 0 ? 20 * log10($0) : nil) }
+    }
+
+    /// The text `jaq info` prints.
+    var text: String {
+        let peakText = peaks.enumerated().map { index, peak in
+            let decibels = peak.dBFS.map { String(format: "%.2f dBFS", $0) } ?? "-inf dBFS"
+            return "ch\(index + 1) \(decibels) (\(String(format: "%.4f", peak.linear)))"
+        }.joined(separator: "  ")
+        let rate = sampleRate == sampleRate.rounded() ? String(Int(sampleRate)) : String(sampleRate)
+        return """
+            \(path)
+              container:   \(container) ('\(fileType)')
+              format:      \(format)
+              sample rate: \(rate) Hz
+              channels:    \(channels)
+              frames:      \(frames)
+              duration:    \(String(format: "%.3f", duration)) s (\(Self.clock(duration)))
+              peak:        \(peakText)
+            """
+    }
+
+    // MARK: Reading
+
+    private static func property<Value: BitwiseCopyable>(_ file: AudioFileID, _ id: AudioFilePropertyID) throws(InfoFailure) -> Value {
+        var size = UInt32(MemoryLayout<Value>.size)
+        let value = UnsafeMutablePointer<Value>.allocate(capacity: 1)
+        defer { value.deallocate() }
+        let status = AudioFileGetProperty(file, id, &size, value)
+        guard status == noErr else { throw InfoFailure(status, "cannot read property '\(fourCharacters(id))'") }
+        return value.pointee
+    }
+
+    /// The largest absolute value per channel, read as normalised doubles (1.0 is full scale).
+    private static func peaks(path: String, channels: Int) throws(InfoFailure) -> [Double] {
+        let sound: SoundFile
+        do { sound = try SoundFile(path: path, mode: .read) } catch { throw InfoFailure(ioErr, error.reason) }
+        var peaks = [Double](repeating: 0, count: channels)
+        var buffer = [Double](repeating: 0, count: 8192 * channels)
+        while true {
+            let moved = buffer.withUnsafeMutableBufferPointer { sound.readFrames(into: $0) }
+            if let error = moved.error { throw InfoFailure(ioErr, error.reason) }
+            if moved.count == 0 { break }
+            for index in 0..<moved.count * channels {
+                peaks[index % channels] = max(peaks[index % channels], abs(buffer[index]))
+            }
+        }
+        return peaks
+    }
+
+    // MARK: Words
+
+    /// "16-bit signed big-endian integer", "32-bit little-endian float", "8-bit µ-law"; for
+    /// compressed files, what they decode to and from what.
+    static func describe(_ format: AudioStreamBasicDescription, fileType: AudioFileTypeID) -> String {
+        let flags = format.mFormatFlags
+        let bits = format.mBitsPerChannel
+        let order = bits > 8 ? (flags & kAudioFormatFlagIsBigEndian != 0 ? " big-endian" : " little-endian") : ""
+        var text: String
+        switch format.mFormatID {
+        case kAudioFormatLinearPCM where flags & kAudioFormatFlagIsFloat != 0: text = "\(bits)-bit\(order) float"
+        case kAudioFormatLinearPCM where flags & kAudioFormatFlagIsSignedInteger != 0: text = "\(bits)-bit signed\(order) integer"
+        case kAudioFormatLinearPCM: text = "\(bits)-bit unsigned\(order) integer"
+        case kAudioFormatULaw: text = "8-bit µ-law"
+        case kAudioFormatALaw: text = "8-bit A-law"
+        default: text = "'\(fourCharacters(format.mFormatID))' \(bits)-bit"
+        }
+        let codecs: [AudioFileTypeID: String] = [
+            kAudioFileFLACType: "FLAC", kAudioFileOggVorbisType: "Vorbis", kAudioFileOggOpusType: "Opus",
+            kAudioFileMP3Type: "MP3", kAudioFileMP2Type: "MP2", kAudioFileMP1Type: "MP1",
+        ]
+        if let codec = codecs[fileType] { text += ", decoded from \(codec)" }
+        return text
+    }
+
+    private static func containerName(_ type: AudioFileTypeID, path: String) -> String {
+        let names: [AudioFileTypeID: String] = [
+            kAudioFileWAVEType: "WAVE", kAudioFileAIFFType: "AIFF", kAudioFileAIFCType: "AIFC", kAudioFileCAFType: "CAF",
+            kAudioFileWave64Type: "Wave64", kAudioFileRF64Type: "RF64", kAudioFileBW64Type: "BW64",
+            kAudioFileNextType: "NeXT/Sun", kAudioFileFLACType: "FLAC", kAudioFileMP3Type: "MP3", kAudioFileMP2Type: "MP2",
+            kAudioFileMP1Type: "MP1", kAudioFileOggVorbisType: "Ogg Vorbis", kAudioFileOggOpusType: "Ogg Opus",
+            kAudioFileSoundDesigner2Type: "Sound Designer II",
+        ]
+        if let name = names[type] { return name }
+        // A type Apple has no ID for: libsndfile's name of it.
+        return (try? SoundFile(path: path, mode: .read).info.format.majorName) ?? "unknown"
+    }
+
+    /// A four-char code as text ("WAVE"), or its number when it is not printable.
+    static func fourCharacters(_ code: UInt32, quoted: Bool = false) -> String {
+        let bytes = withUnsafeBytes(of: code.bigEndian) { Array($0) }
+        guard bytes.allSatisfy({ (0x20..<0x7F).contains($0) }) else { return String(Int32(bitPattern: code)) }
+        let text = String(decoding: bytes, as: UTF8.self)
+        return quoted ? "'\(text)'" : text
+    }
+
+    private static func clock(_ seconds: Double) -> String {
+        let milliseconds = Int((seconds * 1000).rounded())
+        return String(format: "%02d:%02d:%02d.%03d", milliseconds / 3_600_000, milliseconds / 60_000 % 60,
+                      milliseconds / 1000 % 60, milliseconds % 1000)
+    }
+}
