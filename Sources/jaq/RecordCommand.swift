@@ -234,6 +234,9 @@ struct RecordCommand: ParsableCommand {
             }
         }
         if let takeStartDevice {
+            if takeStartDevice - prerollDevice < queueOrigin {
+                Log.info("frame \(takeStartDevice - prerollDevice) has passed: the take starts at frame \(queueOrigin), when recording began")
+            }
             beginTake(atDevice: takeStartDevice)
             Log.info("recording \(sources.count) track\(sources.count == 1 ? "" : "s") from JACK frame \(takeStartDevice) to \(files.map { $0.path }.joined(separator: ", "))")
         } else if transport {

@@ -46,10 +46,10 @@ import SoundFile
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let signal = try writeSignal16("\(dir)/song.wav", frames: 3 * 48000 + 123, channels: 2, pad: 0)
         // jack_capture waits on the ports jaq will make; start jaq paused on a frame 1 s away.
-        let at = try frameNow(server) + 48000
+        let at = try frameNow(server) + 3 * 48000
         let play = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "song.wav"], server: server, log: "\(dir)/play.log", directory: dir)
         #expect(waitForPorts(server, containing: "jaq-1-song:out_", count: 2))
-        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "5", "-c", "2", "--port", "jaq-1-song:out_1",
+        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "7", "-c", "2", "--port", "jaq-1-song:out_1",
                                         "--port", "jaq-1-song:out_2", "\(dir)/captured.wav"], output: "\(dir)/capture.log")
         #expect(waitForExit(play) == 0)
         #expect(waitForExit(capture, timeout: 20) == 0)
@@ -80,11 +80,11 @@ import SoundFile
         let dir = scratchDirectory("sync8")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         for i in 1...8 { try writeImpulse("\(dir)/i\(i).wav", at: 1000, frames: 4800) }
-        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "6", "-c", "8", "--manual-connections",
+        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "8", "-c", "8", "--manual-connections",
                                         "\(dir)/captured.wav"], output: "\(dir)/capture.log")
         #expect(waitForPorts(server, containing: "jack_capture", count: 8))
         // A frame inside a period, 3 s away: both processes start every queue on it.
-        let at = try frameNow(server) + 3 * 48000 + 77
+        let at = try frameNow(server) + 5 * 48000 + 77
         let first = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i1.wav", "i2.wav", "i3.wav", "i4.wav"],
                                         server: server, log: "\(dir)/a.log", directory: dir)
         let second = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i5.wav", "i6.wav", "i7.wav", "i8.wav"],

@@ -17,7 +17,7 @@ import JackTestSupport
         let dir = scratchDirectory("align")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         for i in 1...4 { try writeRamp("\(dir)/r\(i).wav", frames: 96000, offset: Int32(i * 100_000)) }
-        let at = try frameNow(server) + 48000
+        let at = try frameNow(server) + 4 * 48000
         let play = try jaqInBackground(["play", "--at", "\(at)", "r1.wav", "r2.wav", "r3.wav", "r4.wav"],
                                        server: server, log: "\(dir)/play.log", directory: dir)
         #expect(waitForPorts(server, containing: ":out_L", count: 4))
@@ -27,6 +27,7 @@ import JackTestSupport
         #expect(waitForExit(play) == 0)
         for i in 1...4 {
             let take = try readSamples24("\(dir)/take-0\(i).wav")
+            if take.samples.count != 96000 { Issue.record("record said: \(record.error)") }
             #expect(take.samples.count == 96000)
             // Sample n is the source's sample n: the ramp value names the frame.
             #expect(take.samples.first == Int32(i * 100_000) && take.samples.last == Int32(i * 100_000 + 95999), "track \(i)")
