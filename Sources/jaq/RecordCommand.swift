@@ -172,7 +172,9 @@ struct RecordCommand: ParsableCommand {
             removeFiles(files)
             throw CLIError("cannot connect to \(sources.joined(separator: ", ")): \(describe(connected, file: false))")
         }
-        var on: UInt32 = 1
+        // Meters only for the live display: they cost the realtime side a pass over the samples.
+        let showMeters = !quiet && stdoutIsTerminal
+        var on: UInt32 = showMeters ? 1 : 0
         AudioQueueSetProperty(queue, kAudioQueueProperty_EnableLevelMetering, &on, 4)
         var ringSeconds = max(5, preRoll + 2)
         AudioQueueSetProperty(queue, kAudioQueueProperty_CaptureBufferSeconds, &ringSeconds, 8)
@@ -297,9 +299,11 @@ struct RecordCommand: ParsableCommand {
             var xruns: UInt32 = 0
             var size = UInt32(4)
             AudioQueueGetProperty(queue, kAudioQueueProperty_DiscontinuityCount, &xruns, &size)
-            var meters = [AudioQueueLevelMeterState](repeating: .init(), count: sources.count)
-            var meterSize = UInt32(sources.count * MemoryLayout<AudioQueueLevelMeterState>.size)
-            AudioQueueGetProperty(queue, kAudioQueueProperty_CurrentLevelMeterDB, &meters, &meterSize)
+            var meters = [AudioQueueLevelMeterState](repeating: .init(mAveragePower: -120, mPeakPower: -120), count: sources.count)
+            if showMeters {
+                var meterSize = UInt32(sources.count * MemoryLayout<AudioQueueLevelMeterState>.size)
+                AudioQueueGetProperty(queue, kAudioQueueProperty_CurrentLevelMeterDB, &meters, &meterSize)
+            }
             let dropped = activeWriter.state.withLock { $0.droppedFrames + $0.lostEvents.reduce(0) { $0 + $1.frames } }
             display.update(written: activeWriter.framesWritten, meters: meters, bufferFill: activeWriter.bufferFill,
                            xruns: Int(xruns), dropped: dropped, armed: state.0 == nil)

@@ -233,25 +233,31 @@ final class TakeWriter: @unchecked Sendable {
         countClips(chunk.data)
     }
 
+    /// Counts samples at full scale (clipped), with one tight loop per sample type.
     private func countClips(_ data: [UInt8]) {
         var clipped: Int64 = 0
         data.withUnsafeBytes { raw in
-            let samples = raw.count / format.bytesPerSample
-            for i in 0..<samples {
-                let p = raw.baseAddress! + i * format.bytesPerSample
-                switch format.samples {
-                case .float32:
-                    if abs(p.loadUnaligned(as: Float.self)) >= 0.999_97 { clipped += 1 }
-                case .int16:
-                    let v = format.bigEndian ? Int16(bigEndian: p.loadUnaligned(as: Int16.self)) : p.loadUnaligned(as: Int16.self)
+            switch format.samples {
+            case .float32:
+                for value in raw.bindMemory(to: Float.self) where value >= 0.999_97 || value <= -0.999_97 { clipped += 1 }
+            case .int16:
+                for value in raw.bindMemory(to: Int16.self) {
+                    let v = format.bigEndian ? Int16(bigEndian: value) : value
                     if v == .max || v == .min { clipped += 1 }
-                case .int24:
-                    let hi = format.bigEndian ? p.load(as: UInt8.self) : p.load(fromByteOffset: 2, as: UInt8.self)
-                    let mid = p.load(fromByteOffset: 1, as: UInt8.self)
-                    if (hi == 0x7F || hi == 0x80) && (mid == 0xFF || mid == 0x00) { clipped += 1 }
-                case .int32:
-                    let v = format.bigEndian ? Int32(bigEndian: p.loadUnaligned(as: Int32.self)) : p.loadUnaligned(as: Int32.self)
+                }
+            case .int32:
+                for value in raw.bindMemory(to: Int32.self) {
+                    let v = format.bigEndian ? Int32(bigEndian: value) : value
                     if v > Int32.max - 65536 || v < Int32.min + 65536 { clipped += 1 }
+                }
+            case .int24:
+                let bytes = raw.bindMemory(to: UInt8.self)
+                let high = format.bigEndian ? 0 : 2
+                var i = 0
+                while i + 2 < bytes.count {
+                    let top = bytes[i + high], mid = bytes[i + 1]
+                    if (top == 0x7F && mid == 0xFF) || (top == 0x80 && mid == 0x00) { clipped += 1 }
+                    i += 3
                 }
             }
         }
@@ -296,26 +302,51 @@ final class TakeWriter: @unchecked Sendable {
     /// Deinterleaves take frames [from, to) into each file.
     private func writeTake(from: Int64, to: Int64, takeStart: Int64) {
         let count = Int(to - from)
-        let sampleBytes = format.bytesPerSample
         for file in files {
             let width = file.channels.count
-            var out = [UInt8](repeating: 0, count: count * width * sampleBytes)
+            var out = [UInt8](repeating: 0, count: count * width * format.bytesPerSample)
             window.withUnsafeBytes { source in
                 out.withUnsafeMutableBytes { destination in
                     for (slot, channel) in file.channels.enumerated() {
+                        // The part of [from, to) the window holds for this channel (the rest stays silent).
                         let first = takeStart + skip[channel] + from - windowStart
-                        for t in 0..<count {
-                            let frame = first + Int64(t)
-                            guard frame >= 0, frame < windowFrames else { continue }  // before the window: silence
-                            let s = source.baseAddress! + head + Int(frame) * bytesPerFrame + channel * sampleBytes
-                            let d = destination.baseAddress! + (t * width + slot) * sampleBytes
-                            d.copyMemory(from: s, byteCount: sampleBytes)
-                        }
+                        let lower = Int(max(0, -first))
+                        let upper = Int(min(Int64(count), windowFrames - first))
+                        guard upper > lower else { continue }
+                        copyChannel(from: source.baseAddress! + head, channel: channel, firstFrame: Int(first) + lower,
+                                    to: destination.baseAddress!, slot: slot, width: width, firstOut: lower,
+                                    count: upper - lower)
                     }
                 }
             }
             write(out, frames: count, to: file)
             if state.withLock({ $0.error }) != nil { return }
+        }
+    }
+
+    /// Copies `count` samples of one channel out of interleaved frames into slot `slot` of
+    /// `width`-channel frames, with a loop per sample size.
+    private func copyChannel(from source: UnsafeRawPointer, channel: Int, firstFrame: Int, to destination: UnsafeMutableRawPointer,
+                             slot: Int, width: Int, firstOut: Int, count: Int) {
+        let channels = channelCount
+        switch format.bytesPerSample {
+        case 4:
+            let s = source.assumingMemoryBound(to: UInt32.self) + firstFrame * channels + channel
+            let d = destination.assumingMemoryBound(to: UInt32.self) + firstOut * width + slot
+            for t in 0..<count { d[t * width] = s[t * channels] }
+        case 2:
+            let s = source.assumingMemoryBound(to: UInt16.self) + firstFrame * channels + channel
+            let d = destination.assumingMemoryBound(to: UInt16.self) + firstOut * width + slot
+            for t in 0..<count { d[t * width] = s[t * channels] }
+        default:
+            let size = format.bytesPerSample
+            let s = source.assumingMemoryBound(to: UInt8.self) + (firstFrame * channels + channel) * size
+            let d = destination.assumingMemoryBound(to: UInt8.self) + (firstOut * width + slot) * size
+            for t in 0..<count {
+                let from = s + t * channels * size
+                let into = d + t * width * size
+                for b in 0..<size { into[b] = from[b] }
+            }
         }
     }
 
