@@ -10,7 +10,7 @@ export DEBIAN_FRONTEND := noninteractive
 
 # Debian packages the build, the tests and the demo need.
 # gcc: the tests build the C example and a C helper with cc against libAudioToolbox.so.
-PACKAGES := pkg-config gcc libjack-jackd2-dev libsndfile1-dev libsoxr-dev jackd2 sox libsox-fmt-all \
+PACKAGES := pkg-config gcc time libjack-jackd2-dev libsndfile1-dev libsoxr-dev jackd2 sox libsox-fmt-all \
             jack-capture jack-tools sndfile-tools ecasound
 
 SWIFT ?= swift
@@ -46,6 +46,11 @@ test: deps
 
 demo: build
 	./Configs/demo.sh
+
+# jaq record against jack_capture, 2/16/64 channels, 60 s each in real time; writes Docs/benchmarks.md.
+bench: release
+	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
+	.build/release/jaq-bench --seconds 60 --channels 2,16,64
 
 clean:
 	rm -rf .build out

@@ -41,8 +41,11 @@ let package = Package(
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
-        // Private jackd servers and peer tools for the tests.
+        // Private jackd servers and peer tools for the tests and benchmarks.
         .target(name: "JackTestSupport"),
+
+        // make bench: jaq record against jack_capture, side by side.
+        .executableTarget(name: "jaq-bench", dependencies: ["JackTestSupport", "SoundFile"], path: "Sources/Benchmarks/RecordBench"),
 
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),

@@ -10,6 +10,26 @@ public final class JackServer: @unchecked Sendable {
     public let periodFrames: Int
     public let process: Process
     private let log: FileHandle?
+    private var holdsLock = false
+
+    /// Held by each live server (and by `withExclusiveAccess`): tests that use libjack in
+    /// this process run one at a time.
+    static let exclusive = ExclusiveAccess()
+
+    /// A binary semaphore (released by whichever thread stops the server).
+    final class ExclusiveAccess: @unchecked Sendable {
+        private let semaphore = DispatchSemaphore(value: 1)
+        func lock() { semaphore.wait() }
+        func unlock() { semaphore.signal() }
+    }
+
+    /// Runs `body` while no test server of this process is alive (for tests that talk to
+    /// libjack without one, e.g. "no server running").
+    public static func withExclusiveAccess<T>(_ body: () throws -> T) rethrows -> T {
+        exclusive.lock()
+        defer { exclusive.unlock() }
+        return try body()
+    }
     public let logPath: String
 
     /// Starts a dummy-backend server and waits until clients can connect.
@@ -17,12 +37,20 @@ public final class JackServer: @unchecked Sendable {
     ///   - capture, playback: physical (system) ports of the dummy backend.
     public init(sampleRate: Int = 48000, periodFrames: Int = 256, capture: Int = 2, playback: Int = 2,
                 function: String = #function) throws {
+        // One server at a time per test process: libjack keeps process-wide state tied to the
+        // server it talks to, so clients of two servers in one process interfere.
+        JackServer.exclusive.lock()
+        holdsLock = true
         self.sampleRate = sampleRate
         self.periodFrames = periodFrames
         let unique = "jaqtest-\(getpid())-\(JackServer.counter.next())"
         name = unique
         let jackd = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let jackd else { throw JackServerError("jackd is not installed (apt-get install jackd2)") }
+        guard let jackd else {
+            JackServer.exclusive.unlock()
+            holdsLock = false
+            throw JackServerError("jackd is not installed (apt-get install jackd2)")
+        }
         logPath = NSTemporaryDirectory() + "/\(unique).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         log = FileHandle(forWritingAtPath: logPath)
@@ -37,11 +65,17 @@ public final class JackServer: @unchecked Sendable {
         process.standardOutput = log
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        do { try process.run() } catch {
+            releaseLock()
+            throw error
+        }
         // Ready when jack_lsp can list the system ports.
         var waited = 0.0
         while waited < 10 {
-            if !process.isRunning { throw JackServerError("jackd exited: \(logText)") }
+            if !process.isRunning {
+                releaseLock()
+                throw JackServerError("jackd exited: \(logText)")
+            }
             if (try? run(["jack_lsp"]))?.contains("system:") == true || (capture == 0 && playback == 0 && waited > 1) {
                 return
             }
@@ -93,8 +127,16 @@ public final class JackServer: @unchecked Sendable {
         return child
     }
 
+    private func releaseLock() {
+        if holdsLock {
+            holdsLock = false
+            JackServer.exclusive.unlock()
+        }
+    }
+
     /// Stops the server (SIGTERM, then SIGKILL) and waits for it.
     public func stop() {
+        defer { releaseLock() }
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         var waited = 0.0

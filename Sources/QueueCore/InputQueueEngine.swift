@@ -164,6 +164,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     public func enqueue(_ handle: UnsafeMutableRawPointer) throws {
         try lock.withLock {
             let buffer = try checkEnqueue(handle)
+            realtime.pointee.wakeThreshold.store(0, ordering: .relaxed)
             guard buffer.byteCapacity >= format.bytesPerFrame else {
                 throw QueueError.invalidParameter("a \(buffer.byteCapacity)-byte buffer can't hold one \(format.bytesPerFrame)-byte frame")
             }
@@ -302,6 +303,21 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         handleResetRequest()
         drain()
         finishStopIfDone()
+        armWakeThreshold()
+    }
+
+    /// Asks the realtime side to wake this thread when the ring holds enough to fill the
+    /// head buffer (or half the ring when no buffer waits), rather than every cycle.
+    private func armWakeThreshold() {
+        let needed: Int = lock.withLock {
+            guard let head = fifo.first else { return realtime.pointee.ring.capacity / 2 }
+            let frames = (head.byteCapacity - head.filledBytes) / format.bytesPerFrame
+            return max(1, Int((Double(frames) / rateRatio).rounded(.up)))
+        }
+        let threshold = min(needed, realtime.pointee.ring.capacity / 2)
+        realtime.pointee.wakeThreshold.store(threshold, ordering: .relaxed)
+        // Data that arrived meanwhile must not wait for the next threshold crossing.
+        if realtime.pointee.ring.readableFrames() >= threshold { wake.post() }
     }
 
     override func handleInvalidation() {

@@ -464,6 +464,17 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         convert()
         handleFlushRequest()
         finishPrimeIfDone()
+        armWakeThreshold()
+    }
+
+    /// Asks the realtime side to wake this thread once the ring has room for a chunk
+    /// (when there is something to convert), rather than every cycle.
+    private func armWakeThreshold() {
+        let waiting = lock.withLock { !fifo.isEmpty || (stopPending && !endOfStreamSent) || flushTicket > flushDone }
+        let chunk = resampler == nil ? chunkFrames : resampleCapacity
+        let threshold = waiting ? min(chunk, realtime.pointee.ring.capacity / 2) : realtime.pointee.ring.capacity / 2
+        realtime.pointee.wakeThreshold.store(threshold, ordering: .relaxed)
+        if waiting && realtime.pointee.ring.writableFrames() >= threshold { wake.post() }
     }
 
     private func handleResetRequest() {

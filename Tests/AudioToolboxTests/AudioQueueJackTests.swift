@@ -21,7 +21,7 @@ import QueueCore
     }
 
     @Test func noServerAtNewOutputIsInvalidDeviceWithoutHanging() {
-        withProvider(JackDriver(serverName: "jaq-absent-\(getpid())")) {
+        JackServer.withExclusiveAccess { withProvider(JackDriver(serverName: "jaq-absent-\(getpid())")) {
             var format = lpcm()
             var queue: AudioQueueRef?
             let start = Date()
@@ -29,7 +29,7 @@ import QueueCore
             #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &queue) == kAudioQueueErr_InvalidDevice)
             #expect(queue == nil)
             #expect(Date().timeIntervalSince(start) < 5)
-        }
+        } }
     }
 
     @Test func anImpulseStartedAtFrameTIsRecordedAtTheExpectedQueueTimeByAnInputStartedAtT() throws {

@@ -7,6 +7,10 @@ import JackTestSupport
 
 @Suite(.serialized) struct JackDeviceTests {
     @Test func noServerIsInvalidDeviceAtOnce() throws {
+        try JackServer.withExclusiveAccess { try noServer() }
+    }
+
+    func noServer() throws {
         let driver = JackDriver(serverName: "jaq-no-such-server-\(getpid())")
         let start = Date()
         #expect(throws: QueueError.self) {

@@ -63,12 +63,12 @@ import JackTestSupport
         let dir = scratchDirectory("transport")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try writeRamp("\(dir)/ramp.wav", frames: 10 * 48000)
-        let at = try frameNow(server) + 24000
+        let at = try frameNow(server) + 2 * 48000
         let play = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
         #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
         let record = try jaqInBackground(["record", "--transport", "-o", "take.wav", "jaq-1-ramp:out_L"],
                                          server: server, log: "\(dir)/record.log", directory: dir)
-        usleep(1_500_000)
+        usleep(3_000_000)  // the ramp is playing by now
         #expect(try jaq(["transport", "start"], server: server).status == 0)
         usleep(1_200_000)
         #expect(try jaq(["transport", "stop"], server: server).status == 0)

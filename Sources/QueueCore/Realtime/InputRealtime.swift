@@ -24,6 +24,9 @@ public struct InputRealtimeState: ~Copyable {
     public var meters: MeterBank
     /// Ring position at which the last stop took effect (all frames before it are final).
     public let stopPosition = Atomic<Int>(0)
+    /// The queue thread wants waking once the ring holds this many frames (set by it,
+    /// reset to .max by the realtime side when it wakes it). Gaps and commands always wake.
+    public let wakeThreshold = Atomic<Int>(0)
 
     // Realtime-owned.
     /// A `RealtimeMode` raw value (ModeCode).

@@ -190,7 +190,11 @@ public func renderOutputCycle(
 
     renderFrames(s, ports: ports, from: offset, count: count, readIndex: read)
     s.pointee.ring.readIndex.store(read + count, ordering: .releasing)
-    if count > 0 { outcome |= realtimeWakeQueueThread }
+    // Wake the queue thread only once there is the room it waits for.
+    if count > 0 && s.pointee.ring.writableFrames() >= s.pointee.wakeThreshold.load(ordering: .relaxed) {
+        s.pointee.wakeThreshold.store(.max, ordering: .relaxed)
+        outcome |= realtimeWakeQueueThread
+    }
 
     if atEnd && read + count >= s.pointee.endOfStream {
         // Played out: the queue stops by itself after its last frame.
@@ -460,11 +464,16 @@ public func captureInputCycle(
         if s.pointee.gaps.push(gap) { gap.count = 0 }
         s.pointee.pendingGap = gap
         s.pointee.publication.lostFrames.wrappingAdd(lost, ordering: .relaxed)
+        outcome |= realtimeWakeQueueThread
     } else if s.pointee.pendingGap.count > 0, s.pointee.gaps.push(s.pointee.pendingGap) {
         s.pointee.pendingGap.count = 0
     }
     s.pointee.queueFrames += Int64(wanted)
-    outcome |= realtimeWakeQueueThread
+    // Wake the queue thread only once there is enough to fill what it waits for.
+    if s.pointee.ring.readableFrames() >= s.pointee.wakeThreshold.load(ordering: .relaxed) {
+        s.pointee.wakeThreshold.store(.max, ordering: .relaxed)
+        outcome |= realtimeWakeQueueThread
+    }
 
     if s.pointee.meters.enabled.load(ordering: .relaxed) {
         for c in 0..<s.pointee.channelCount { s.pointee.meters.accumulate(c, ports[c] + offset, count: wanted) }

@@ -37,6 +37,9 @@ public struct OutputRealtimeState: ~Copyable {
     public let requestedVolume = Atomic<UInt32>(Float(1).bitPattern)
     public let requestedPan = Atomic<UInt32>(Float(0).bitPattern)
     public let volumeRampFrames = Atomic<Int>(0)
+    /// The queue thread wants waking once the ring has this much room (set by it, reset
+    /// to .max by the realtime side when it wakes it). Commands and state changes always wake.
+    public let wakeThreshold = Atomic<Int>(0)
 
     // Realtime-owned.
     /// A `RealtimeMode` raw value (ModeCode).

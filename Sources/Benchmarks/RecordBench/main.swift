@@ -1,0 +1,252 @@
+// jaq-bench: `jaq record` against `jack_capture`, side by side on one server.
+//
+// For each channel count, a private dummy JACK server runs in real time (256-frame
+// periods at 48 kHz); `jaq play --loop` plays a ramp on N ports; `jaq record` and
+// `jack_capture` record those N ports at the same time, for the same duration, as
+// 32-bit float files. Each runs under /usr/bin/time (CPU seconds, peak RSS) and the
+// cycletime LD_PRELOAD probe (time spent in its JACK process callback per cycle).
+// The ramp lets the recordings be checked frame by frame for dropped or repeated
+// frames. The results go to Docs/benchmarks.md.
+//
+//   swift build -c release && .build/release/jaq-bench [--seconds 60] [--channels 2,16,64]
+
+import Foundation
+import JackTestSupport
+import SoundFile
+
+struct Options {
+    var seconds = 60.0
+    var channels = [2, 16, 64]
+    var output = "Docs/benchmarks.md"
+    var period = 256
+
+    init(_ arguments: [String]) {
+        var i = 1
+        while i < arguments.count {
+            let value = i + 1 < arguments.count ? arguments[i + 1] : ""
+            switch arguments[i] {
+            case "--seconds": seconds = Double(value) ?? seconds; i += 1
+            case "--channels": channels = value.split(separator: ",").compactMap { Int($0) }; i += 1
+            case "--output": output = value; i += 1
+            case "--period": period = Int(value) ?? period; i += 1
+            default: break
+            }
+            i += 1
+        }
+    }
+}
+
+struct Measurement {
+    var cpuSeconds = 0.0
+    var wallSeconds = 0.0
+    var peakRSSKiB = 0
+    var cycleCount = 0
+    var cycleMeanMicroseconds = 0.0
+    var cycleMaxMicroseconds = 0.0
+    var frames = 0
+    var droppedFrames = 0
+    var repeatedFrames = 0
+    var exitStatus: Int32 = 0
+    var note = ""
+}
+
+let rate = 48000
+let loopFrames = 48000
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("jaq-bench: \(message)\n".utf8))
+    exit(1)
+}
+
+/// The ramp: channel c, frame n carries ((n mod L) + 7919 c) mod 2^20 as a 24-bit integer.
+func rampValue(_ n: Int, _ c: Int) -> Int32 { Int32(((n % loopFrames) + 7919 * c) % (1 << 20)) }
+
+func writeRamp(_ path: String, channels: Int) throws {
+    let info = SoundFile.Info(sampleRate: rate, channelCount: channels, format: SoundFile.Format(.wav, .pcm24))
+    let file = try SoundFile(path: path, mode: .write, format: info)
+    var samples = [Int32](repeating: 0, count: loopFrames * channels)
+    for n in 0..<loopFrames { for c in 0..<channels { samples[n * channels + c] = rampValue(n, c) << 8 } }
+    _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+    try file.close()
+}
+
+/// Reads channel 0 of a float recording and counts dropped and repeated frames against the ramp.
+func checkRamp(path: String, channel: Int) -> (frames: Int, dropped: Int, repeated: Int) {
+    guard let file = try? SoundFile(path: path, mode: .read) else { return (0, 0, 0) }
+    let channels = file.info.channelCount
+    var samples = [Float](repeating: 0, count: Int(file.info.frameCount) * channels)
+    let read = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
+    try? file.close()
+    let values = (0..<read.count).map { Int((samples[$0 * channels + channel] * 8_388_608).rounded()) }
+    // Skip leading silence (before the first ramp frame reached the port).
+    guard let start = values.firstIndex(where: { $0 != 0 }) else { return (read.count, 0, 0) }
+    var dropped = 0, repeated = 0
+    for i in (start + 1)..<values.count {
+        let step = (values[i] - values[i - 1] + loopFrames) % loopFrames
+        if step == 1 { continue }
+        if step == 0 { repeated += 1 } else { dropped += step - 1 }
+    }
+    return (read.count, dropped, repeated)
+}
+
+func readTime(_ path: String, into m: inout Measurement) {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return }
+    let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Double($0) }
+    guard fields.count >= 4 else { return }
+    m.wallSeconds = fields[fields.count - 4]
+    m.cpuSeconds = fields[fields.count - 3] + fields[fields.count - 2]
+    m.peakRSSKiB = Int(fields[fields.count - 1])
+}
+
+func readCycles(_ path: String, into m: inout Measurement) {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return }
+    // The client that spent the most time in its callback is the one recording.
+    let lines = text.split(separator: "\n").map { $0.split(separator: " ").compactMap { Double($0) } }.filter { $0.count == 4 }
+    guard let busiest = lines.max(by: { $0[2] < $1[2] }), busiest[1] > 0 else { return }
+    m.cycleCount = Int(busiest[1])
+    m.cycleMeanMicroseconds = busiest[2] / busiest[1] / 1000
+    m.cycleMaxMicroseconds = busiest[3] / 1000
+}
+
+func xrunCount(_ server: JackServer) -> Int {
+    server.logText.split(separator: "\n").filter { $0.localizedCaseInsensitiveContains("xrun") }.count
+}
+
+let options = Options(CommandLine.arguments)
+let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+let jaq = here.appendingPathComponent("jaq").path
+guard FileManager.default.isExecutableFile(atPath: jaq) else { fail("\(jaq) not found: build jaq first") }
+let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let packageRoot = FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path)
+    ? root : URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+let work = NSTemporaryDirectory() + "jaq-bench-\(getpid())"
+try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: work) }
+
+// The probe library.
+let probeSource = packageRoot.appendingPathComponent("Sources/Benchmarks/CycleTime/cycletime.c").path
+let probe = "\(work)/libcycletime.so"
+let built = try runProcess(["cc", "-shared", "-fPIC", "-O2", probeSource, "-o", probe, "-ldl"])
+guard built.status == 0 else { fail("cannot build the cycle-time probe: \(built.error)") }
+guard FileManager.default.isExecutableFile(atPath: "/usr/bin/time") else { fail("/usr/bin/time is missing (apt-get install time)") }
+
+var results: [(channels: Int, jaq: Measurement, capture: Measurement, xruns: Int)] = []
+for channels in options.channels {
+    print("== \(channels) channels, \(Int(options.seconds)) s")
+    let server = try JackServer(periodFrames: options.period, capture: 2, playback: 2)
+    defer { server.stop() }
+    try writeRamp("\(work)/ramp\(channels).wav", channels: channels)
+    let player = try server.spawn([jaq, "play", "--quiet", "--loop", "\(work)/ramp\(channels).wav"],
+                                  output: "\(work)/play\(channels).log")
+    var waited = 0
+    while waited < 200, (try? server.run(["jack_lsp"]))?.split(separator: "\n").filter({ $0.contains("jaq-1-ramp") }).count ?? 0 < max(channels, 2) {
+        usleep(50_000)
+        waited += 1
+    }
+    usleep(500_000)
+    let outputs = (1...channels).map { channels == 1 ? "jaq-1-ramp\(channels):out_L" : "jaq-1-ramp\(channels):out_\($0)" }
+    let duration = String(Int(options.seconds))
+    let baseline = xrunCount(server)
+    var environment = server.environment
+    environment["LD_PRELOAD"] = probe
+    func start(_ name: String, _ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/time")
+        process.arguments = ["-f", "%e %U %S %M", "-o", "\(work)/\(name).time", "/usr/bin/env", "JAQ_CYCLE_LOG=\(work)/\(name).cycles"] + arguments
+        process.environment = environment
+        process.currentDirectoryURL = URL(fileURLWithPath: work)
+        let log = "\(work)/\(name).log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+    let jaqName = "jaq\(channels)", captureName = "capture\(channels)"
+    let jaqRun = try start(jaqName, [jaq, "record", "--quiet", "-b", "float", "-d", duration, "-o", "\(jaqName)-{n}.wav"] + outputs)
+    let captureRun = try start(captureName, ["jack_capture", "--daemon", "-d", duration, "-c", "\(channels)", "-f", "wav"]
+        + outputs.flatMap { ["--port", $0] } + ["\(captureName).wav"])
+    jaqRun.waitUntilExit()
+    captureRun.waitUntilExit()
+    let xruns = xrunCount(server) - baseline
+    player.terminate()
+    player.waitUntilExit()
+    server.stop()
+
+    var mine = Measurement()
+    mine.exitStatus = jaqRun.terminationStatus
+    readTime("\(work)/\(jaqName).time", into: &mine)
+    readCycles("\(work)/\(jaqName).cycles", into: &mine)
+    let jaqCheck = checkRamp(path: "\(work)/\(jaqName)-01.wav", channel: 0)
+    mine.frames = jaqCheck.frames
+    mine.droppedFrames = jaqCheck.dropped
+    mine.repeatedFrames = jaqCheck.repeated
+    let jaqLog = (try? String(contentsOfFile: "\(work)/\(jaqName).log", encoding: .utf8)) ?? ""
+    if jaqLog.contains("dropped") || jaqLog.contains("lost") { mine.note = "jaq reported losses" }
+
+    var theirs = Measurement()
+    theirs.exitStatus = captureRun.terminationStatus
+    readTime("\(work)/\(captureName).time", into: &theirs)
+    readCycles("\(work)/\(captureName).cycles", into: &theirs)
+    let captureCheck = checkRamp(path: "\(work)/\(captureName).wav", channel: 0)
+    theirs.frames = captureCheck.frames
+    theirs.droppedFrames = captureCheck.dropped
+    theirs.repeatedFrames = captureCheck.repeated
+
+    print("   jaq record:   cpu \(mine.cpuSeconds) s, rss \(mine.peakRSSKiB) KiB, cycle \(String(format: "%.1f", mine.cycleMeanMicroseconds)) µs, frames \(mine.frames), dropped \(mine.droppedFrames)")
+    print("   jack_capture: cpu \(theirs.cpuSeconds) s, rss \(theirs.peakRSSKiB) KiB, cycle \(String(format: "%.1f", theirs.cycleMeanMicroseconds)) µs, frames \(theirs.frames), dropped \(theirs.droppedFrames)")
+    results.append((channels, mine, theirs, xruns))
+}
+
+// The report.
+func ratio(_ a: Double, _ b: Double) -> String { b > 0 ? String(format: "%.2f", a / b) : "–" }
+let minutes = options.seconds / 60
+var report = """
+# Benchmarks: `jaq record` and `jack_capture`
+
+Generated by `make bench` (`.build/release/jaq-bench --seconds \(Int(options.seconds))`) on \
+\(ProcessInfo.processInfo.hostName), \(ProcessInfo.processInfo.activeProcessorCount) cores, \
+\(ISO8601DateFormatter().string(from: Date())).
+
+**Setup.** For each channel count a private JACK server runs **in real time** (dummy backend, \
+48 kHz, \(options.period)-frame periods, `--no-realtime` scheduling as in the tests); `jaq play --loop` \
+plays an N-channel ramp on N ports; **`jaq record` and `jack_capture` record those same N ports \
+at the same time**, \(Int(options.seconds)) s each, as 32-bit float (`jaq record -b float -d \(Int(options.seconds))` writing one \
+file per track, its default; `jack_capture --daemon -d \(Int(options.seconds))` writing one multichannel WAV). \
+Each runs under `/usr/bin/time` (CPU = user + system seconds, peak RSS) and under the same \
+`LD_PRELOAD` probe (`Sources/Benchmarks/CycleTime/cycletime.c`), which times every call of the \
+program's JACK process callback. Dropped and repeated frames are counted by checking the ramp \
+in the files frame by frame. Xruns are the server's, during the run.
+
+| channels | tool | CPU s per channel-minute | peak RSS MiB | realtime callback µs/cycle (mean / max) | frames | dropped | repeated | exit |
+|---:|---|---:|---:|---:|---:|---:|---:|---:|
+
+"""
+for r in results {
+    for (name, m) in [("jaq record", r.jaq), ("jack_capture", r.capture)] {
+        let perChannelMinute = m.cpuSeconds / Double(r.channels) / minutes
+        report += "| \(r.channels) | \(name) | \(String(format: "%.4f", perChannelMinute)) | \(String(format: "%.1f", Double(m.peakRSSKiB) / 1024)) | \(String(format: "%.1f / %.0f", m.cycleMeanMicroseconds, m.cycleMaxMicroseconds)) | \(m.frames) | \(m.droppedFrames) | \(m.repeatedFrames) | \(m.exitStatus) |\n"
+    }
+}
+report += """
+
+Ratios jaq / jack_capture (below 1: jaq uses less):
+
+| channels | CPU | peak RSS | callback time (mean) | dropped frames (jaq, jack_capture) | server xruns during the run |
+|---:|---:|---:|---:|---:|---:|
+
+"""
+for r in results {
+    report += "| \(r.channels) | \(ratio(r.jaq.cpuSeconds, r.capture.cpuSeconds)) | \(ratio(Double(r.jaq.peakRSSKiB), Double(r.capture.peakRSSKiB))) | \(ratio(r.jaq.cycleMeanMicroseconds, r.capture.cycleMeanMicroseconds)) | \(r.jaq.droppedFrames), \(r.capture.droppedFrames) | \(r.xruns) |\n"
+}
+report += """
+
+Reproduce: `make bench` (or `swift build -c release && .build/release/jaq-bench --seconds 60 --channels 2,16,64`).
+The frame counts include the frames before the first ramp sample reached each tool; `jaq record -d` \
+is exact to the frame (\(rate) × seconds), `jack_capture -d` stops after about that many seconds.
+
+"""
+let outputPath = options.output.hasPrefix("/") ? options.output : packageRoot.appendingPathComponent(options.output).path
+try report.write(toFile: outputPath, atomically: true, encoding: .utf8)
+print("wrote \(outputPath)")
