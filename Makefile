@@ -42,7 +42,7 @@ release: deps
 test: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
-	$(SWIFT) test $(SWIFT_FLAGS)
+	$(SWIFT) test --no-parallel $(SWIFT_FLAGS)
 
 demo: build
 	./Configs/demo.sh

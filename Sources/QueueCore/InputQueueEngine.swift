@@ -194,15 +194,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             wake.post()
             return
         }
-        let wasRunning: Bool = lock.withLock {
-            resetDepth += 1
-            let was = isRunning
-            isRunning = false
-            runState = .stopped
-            stopDrainPending = false
-            return was
-        }
-        send(.stop, synchronous: true)
+        let wasRunning = haltRealtime { stopDrainPending = false }
         resetOnQueueThread(deliveringData: true)
         lock.withLock {
             resetDepth -= 1

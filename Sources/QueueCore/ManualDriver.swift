@@ -117,6 +117,20 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
         for _ in 0..<cycles { runCycle() }
     }
 
+    /// Lets `cycles` cycles pass without running any client, as a JACK server does when an
+    /// xrun leaves clients out: device time moves on, the clients miss those frames.
+    public func skip(cycles: Int) {
+        cycleLock.withLock {
+            state.withLock { state in
+                if state.recording {
+                    let silence = [Float](repeating: 0, count: cycles * state.periodFrames)
+                    for p in 0..<physicalPortCount { state.playback[p].append(contentsOf: silence) }
+                }
+                state.frameTime += Int64(cycles * state.periodFrames)
+            }
+        }
+    }
+
     /// Runs cycles until at least `frames` frames have passed.
     public func run(frames: Int) {
         var done = 0

@@ -305,15 +305,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 return
             }
         }
-        let wasRunning: Bool = lock.withLock {
-            resetDepth += 1
-            let was = isRunning
-            isRunning = false
-            runState = .stopped
-            stopPending = false
-            return was
-        }
-        send(.stop, synchronous: true)
+        let wasRunning = haltRealtime { stopPending = false }
         resetOnQueueThread()
         lock.withLock {
             resetDepth -= 1

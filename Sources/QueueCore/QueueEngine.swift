@@ -367,15 +367,34 @@ public class QueueEngine: @unchecked Sendable {
     /// Called after the state became `.starting`, before the realtime side is told to start.
     func willSendStart() {}
 
+    /// Stop(true)'s first half: the realtime side stops now; a start it made before that
+    /// is reported first (IsRunning 1, then 0). Returns whether the queue was running.
+    /// The caller holds a reset (resetDepth) until it has returned the buffers.
+    func haltRealtime(_ alsoUnderLock: () -> Void) -> Bool {
+        lock.withLock { resetDepth += 1 }
+        send(.stop, synchronous: true)
+        observeRealtime()
+        return lock.withLock {
+            let was = isRunning
+            isRunning = false
+            runState = .stopped
+            alsoUnderLock()
+            return was
+        }
+    }
+
     /// A new timeline starts (lock held): subclasses reset their queue-time bookkeeping.
     func prepareTimeline() {}
 
-    /// Pauses; queue time and buffers are kept.
+    /// Pauses; queue time and buffers are kept (also while a Stop(false) plays out).
     public func pause() throws {
         let needs: Bool = try lock.withLock {
             try checkUsable()
-            guard runState == .running || runState == .starting else { return false }
-            runState = .paused
+            switch runState {
+            case .running, .starting: runState = .paused
+            case .stopping: break  // stays stopping; Start resumes it
+            case .paused, .stopped: return false
+            }
             return true
         }
         if needs { send(.pause, synchronous: true) }

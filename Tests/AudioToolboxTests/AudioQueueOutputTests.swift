@@ -76,6 +76,7 @@ import QueueCore
             let setup = try makeQueue(driver, context)
             #expect(AudioQueueStart(setup.queue, nil) == noErr)
             driver.run(cycles: 4)
+            #expect(eventually { context.runningChanges.withLock { $0 } == [1] }, "the queue is running")
             context.isRunningFlag.withLock { $0 = false }  // the callback no longer refills
             let before = context.callbacks.withLock { $0 }
             driver.startRecordingPlayback()

@@ -228,6 +228,61 @@ import QueueCore
         }
     }
 
+    @Test func skippedCyclesKeepPlaybackOnTimeAndBecomeGapsInRecordings() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        driver.setCaptureSignal { port, frame in Float(signal(Int(frame), port)) / 32768 }
+        try withProvider(driver) {
+            // Playback: a ramp; after two skipped cycles it goes on where the time says.
+            var format = lpcm(channels: 2, bits: 32, float: true)
+            var output: AudioQueueRef?
+            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &output) == noErr)
+            let out = try #require(output)
+            var buffer: AudioQueueBufferRef?
+            #expect(AudioQueueAllocateBuffer(out, 8 * 8192, &buffer) == noErr)
+            let samples = buffer!.pointee.mAudioData.assumingMemoryBound(to: Float.self)
+            for f in 0..<8192 { samples[2 * f] = Float(f + 1) / 65536; samples[2 * f + 1] = Float(f + 1) / 65536 }
+            buffer!.pointee.mAudioDataByteSize = 8 * 8192
+            #expect(AudioQueueEnqueueBuffer(out, buffer!, 0, nil) == noErr)
+            // Recording, from the capture signal.
+            let context = RecordingContext()
+            var input: AudioQueueRef?
+            var inputFormat = lpcm()
+            #expect(AudioQueueNewInput(&inputFormat, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &input) == noErr)
+            let inq = try #require(input)
+            for _ in 0..<4 {
+                var b: AudioQueueBufferRef?
+                #expect(AudioQueueAllocateBuffer(inq, 4 * 512, &b) == noErr)
+                #expect(AudioQueueEnqueueBuffer(inq, b!, 0, nil) == noErr)
+            }
+            var start = startTime(driver.frameTime)
+            driver.startRecordingPlayback()
+            #expect(AudioQueueStart(out, &start) == noErr)
+            #expect(AudioQueueStart(inq, &start) == noErr)
+            driver.run(cycles: 4)
+            driver.skip(cycles: 2)
+            driver.run(cycles: 4)
+            let played = driver.recordedPlayback(port: 0).samples
+            // Frame t of the output is ramp value t+1 wherever the output ran.
+            for t in [0, 1023, 6 * 256, 6 * 256 + 100, 10 * 256 - 1] {
+                #expect(played[t] == Float(t + 1) / 65536, "output frame \(t) is on time")
+            }
+            #expect(played[(4 * 256)..<(6 * 256)].allSatisfy { $0 == 0 }, "the skipped cycles are silent")
+            #expect(eventually { context.samples.withLock { $0.count } >= 2 * 2048 })
+            let starts = context.starts.withLock { $0 }
+            // The recording jumps by exactly the 512 frames it never saw.
+            let times = starts.map(\.sampleTime)
+            #expect(times.contains(1536) && !times.contains(1024), "times: \(times)")
+            var lost: UInt64 = 0
+            var info = AudioQueueRecordUnderrunInfo()
+            var size = UInt32(MemoryLayout<AudioQueueRecordUnderrunInfo>.size)
+            #expect(AudioQueueGetProperty(inq, kAudioQueueProperty_RecordUnderrun, &info, &size) == noErr)
+            lost = info.mFramesLost
+            #expect(lost == 512)
+            #expect(AudioQueueDispose(out, true) == noErr)
+            #expect(AudioQueueDispose(inq, true) == noErr)
+        }
+    }
+
     @Test func nearestStartTimeNeedsARunningOrPrimedQueue() throws {
         try withProvider(ManualDriver()) {
             let (queue, _) = try constantQueue(frames: 64)

@@ -33,6 +33,8 @@ public struct InputRealtimeState: ~Copyable {
     var mode = 0
     var armedFrame: Int64 = .min
     var queueFrames: Int64 = 0
+    /// The frame the next cycle should start on (.min before the first).
+    var expectedFrame: Int64 = .min
     /// A gap that could not be queued because the gap ring was full; merged into the next.
     var pendingGap = CaptureGap(position: 0, count: 0)
 

@@ -156,6 +156,21 @@ public func renderOutputCycle(
         startVolumeChange(s, to: Float(bitPattern: volumeRequest))
     }
 
+    // Cycles the server skipped (an xrun left this client out): the frames they would have
+    // played are dropped from the ring, so the queue stays on time (and aligned with others).
+    let missed = n > 0 ? skippedFrames(expected: s.pointee.expectedFrame, frameTime: frameTime) : 0
+    if n > 0 { s.pointee.expectedFrame = frameTime + Int64(n) }
+    if missed > 0 && s.pointee.mode == ModeCode.running {
+        s.pointee.queueFrames += missed
+        let read = s.pointee.ring.readIndex.load(ordering: .relaxed)
+        var available = s.pointee.ring.writeIndex.load(ordering: .acquiring) - read
+        if s.pointee.endOfStream != .max { available = min(available, s.pointee.endOfStream - read) }
+        let dropped = min(Int(missed), max(available, 0))
+        s.pointee.ring.readIndex.store(read + dropped, ordering: .releasing)
+        s.pointee.publication.lostFrames.wrappingAdd(Int(missed), ordering: .relaxed)
+        outcome |= realtimeWakeQueueThread
+    }
+
     // Where in this cycle audio starts.
     var offset = 0
     if s.pointee.mode == ModeCode.armed {
@@ -259,6 +274,16 @@ public func applyOutputCommands(_ s: UnsafeMutablePointer<OutputRealtimeState>) 
     s.pointee.publication.mode.store(s.pointee.mode, ordering: .relaxed)
     s.pointee.publication.appliedSequence.store(lastSequence, ordering: .releasing)
     return true
+}
+
+/// Frames between the cycle expected (`expected`, the end of the last one) and this one:
+/// more than 0 when the server did not run this client for some cycles. Small negative
+/// or huge jumps (a new server, a restart) are not losses.
+@_noLocks @inline(__always)
+func skippedFrames(expected: Int64, frameTime: Int64) -> Int64 {
+    guard expected != .min else { return 0 }
+    let jump = frameTime - expected
+    return jump > 0 && jump < 1 << 24 ? jump : 0
 }
 
 @_noLocks @inline(__always)
@@ -423,6 +448,21 @@ public func captureInputCycle(
     }
     if lastSequence >= 0 {
         s.pointee.publication.appliedSequence.store(lastSequence, ordering: .releasing)
+        outcome |= realtimeWakeQueueThread
+    }
+
+    // Cycles the server skipped (an xrun left this client out): their frames were never
+    // captured; they become a gap, so queue time stays right and the loss is reported.
+    let missed = n > 0 ? skippedFrames(expected: s.pointee.expectedFrame, frameTime: frameTime) : 0
+    if n > 0 { s.pointee.expectedFrame = frameTime + Int64(n) }
+    if missed > 0 && s.pointee.mode == ModeCode.running {
+        var gap = s.pointee.pendingGap
+        if gap.count == 0 { gap.position = s.pointee.ring.writeIndex.load(ordering: .relaxed) }
+        gap.count += Int(missed)
+        if s.pointee.gaps.push(gap) { gap.count = 0 }
+        s.pointee.pendingGap = gap
+        s.pointee.queueFrames += missed
+        s.pointee.publication.lostFrames.wrappingAdd(Int(missed), ordering: .relaxed)
         outcome |= realtimeWakeQueueThread
     }
 

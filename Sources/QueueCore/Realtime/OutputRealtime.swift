@@ -53,6 +53,8 @@ public struct OutputRealtimeState: ~Copyable {
     var rampRemaining = 0
     var lastVolumeRequest: UInt32 = Float(1).bitPattern
     var pan: Float = 0
+    /// The frame the next cycle should start on (.min before the first).
+    var expectedFrame: Int64 = .min
     var lastPanRequest: UInt32 = Float(0).bitPattern
 
     public init(channelCount: Int, ringFrames: Int, meterWindowFrames: Int) {
