@@ -105,6 +105,90 @@ import SoundFile
         #expect(Set(positions).count == 1, "impulses on one frame: \(positions)")
     }
 
+    /// Writes a 16-bit file: `lead` frames of silence, the signal, `tail` frames of silence.
+    func writePadded16(_ path: String, frames: Int, channels: Int, lead: Int, tail: Int) throws -> [[Float]] {
+        let info = SoundFile.Info(sampleRate: 48000, channelCount: channels, format: SoundFile.Format(.wav, .pcm16))
+        let file = try SoundFile(path: path, mode: .write, format: info)
+        var signal = Array(repeating: [Float](), count: channels)
+        var samples = [Int16](repeating: 0, count: (lead + frames + tail) * channels)
+        for n in 0..<frames {
+            for c in 0..<channels {
+                var value = Int16(truncatingIfNeeded: (n &* 7919 &+ c &* 104_729) % 60_001 - 30_000)
+                if value == 0 { value = 1 }
+                signal[c].append(Float(value) / 32768)
+                samples[(lead + n) * channels + c] = value
+            }
+        }
+        _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+        try file.close()
+        return signal
+    }
+
+    /// Where `signal` starts in `recorded` if it is there exactly (followed by `after` zeros); nil if not.
+    func exactMatch(_ recorded: [Float], _ signal: [Float], zerosAfter after: Int) -> Int? {
+        guard let first = recorded.firstIndex(where: { $0 != 0 }), recorded.count >= first + signal.count else { return nil }
+        guard Array(recorded[first..<(first + signal.count)]) == signal else { return nil }
+        let end = min(recorded.count, first + signal.count + after)
+        return recorded[(first + signal.count)..<end].allSatisfy { $0 == 0 } ? first : nil
+    }
+
+    /// A peer plays a padded signal; `jaq record` and `jack_capture` record its ports at the same time.
+    /// jaq's take must hold the signal bit-exact, tail included; where the peer itself glitches
+    /// (jack_capture's recording differs from the file too), jaq's take must equal jack_capture's.
+    func recordPeer(_ name: String, channels: Int, command: (String) -> [String], ports: String, client: String) throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("peer-\(name)")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let signal = try writePadded16("\(dir)/source.wav", frames: 2 * 48000, channels: channels, lead: 48000, tail: 24000)
+        var environment = server.environment
+        environment["JACK_NO_START_SERVER"] = "1"
+        let peer = Process()
+        peer.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        peer.arguments = command("\(dir)/source.wav")
+        peer.environment = environment
+        peer.standardInput = FileHandle.nullDevice
+        peer.standardOutput = FileHandle.nullDevice
+        peer.standardError = FileHandle.nullDevice
+        try peer.run()
+        #expect(waitForPorts(server, containing: client, count: channels), "\(name)'s ports")
+        let list = try server.run(["jack_lsp"]).split(separator: "\n").map(String.init)
+        let regex = try Regex(ports)
+        let peerPorts = PortsSorted(list.filter { (try? regex.firstMatch(in: $0)) != nil })
+        let record = try jaqInBackground(["record", "--quiet", "-b", "float", "-d", "3.6", "-o", "take-{n}.wav", ports],
+                                         server: server, log: "\(dir)/record.log", directory: dir)
+        let capture = try server.spawn(["jack_capture", "-d", "3.6", "-dc"] + peerPorts.flatMap { ["-p", $0] } + ["\(dir)/captured.wav"],
+                                       output: "\(dir)/capture.log")
+        #expect(waitForExit(record, timeout: 30) == 0, "\((try? String(contentsOfFile: "\(dir)/record.log", encoding: .utf8)) ?? "")")
+        waitForExit(capture, timeout: 30)
+        waitForExit(peer, timeout: 30)
+        let captured = try readFloats("\(dir)/captured.wav")
+        for c in 0..<channels {
+            let take = try readFloats("\(dir)/take-0\(c + 1).wav").samples
+            let reference = channel(c, of: captured)
+            if exactMatch(take, signal[c], zerosAfter: 20000) != nil { continue }
+            // Not the file: then the peer played something else, and jaq must have recorded it as jack_capture did.
+            #expect(exactMatch(reference, signal[c], zerosAfter: 20000) == nil, "\(name) channel \(c): jack_capture has the file, jaq does not")
+            let a = take.firstIndex { $0 != 0 } ?? 0, b = reference.firstIndex { $0 != 0 } ?? 0
+            let common = min(take.count - a, reference.count - b, signal[c].count)
+            #expect(Array(take[a..<(a + common)]) == Array(reference[b..<(b + common)]), "\(name) channel \(c): jaq equals jack_capture")
+            print("note: \(name) channel \(c) differs from its file in both recordings (the player's own glitch)")
+        }
+    }
+
+    @Test func jaqRecordRecordsJackPlayBitExact() throws {
+        // jack-play's -c 3 is its zero-order-hold converter: exact at equal rates (its default is not).
+        try recordPeer("jack-play", channels: 3, command: { ["jack-play", "-c", "3", "-b", "512", $0] }, ports: "jack-play-[0-9]+:out_", client: "jack-play-")
+    }
+
+    @Test func jaqRecordRecordsSndfileJackplayBitExact() throws {
+        try recordPeer("sndfile-jackplay", channels: 2, command: { ["sndfile-jackplay", $0] }, ports: "jackplay:out_", client: "jackplay:out_")
+    }
+
+    @Test func jaqRecordRecordsEcasoundBitExact() throws {
+        try recordPeer("ecasound", channels: 3, command: { ["ecasound", "-q", "-f:f32,3,48000", "-i", $0, "-o", "jack"] }, ports: "ecasound:out_", client: "ecasound:out_")
+    }
+
     /// jack_capture's ports in natural order (…_2 before …_10).
     func PortsSorted(_ names: [String]) -> [String] {
         names.sorted { a, b in
