@@ -24,7 +24,9 @@ public final class JackSession: @unchecked Sendable {
     private let watcher: UnsafeMutablePointer<TransportWatch>
 
     /// Opens a control client; throws `.invalidDevice` if no server runs.
-    public init(serverName: String?, clientName: String = "jaq-ctl") throws {
+    /// - Parameter watchTransport: also follow the transport cycle by cycle (`transportChanges`);
+    ///   this makes the client take part in every JACK cycle, so only ask when needed.
+    public init(serverName: String?, clientName: String = "jaq-ctl", watchTransport: Bool = false) throws {
         JackMessages.install()
         var status = jack_status_t(0)
         guard let client = jaq_jack_client_open(clientName, JackNoStartServer, &status, serverName) else {
@@ -35,12 +37,13 @@ public final class JackSession: @unchecked Sendable {
         self.serverName = serverName
         watcher = .allocate(capacity: 1)
         watcher.initialize(to: TransportWatch(client: client))
-        jack_set_process_callback(client, transportProcess, UnsafeMutableRawPointer(watcher))
-        jack_activate(client)
+        if watchTransport {
+            jack_set_process_callback(client, transportProcess, UnsafeMutableRawPointer(watcher))
+            jack_activate(client)
+        }
     }
 
     deinit {
-        jack_deactivate(client)
         jack_client_close(client)
         watcher.deinitialize(count: 1)
         watcher.deallocate()

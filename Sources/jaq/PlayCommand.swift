@@ -205,7 +205,7 @@ struct PlayCommand: ParsableCommand {
         let server = try ServerContext(serverOptions)
         defer { server.stop() }
         let interruption = Interruption()
-        let session = try JackSession(serverName: server.name, clientName: "jaq-play-ctl")
+        let session = try JackSession(serverName: server.name, clientName: "jaq-play-ctl", watchTransport: transport)
 
         // One queue per file.
         for player in players {

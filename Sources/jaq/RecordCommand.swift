@@ -122,7 +122,7 @@ struct RecordCommand: ParsableCommand {
         let server = try ServerContext(serverOptions)
         defer { server.stop() }
         let interruption = Interruption()
-        let session = try JackSession(serverName: server.name, clientName: "jaq-record-ctl")
+        let session = try JackSession(serverName: server.name, clientName: "jaq-record-ctl", watchTransport: transport)
         let fileRate = rate ?? session.sampleRate
         var durationFrames: Int64?
         if let duration {
@@ -176,7 +176,8 @@ struct RecordCommand: ParsableCommand {
         let showMeters = !quiet && stdoutIsTerminal
         var on: UInt32 = showMeters ? 1 : 0
         AudioQueueSetProperty(queue, kAudioQueueProperty_EnableLevelMetering, &on, 4)
-        var ringSeconds = max(5, preRoll + 2)
+        // The capture ring covers the queue thread's hiccups; the writer's buffer (--buffer) the disk's.
+        var ringSeconds = max(2, preRoll + 2)
         AudioQueueSetProperty(queue, kAudioQueueProperty_CaptureBufferSeconds, &ringSeconds, 8)
 
         // Latency compensation: each track is read later by its extra capture latency.
@@ -311,7 +312,8 @@ struct RecordCommand: ParsableCommand {
                 lastStatus = Date()
                 print("recording \(TimeSpec.clock(activeWriter.framesWritten, rate: fileRate)), buffer \(Int(activeWriter.bufferFill * 100))%, xruns \(xruns), dropped \(dropped)")
             }
-            usleep(20_000)
+            // A live display redraws 12 times a second; otherwise a slower pace costs less.
+            usleep(showMeters ? 20_000 : 100_000)
         }
 
         // Stop: everything captured up to now reaches the files.

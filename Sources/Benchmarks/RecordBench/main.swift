@@ -37,6 +37,7 @@ struct Options {
 }
 
 struct Measurement {
+    var anonymousRSSKiB = 0
     var cpuSeconds = 0.0
     var wallSeconds = 0.0
     var peakRSSKiB = 0
@@ -78,13 +79,27 @@ func checkRamp(path: String, channel: Int) -> (frames: Int, dropped: Int, repeat
     let read = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
     try? file.close()
     let values = (0..<read.count).map { Int((samples[$0 * channels + channel] * 8_388_608).rounded()) }
-    // Skip leading silence (before the first ramp frame reached the port).
+    // Skip leading silence (before the first ramp frame reached the port). A run of silence
+    // in the middle is frames lost and filled in (jaq keeps time that way); a jump in the ramp
+    // is frames lost and left out (the file is shorter); a step back is frames repeated.
     guard let start = values.firstIndex(where: { $0 != 0 }) else { return (read.count, 0, 0) }
     var dropped = 0, repeated = 0
+    var last = values[start]
+    var silent = 0
     for i in (start + 1)..<values.count {
-        let step = (values[i] - values[i - 1] + loopFrames) % loopFrames
-        if step == 1 { continue }
-        if step == 0 { repeated += 1 } else { dropped += step - 1 }
+        let value = values[i]
+        if value == 0 && (last + silent + 1) % loopFrames != 0 {
+            silent += 1
+            continue
+        }
+        let expected = (last + silent + 1) % loopFrames
+        if value != expected {
+            let step = (value - expected + loopFrames) % loopFrames
+            if step < loopFrames / 2 { dropped += step } else { repeated += loopFrames - step }
+        }
+        dropped += silent
+        silent = 0
+        last = value
     }
     return (read.count, dropped, repeated)
 }
@@ -106,6 +121,17 @@ func readCycles(_ path: String, into m: inout Measurement) {
     m.cycleCount = Int(busiest[1])
     m.cycleMeanMicroseconds = busiest[2] / busiest[1] / 1000
     m.cycleMaxMicroseconds = busiest[3] / 1000
+}
+
+/// RssAnon (KiB) of the program /usr/bin/time runs (its child; env execs into the tool).
+func anonymousRSS(ofChildOf pid: Int32) -> Int {
+    guard let children = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8),
+          let child = children.split(separator: " ").first,
+          let status = try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") {
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+    return 0
 }
 
 func xrunCount(_ server: JackServer) -> Int {
@@ -167,14 +193,22 @@ for channels in options.channels {
     let jaqRun = try start(jaqName, [jaq, "record", "--quiet", "-b", "float", "-d", duration, "-o", "\(jaqName)-{n}.wav"] + outputs)
     let captureRun = try start(captureName, ["jack_capture", "--daemon", "-d", duration, "-c", "\(channels)", "-f", "wav"]
         + outputs.flatMap { ["--port", $0] } + ["\(captureName).wav"])
-    jaqRun.waitUntilExit()
-    captureRun.waitUntilExit()
+    // Peak anonymous memory (RssAnon): what the program allocates, without JACK's shared
+    // memory (about 105 MB mapped into every client, counted in the RSS /usr/bin/time reports).
+    var peakAnon = [0, 0]
+    while jaqRun.isRunning || captureRun.isRunning {
+        for (i, wrapper) in [jaqRun, captureRun].enumerated() where wrapper.isRunning {
+            peakAnon[i] = max(peakAnon[i], anonymousRSS(ofChildOf: wrapper.processIdentifier))
+        }
+        usleep(100_000)
+    }
     let xruns = xrunCount(server) - baseline
     player.terminate()
     player.waitUntilExit()
     server.stop()
 
     var mine = Measurement()
+    mine.anonymousRSSKiB = peakAnon[0]
     mine.exitStatus = jaqRun.terminationStatus
     readTime("\(work)/\(jaqName).time", into: &mine)
     readCycles("\(work)/\(jaqName).cycles", into: &mine)
@@ -186,6 +220,7 @@ for channels in options.channels {
     if jaqLog.contains("dropped") || jaqLog.contains("lost") { mine.note = "jaq reported losses" }
 
     var theirs = Measurement()
+    theirs.anonymousRSSKiB = peakAnon[1]
     theirs.exitStatus = captureRun.terminationStatus
     readTime("\(work)/\(captureName).time", into: &theirs)
     readCycles("\(work)/\(captureName).cycles", into: &theirs)
@@ -219,26 +254,26 @@ Each runs under `/usr/bin/time` (CPU = user + system seconds, peak RSS) and unde
 program's JACK process callback. Dropped and repeated frames are counted by checking the ramp \
 in the files frame by frame. Xruns are the server's, during the run.
 
-| channels | tool | CPU s per channel-minute | peak RSS MiB | realtime callback µs/cycle (mean / max) | frames | dropped | repeated | exit |
-|---:|---|---:|---:|---:|---:|---:|---:|---:|
+| channels | tool | CPU s per channel-minute | peak RSS MiB (with JACK shm) | peak RssAnon MiB | realtime callback µs/cycle (mean / max) | frames | dropped | repeated | exit |
+|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|
 
 """
 for r in results {
     for (name, m) in [("jaq record", r.jaq), ("jack_capture", r.capture)] {
         let perChannelMinute = m.cpuSeconds / Double(r.channels) / minutes
-        report += "| \(r.channels) | \(name) | \(String(format: "%.4f", perChannelMinute)) | \(String(format: "%.1f", Double(m.peakRSSKiB) / 1024)) | \(String(format: "%.1f / %.0f", m.cycleMeanMicroseconds, m.cycleMaxMicroseconds)) | \(m.frames) | \(m.droppedFrames) | \(m.repeatedFrames) | \(m.exitStatus) |\n"
+        report += "| \(r.channels) | \(name) | \(String(format: "%.4f", perChannelMinute)) | \(String(format: "%.1f", Double(m.peakRSSKiB) / 1024)) | \(String(format: "%.1f", Double(m.anonymousRSSKiB) / 1024)) | \(String(format: "%.1f / %.0f", m.cycleMeanMicroseconds, m.cycleMaxMicroseconds)) | \(m.frames) | \(m.droppedFrames) | \(m.repeatedFrames) | \(m.exitStatus) |\n"
     }
 }
 report += """
 
 Ratios jaq / jack_capture (below 1: jaq uses less):
 
-| channels | CPU | peak RSS | callback time (mean) | dropped frames (jaq, jack_capture) | server xruns during the run |
-|---:|---:|---:|---:|---:|---:|
+| channels | CPU | peak RSS | peak RssAnon | callback time (mean) | dropped frames (jaq, jack_capture) | server xruns during the run |
+|---:|---:|---:|---:|---:|---:|---:|
 
 """
 for r in results {
-    report += "| \(r.channels) | \(ratio(r.jaq.cpuSeconds, r.capture.cpuSeconds)) | \(ratio(Double(r.jaq.peakRSSKiB), Double(r.capture.peakRSSKiB))) | \(ratio(r.jaq.cycleMeanMicroseconds, r.capture.cycleMeanMicroseconds)) | \(r.jaq.droppedFrames), \(r.capture.droppedFrames) | \(r.xruns) |\n"
+    report += "| \(r.channels) | \(ratio(r.jaq.cpuSeconds, r.capture.cpuSeconds)) | \(ratio(Double(r.jaq.peakRSSKiB), Double(r.capture.peakRSSKiB))) | \(ratio(Double(r.jaq.anonymousRSSKiB), Double(r.capture.anonymousRSSKiB))) | \(ratio(r.jaq.cycleMeanMicroseconds, r.capture.cycleMeanMicroseconds)) | \(r.jaq.droppedFrames), \(r.capture.droppedFrames) | \(r.xruns) |\n"
 }
 report += """
 
