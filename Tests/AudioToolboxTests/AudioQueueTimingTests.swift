@@ -74,8 +74,8 @@ import QueueCore
             var buffer: AudioQueueBufferRef?
             #expect(AudioQueueAllocateBuffer(q, 4 * 64, &buffer) == noErr)
             context.reenqueue.withLock { $0 = false }
-            for trial in 0..<300 {
-                let period = [16, 64, 128, 256, 480, 1024, 4096][random.next(0...6)]
+            for trial in 0..<1000 {
+                let period = [16, 32, 64, 128, 256, 480, 1024, 2048, 4096][random.next(0...8)]
                 driver.periodFrames = period
                 context.samples.withLock { $0.removeAll() }
                 #expect(AudioQueueEnqueueBuffer(q, buffer!, 0, nil) == noErr)
