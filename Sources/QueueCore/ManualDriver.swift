@@ -22,6 +22,7 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
 
     struct State {
         var frameTime: Int64 = 0
+        var lateReadings = 0
         var periodFrames: Int = 256
         var devices: [ManualDevice] = []
         var recording = false
@@ -131,6 +132,14 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
         }
     }
 
+    /// For the next `cycles` cycles, clients read the frame time one period ahead of the
+    /// cycle they run, as a late client of a JACK2 server does when the server has begun
+    /// the next cycle (jack_last_frame_time is the server's clock). Nothing is lost: the
+    /// cycles run as usual, and the reading is right again afterwards (a repeat).
+    public func readLate(cycles: Int = 1) {
+        state.withLock { $0.lateReadings = cycles }
+    }
+
     /// Runs cycles until at least `frames` frames have passed.
     public func run(frames: Int) {
         var done = 0
@@ -143,12 +152,16 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
     private func runCycle() {
         cycleLock.lock()
         defer { cycleLock.unlock() }
-        let (frameTime, n, devices, signal) = state.withLock { ($0.frameTime, $0.periodFrames, $0.devices, $0.captureSignal) }
+        let (frameTime, n, devices, signal, late) = state.withLock { state in
+            defer { state.lateReadings = max(0, state.lateReadings - 1) }
+            return (state.frameTime, state.periodFrames, state.devices, state.captureSignal, state.lateReadings > 0)
+        }
+        let reading = late ? frameTime + Int64(n) : frameTime
         var playbackMix = Array(repeating: [Float](repeating: 0, count: n), count: physicalPortCount)
         var outputsByName: [String: UnsafeMutablePointer<Float>] = [:]
 
         for device in devices where device.direction == .output {
-            device.process(frameTime: frameTime, frameCount: n, mayWait: allowsWaiting)
+            device.process(frameTime: reading, frameCount: n, mayWait: allowsWaiting)
             for (port, target) in device.connectionList {
                 if let index = systemPlaybackPorts.firstIndex(of: target) {
                     let source = device.buffers[port]
@@ -169,7 +182,7 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
                     for i in 0..<n { destination[i] += output[i] }
                 }
             }
-            device.process(frameTime: frameTime, frameCount: n, mayWait: allowsWaiting)
+            device.process(frameTime: reading, frameCount: n, mayWait: allowsWaiting)
         }
         state.withLock {
             if $0.recording {

@@ -233,39 +233,20 @@ import QueueCore
         driver.setCaptureSignal { port, frame in Float(signal(Int(frame), port)) / 32768 }
         try withProvider(driver) {
             // Playback: a ramp; after two skipped cycles it goes on where the time says.
-            var format = lpcm(channels: 2, bits: 32, float: true)
-            var output: AudioQueueRef?
-            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &output) == noErr)
-            let out = try #require(output)
-            var buffer: AudioQueueBufferRef?
-            #expect(AudioQueueAllocateBuffer(out, 8 * 8192, &buffer) == noErr)
-            let samples = buffer!.pointee.mAudioData.assumingMemoryBound(to: Float.self)
-            for f in 0..<8192 { samples[2 * f] = Float(f + 1) / 65536; samples[2 * f + 1] = Float(f + 1) / 65536 }
-            buffer!.pointee.mAudioDataByteSize = 8 * 8192
-            #expect(AudioQueueEnqueueBuffer(out, buffer!, 0, nil) == noErr)
             // Recording, from the capture signal.
-            let context = RecordingContext()
-            var input: AudioQueueRef?
-            var inputFormat = lpcm()
-            #expect(AudioQueueNewInput(&inputFormat, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &input) == noErr)
-            let inq = try #require(input)
-            for _ in 0..<4 {
-                var b: AudioQueueBufferRef?
-                #expect(AudioQueueAllocateBuffer(inq, 4 * 512, &b) == noErr)
-                #expect(AudioQueueEnqueueBuffer(inq, b!, 0, nil) == noErr)
-            }
-            var start = startTime(driver.frameTime)
-            driver.startRecordingPlayback()
-            #expect(AudioQueueStart(out, &start) == noErr)
-            #expect(AudioQueueStart(inq, &start) == noErr)
+            let (out, inq, context, _) = try startRampAndRecording(driver)
             driver.run(cycles: 4)
             driver.skip(cycles: 2)
             driver.run(cycles: 4)
             let played = driver.recordedPlayback(port: 0).samples
-            // Frame t of the output is ramp value t+1 wherever the output ran.
-            for t in [0, 1023, 6 * 256, 6 * 256 + 100, 10 * 256 - 1] {
+            // Frame t of the output is ramp value t+1 wherever the output ran, except in the
+            // two cycles after the skip: a jump in frame time is only a loss once the next
+            // cycles confirm it (late readings of the server's clock look the same), so
+            // they play on where the queue was.
+            for t in [0, 1023, 8 * 256, 8 * 256 + 100, 10 * 256 - 1] {
                 #expect(played[t] == Float(t + 1) / 65536, "output frame \(t) is on time")
             }
+            #expect(played[6 * 256] == Float(4 * 256 + 1) / 65536 && played[8 * 256 - 1] == Float(6 * 256) / 65536)
             #expect(played[(4 * 256)..<(6 * 256)].allSatisfy { $0 == 0 }, "the skipped cycles are silent")
             #expect(eventually { context.samples.withLock { $0.count } >= 2 * 2048 })
             let starts = context.starts.withLock { $0 }
@@ -278,6 +259,69 @@ import QueueCore
             #expect(AudioQueueGetProperty(inq, kAudioQueueProperty_RecordUnderrun, &info, &size) == noErr)
             lost = info.mFramesLost
             #expect(lost == 512)
+            #expect(AudioQueueDispose(out, true) == noErr)
+            #expect(AudioQueueDispose(inq, true) == noErr)
+        }
+    }
+
+    /// Starts, on the driver's next frame, an output queue playing a ramp (frame t is
+    /// (t + 1) / 65536, 8192 frames) and an input queue recording the capture signal in
+    /// 512-frame buffers; returns them, the recording's context and the start frame.
+    private func startRampAndRecording(_ driver: ManualDriver) throws
+        -> (output: AudioQueueRef, input: AudioQueueRef, context: RecordingContext, origin: Int) {
+        var format = lpcm(channels: 2, bits: 32, float: true)
+        var output: AudioQueueRef?
+        #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &output) == noErr)
+        let out = try #require(output)
+        var buffer: AudioQueueBufferRef?
+        #expect(AudioQueueAllocateBuffer(out, 8 * 8192, &buffer) == noErr)
+        let samples = buffer!.pointee.mAudioData.assumingMemoryBound(to: Float.self)
+        for f in 0..<8192 { samples[2 * f] = Float(f + 1) / 65536; samples[2 * f + 1] = Float(f + 1) / 65536 }
+        buffer!.pointee.mAudioDataByteSize = 8 * 8192
+        #expect(AudioQueueEnqueueBuffer(out, buffer!, 0, nil) == noErr)
+        let context = RecordingContext()
+        var input: AudioQueueRef?
+        var inputFormat = lpcm()
+        #expect(AudioQueueNewInput(&inputFormat, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &input) == noErr)
+        let inq = try #require(input)
+        for _ in 0..<4 {
+            var b: AudioQueueBufferRef?
+            #expect(AudioQueueAllocateBuffer(inq, 4 * 512, &b) == noErr)
+            #expect(AudioQueueEnqueueBuffer(inq, b!, 0, nil) == noErr)
+        }
+        let origin = Int(driver.frameTime)
+        var start = startTime(driver.frameTime)
+        driver.startRecordingPlayback()
+        #expect(AudioQueueStart(out, &start) == noErr)
+        #expect(AudioQueueStart(inq, &start) == noErr)
+        return (out, inq, context, origin)
+    }
+
+    /// A client running late reads the server's next frame (JACK2's jack_last_frame_time),
+    /// then the same frame again: nothing was lost, and nothing may be dropped or inserted.
+    @Test(arguments: [1, 2, 3]) func lateReadingsOfTheClockLoseNothing(lateCycles: Int) throws {
+        let driver = ManualDriver(periodFrames: 256)
+        driver.setCaptureSignal { port, frame in Float(signal(Int(frame), port)) / 32768 }
+        try withProvider(driver) {
+            let (out, inq, context, origin) = try startRampAndRecording(driver)
+            driver.run(cycles: 4)
+            driver.readLate(cycles: lateCycles)
+            driver.run(cycles: 12)
+            let played = driver.recordedPlayback(port: 0).samples
+            #expect(played.count == 16 * 256)
+            // Output queues tell up to 2 late readings in a row from a skip, input queues 3.
+            if lateCycles <= 2 {
+                #expect(played.indices.allSatisfy { played[$0] == Float($0 + 1) / 65536 }, "every frame played, on time")
+            }
+            #expect(eventually { context.samples.withLock { $0.count } >= 2 * 3584 })
+            let recorded = context.samples.withLock { $0 }
+            let expected = (0..<(2 * 3584)).map { signal(origin + $0 / 2, $0 % 2) }
+            #expect(Array(recorded.prefix(2 * 3584)) == expected, "every frame recorded, in order")
+            #expect(context.starts.withLock { $0 }.map(\.sampleTime).prefix(7) == [0, 512, 1024, 1536, 2048, 2560, 3072])
+            var info = AudioQueueRecordUnderrunInfo()
+            var size = UInt32(MemoryLayout<AudioQueueRecordUnderrunInfo>.size)
+            #expect(AudioQueueGetProperty(inq, kAudioQueueProperty_RecordUnderrun, &info, &size) == noErr)
+            #expect(info.mFramesLost == 0 && info.mEventCount == 0)
             #expect(AudioQueueDispose(out, true) == noErr)
             #expect(AudioQueueDispose(inq, true) == noErr)
         }

@@ -33,8 +33,12 @@ public struct InputRealtimeState: ~Copyable {
     var mode = 0
     var armedFrame: Int64 = .min
     var queueFrames: Int64 = 0
-    /// The frame the next cycle should start on (.min before the first).
-    var expectedFrame: Int64 = .min
+    /// Cycles the server skipped, judged over a few cycles (see `judgeCycle`).
+    var skips = CycleSkipTracker(cyclesToConfirm: 3)
+    /// Frames written to the ring after `ring.writeIndex` but not yet published: the
+    /// cycles after an unconfirmed jump in frame time, held until it is judged so that a
+    /// gap can still go before them.
+    var heldFrames = 0
     /// A gap that could not be queued because the gap ring was full; merged into the next.
     var pendingGap = CaptureGap(position: 0, count: 0)
 

@@ -34,7 +34,16 @@ extension FrameRing {
     /// into the ring and publishes them. The caller checked `writableFrames()`.
     @_noLocks @inline(__always)
     public func write(_ sources: UnsafePointer<UnsafePointer<Float>>, offset from: Int, count: Int) {
-        let start = writeIndex.load(ordering: .relaxed)
+        writeUnpublished(sources, offset: from, count: count, after: 0)
+        publish(count)
+    }
+
+    /// Producer: copies `count` frames after `held` frames already written past
+    /// `writeIndex` but not published; publishes nothing. The caller checked that
+    /// `writableFrames() - held` covers them.
+    @_noLocks @inline(__always)
+    public func writeUnpublished(_ sources: UnsafePointer<UnsafePointer<Float>>, offset from: Int, count: Int, after held: Int) {
+        let start = writeIndex.load(ordering: .relaxed) + held
         let first = min(count, capacity - (start & mask))
         for c in 0..<channelCount {
             let plane = self.plane(c)
@@ -44,9 +53,13 @@ extension FrameRing {
                 UnsafeMutableRawPointer(plane).copyMemory(from: source + first, byteCount: (count - first) * 4)
             }
         }
-        writeIndex.store(start + count, ordering: .releasing)
     }
 
+    /// Producer: publishes `count` frames written with `writeUnpublished`.
+    @_noLocks @inline(__always)
+    public func publish(_ count: Int) {
+        writeIndex.store(writeIndex.load(ordering: .relaxed) + count, ordering: .releasing)
+    }
 }
 
 extension EventRing {
@@ -158,8 +171,12 @@ public func renderOutputCycle(
 
     // Cycles the server skipped (an xrun left this client out): the frames they would have
     // played are dropped from the ring, so the queue stays on time (and aligned with others).
-    let missed = n > 0 ? skippedFrames(expected: s.pointee.expectedFrame, frameTime: frameTime) : 0
-    if n > 0 { s.pointee.expectedFrame = frameTime + Int64(n) }
+    // A jump in frame time is judged over the next cycles (see CycleSkipTracker); meanwhile
+    // cycles play on the continuous timeline.
+    let verdict = judgeCycle(&s.pointee.skips, frameTime: frameTime, frameCount: n,
+                             tracking: s.pointee.mode == ModeCode.running)
+    let frameTime = verdict.frame
+    let missed = verdict.confirmedLoss
     if missed > 0 && s.pointee.mode == ModeCode.running {
         s.pointee.queueFrames += missed
         let read = s.pointee.ring.readIndex.load(ordering: .relaxed)
@@ -276,14 +293,113 @@ public func applyOutputCommands(_ s: UnsafeMutablePointer<OutputRealtimeState>) 
     return true
 }
 
-/// Frames between the cycle expected (`expected`, the end of the last one) and this one:
-/// more than 0 when the server did not run this client for some cycles. Small negative
-/// or huge jumps (a new server, a restart) are not losses.
+/// Tells cycles the server skipped from late readings of its clock.
+///
+/// JACK's frame time (`jack_last_frame_time`) is the server's, not the client's: a client
+/// whose cycle runs late, after the server began the next one, reads the next cycle's
+/// frame, and then reads the same frame again in its next cycle. Only a jump that the
+/// following cycles confirm (they stay on the jumped timeline) is a skipped cycle; a
+/// jump followed by a return to the continuous timeline was a late reading, and nothing
+/// was lost. Until it is judged (`cyclesToConfirm` cycles), cycles are placed on the
+/// continuous timeline: input queues hold them back (3 cycles, so that even repeated late
+/// readings are told apart and a loss still goes before them), output queues play them
+/// (2 cycles: after a real skip, two cycles play late before the queue catches up).
+public struct CycleSkipTracker: BitwiseCopyable {
+    /// The frame the next cycle starts on if none is skipped (.min before the first).
+    var expected: Int64 = .min
+    /// Frames of a jump not yet confirmed (0: none).
+    var pending: Int64 = 0
+    /// Cycles seen on the jumped timeline so far.
+    var pendingCycles = 0
+    /// Cycles on the jumped timeline that confirm a jump.
+    let cyclesToConfirm: Int
+    public init(cyclesToConfirm: Int) { self.cyclesToConfirm = cyclesToConfirm }
+}
+
+/// One cycle as judged by `judgeCycle`.
+struct CycleVerdict {
+    /// The frame this cycle starts on (the continuous one while a jump is unconfirmed).
+    var frame: Int64
+    /// Frames of skipped cycles confirmed now (they come before the held cycles).
+    var confirmedLoss: Int64 = 0
+    /// An earlier jump was judged (confirmed or dismissed) now.
+    var resolved = false
+}
+
+/// Judges this cycle's frame time against the tracker: see `CycleSkipTracker`.
+/// `tracking`: whether a jump now may be a loss (the queue is running).
 @_noLocks @inline(__always)
-func skippedFrames(expected: Int64, frameTime: Int64) -> Int64 {
-    guard expected != .min else { return 0 }
+func judgeCycle(_ t: inout CycleSkipTracker, frameTime: Int64, frameCount n: Int, tracking: Bool) -> CycleVerdict {
+    var verdict = CycleVerdict(frame: frameTime)
+    guard n > 0 else { return verdict }
+    guard t.expected != .min else {
+        t.expected = frameTime + Int64(n)
+        return verdict
+    }
+    var expected = t.expected
+    if t.pending > 0 {
+        let jump = frameTime - expected
+        if jump == t.pending && t.pendingCycles < t.cyclesToConfirm {
+            // Still on the jumped timeline: undecided.
+            t.pendingCycles += 1
+            verdict.frame = expected
+            t.expected = expected + Int64(n)
+            return verdict
+        }
+        verdict.resolved = true
+        if jump != 0 {
+            // Not back on the continuous timeline: the cycles were skipped.
+            verdict.confirmedLoss = t.pending
+            expected += t.pending
+        }
+        t.pending = 0
+        t.pendingCycles = 0
+    }
     let jump = frameTime - expected
-    return jump > 0 && jump < 1 << 24 ? jump : 0
+    // Small negative or huge jumps (a late reading, a new server, a restart) are not losses.
+    if tracking && jump > 0 && jump < 1 << 24 {
+        t.pending = jump
+        t.pendingCycles = 1
+        verdict.frame = expected
+        t.expected = expected + Int64(n)
+        return verdict
+    }
+    t.expected = frameTime + Int64(n)
+    return verdict
+}
+
+/// Input: settles an unconfirmed jump now (a stop or pause), as a loss, and publishes
+/// the held frames after its gap.
+@_noLocks @inline(__always)
+func settleHeldInput(_ s: UnsafeMutablePointer<InputRealtimeState>) -> Bool {
+    let loss = s.pointee.skips.pending
+    guard loss > 0 || s.pointee.heldFrames > 0 else { return false }
+    if loss > 0 {
+        s.pointee.skips.expected += loss
+        s.pointee.skips.pending = 0
+        s.pointee.skips.pendingCycles = 0
+    }
+    publishHeldInput(s, loss: loss)
+    return true
+}
+
+/// Input: queues the gap of `loss` frames at the published end of the ring (before the
+/// held frames), then publishes the held frames.
+@_noLocks @inline(__always)
+func publishHeldInput(_ s: UnsafeMutablePointer<InputRealtimeState>, loss: Int64) {
+    if loss > 0 {
+        var gap = s.pointee.pendingGap
+        if gap.count == 0 { gap.position = s.pointee.ring.writeIndex.load(ordering: .relaxed) }
+        gap.count += Int(loss)
+        if s.pointee.gaps.push(gap) { gap.count = 0 }
+        s.pointee.pendingGap = gap
+        s.pointee.queueFrames += loss
+        s.pointee.publication.lostFrames.wrappingAdd(Int(loss), ordering: .relaxed)
+    }
+    if s.pointee.heldFrames > 0 {
+        s.pointee.ring.publish(s.pointee.heldFrames)
+        s.pointee.heldFrames = 0
+    }
 }
 
 @_noLocks @inline(__always)
@@ -432,6 +548,7 @@ public func captureInputCycle(
             }
         case .pause:
             if s.pointee.mode == ModeCode.running || s.pointee.mode == ModeCode.armed {
+                _ = settleHeldInput(s)
                 s.pointee.mode = ModeCode.paused
                 // Queue time stops where the last cycle ended.
                 let end = s.pointee.publication.cycleFrame.load(ordering: .relaxed)
@@ -440,6 +557,7 @@ public func captureInputCycle(
                 s.pointee.publication.publishTimeBase(frame: end, queueFrames: s.pointee.queueFrames)
             }
         case .stop:
+            _ = settleHeldInput(s)
             s.pointee.mode = ModeCode.stopped
             s.pointee.stopPosition.store(s.pointee.ring.writeIndex.load(ordering: .relaxed), ordering: .releasing)
         case .discard, .endOfStream:
@@ -453,18 +571,17 @@ public func captureInputCycle(
 
     // Cycles the server skipped (an xrun left this client out): their frames were never
     // captured; they become a gap, so queue time stays right and the loss is reported.
-    let missed = n > 0 ? skippedFrames(expected: s.pointee.expectedFrame, frameTime: frameTime) : 0
-    if n > 0 { s.pointee.expectedFrame = frameTime + Int64(n) }
-    if missed > 0 && s.pointee.mode == ModeCode.running {
-        var gap = s.pointee.pendingGap
-        if gap.count == 0 { gap.position = s.pointee.ring.writeIndex.load(ordering: .relaxed) }
-        gap.count += Int(missed)
-        if s.pointee.gaps.push(gap) { gap.count = 0 }
-        s.pointee.pendingGap = gap
-        s.pointee.queueFrames += missed
-        s.pointee.publication.lostFrames.wrappingAdd(Int(missed), ordering: .relaxed)
+    // A jump in frame time is judged over the next cycles (see CycleSkipTracker); meanwhile
+    // cycles are captured on the continuous timeline and held back, so that a confirmed
+    // loss still goes before them.
+    let verdict = judgeCycle(&s.pointee.skips, frameTime: frameTime, frameCount: n,
+                             tracking: s.pointee.mode == ModeCode.running)
+    let frameTime = verdict.frame
+    if verdict.resolved {
+        publishHeldInput(s, loss: s.pointee.mode == ModeCode.running ? verdict.confirmedLoss : 0)
         outcome |= realtimeWakeQueueThread
     }
+    let holding = s.pointee.skips.pending > 0
 
     var offset = 0
     if s.pointee.mode == ModeCode.armed {
@@ -488,13 +605,19 @@ public func captureInputCycle(
 
     let queueFramesAtCycleStart = s.pointee.queueFrames - Int64(offset)
     let wanted = n - offset
-    let space = s.pointee.ring.writableFrames()
+    let space = s.pointee.ring.writableFrames() - s.pointee.heldFrames
     let count = min(wanted, space)
-    if count > 0 {
+    if count > 0 && holding {
+        s.pointee.ring.writeUnpublished(UnsafeRawPointer(ports).assumingMemoryBound(to: UnsafePointer<Float>.self),
+                                        offset: offset, count: count, after: s.pointee.heldFrames)
+        s.pointee.heldFrames += count
+    } else if count > 0 {
         s.pointee.ring.write(UnsafeRawPointer(ports).assumingMemoryBound(to: UnsafePointer<Float>.self),
                              offset: offset, count: count)
     }
     if count < wanted {
+        // (While holding, a full ring settles the jump as a loss first, so positions stay in order.)
+        if holding { _ = settleHeldInput(s) }
         let lost = wanted - count
         let position = s.pointee.ring.writeIndex.load(ordering: .relaxed)
         // A gap still waiting for room in the gap ring takes these frames too, so the total stays right.

@@ -53,8 +53,8 @@ public struct OutputRealtimeState: ~Copyable {
     var rampRemaining = 0
     var lastVolumeRequest: UInt32 = Float(1).bitPattern
     var pan: Float = 0
-    /// The frame the next cycle should start on (.min before the first).
-    var expectedFrame: Int64 = .min
+    /// Cycles the server skipped, judged over a few cycles (see `judgeCycle`).
+    var skips = CycleSkipTracker(cyclesToConfirm: 2)
     var lastPanRequest: UInt32 = Float(0).bitPattern
 
     public init(channelCount: Int, ringFrames: Int, meterWindowFrames: Int) {
