@@ -11,6 +11,8 @@ public final class JackServer: @unchecked Sendable {
     public let process: Process
     private let log: FileHandle?
     private var holdsLock = false
+    /// Stops the server if this test process dies without stopping it (a crash, SIGKILL).
+    private var watchdog: Process?
 
     /// Held by each live server (and by `withExclusiveAccess`): tests that use libjack in
     /// this process run one at a time.
@@ -69,12 +71,14 @@ public final class JackServer: @unchecked Sendable {
             releaseLock()
             throw error
         }
+        startWatchdog()
         // Ready when jack_lsp can list the system ports.
         var waited = 0.0
         while waited < 10 {
             if !process.isRunning {
-                releaseLock()
-                throw JackServerError("jackd exited: \(logText)")
+                stop()
+                let servers = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/shm"))?.filter { $0.hasPrefix("jack-") }.count ?? 0
+                throw JackServerError("jackd exited: \(logText)" + (servers > 0 ? " (JACK allows 8 servers at once; \(servers) jack-* entries in /dev/shm)" : ""))
             }
             if (try? run(["jack_lsp"]))?.contains("system:") == true || (capture == 0 && playback == 0 && waited > 1) {
                 return
@@ -127,6 +131,19 @@ public final class JackServer: @unchecked Sendable {
         return child
     }
 
+    /// A shell that waits for this process to end and then stops the server, by its pid.
+    private func startWatchdog() {
+        let dog = Process()
+        dog.executableURL = URL(fileURLWithPath: "/bin/sh")
+        let server = process.processIdentifier
+        dog.arguments = ["-c", "while kill -0 \(getpid()) 2>/dev/null && kill -0 \(server) 2>/dev/null; do sleep 1; done; "
+                         + "kill \(server) 2>/dev/null; sleep 3; kill -9 \(server) 2>/dev/null; exit 0"]
+        dog.standardInput = FileHandle.nullDevice
+        dog.standardOutput = FileHandle.nullDevice
+        dog.standardError = FileHandle.nullDevice
+        if (try? dog.run()) != nil { watchdog = dog }
+    }
+
     private func releaseLock() {
         if holdsLock {
             holdsLock = false
@@ -137,6 +154,11 @@ public final class JackServer: @unchecked Sendable {
     /// Stops the server (SIGTERM, then SIGKILL) and waits for it.
     public func stop() {
         defer { releaseLock() }
+        if let dog = watchdog, dog.isRunning {
+            kill(dog.processIdentifier, SIGKILL)
+            dog.waitUntilExit()
+        }
+        watchdog = nil
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         var waited = 0.0
