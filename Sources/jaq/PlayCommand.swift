@@ -202,6 +202,8 @@ struct PlayCommand: ParsableCommand {
         let volumes = try perFile(volume, name: "volume") { Float($0).flatMap { (0...1).contains($0) ? "" : nil } }
         let pans = try perFile(pan, name: "pan") { Float($0).flatMap { (-1...1).contains($0) ? "" : nil } }
         let players = try files.enumerated().map { try FilePlayer(path: $0.element, index: $0.offset + 1, loop: loop) }
+        let startup = Watchdog(seconds: Watchdog.startupSeconds,
+                               message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was played")
         let server = try ServerContext(serverOptions)
         defer { server.stop() }
         let interruption = Interruption()
@@ -244,6 +246,7 @@ struct PlayCommand: ParsableCommand {
         AudioQueueDeviceGetCurrentTime(players[0].queue, &now)
         var start = AudioTimeStamp()
         start.mFlags = .sampleTimeValid
+        startup.disarm()
         if transport {
             Log.info("waiting for JACK transport to roll (Ctrl-C to give up)")
             let before = session.transportChanges().count
@@ -306,7 +309,19 @@ struct PlayCommand: ParsableCommand {
             usleep(20_000)
         }
         display.finish()
-        Log.info("done: every frame of every file played")
+        // Frames the server's skipped cycles (xruns) or a slow disk kept from being played.
+        var anyLost = false
+        for player in players {
+            var lost: UInt64 = 0
+            var size = UInt32(8)
+            if AudioQueueGetProperty(player.queue, kAudioQueueProperty_LostFrames, &lost, &size) == noErr, lost > 0 {
+                anyLost = true
+                Log.error("\(player.path): \(lost) frames not played (the server skipped cycles or the file was read too slowly); the rest played on time")
+            }
+        }
+        if !anyLost { Log.info("done: every frame of every file played") }
+        _ = Watchdog(seconds: Watchdog.teardownSeconds, status: 0,
+                     message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; every file was played")
     }
 }
 

@@ -27,6 +27,8 @@ struct PortsCommand: ParsableCommand {
 
     func run() throws {
         Log.command = "jaq ports"
+        let watchdog = Watchdog(seconds: Watchdog.startupSeconds, message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
+        defer { watchdog.disarm() }
         let server: ServerContext
         do { server = try ServerContext(serverOptions) } catch let error as CLIError {
             Log.error(error.description)
@@ -92,6 +94,8 @@ struct TimeCommand: ParsableCommand {
 
     func run() throws {
         Log.command = "jaq time"
+        let watchdog = Watchdog(seconds: Watchdog.startupSeconds, message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
+        defer { watchdog.disarm() }
         guard serverOptions.server != nil || JackSession.isServerRunning(ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]) else {
             Log.error("no JACK server is running (a private one would be gone when jaq exits)")
             throw ExitCode(1)
@@ -121,6 +125,8 @@ struct TransportCommand: ParsableCommand {
 
     func run() throws {
         Log.command = "jaq transport"
+        let watchdog = Watchdog(seconds: Watchdog.startupSeconds, message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
+        defer { watchdog.disarm() }
         guard serverOptions.server != nil || JackSession.isServerRunning(ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]) else {
             Log.error("no JACK server is running")
             throw ExitCode(1)

@@ -119,6 +119,8 @@ struct RecordCommand: ParsableCommand {
 
     func record() throws {
         let takeFormat = try TakeFormat.make(format: format, bits: bits)
+        let startup = Watchdog(seconds: Watchdog.startupSeconds,
+                               message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
         let server = try ServerContext(serverOptions)
         defer { server.stop() }
         let interruption = Interruption()
@@ -153,6 +155,8 @@ struct RecordCommand: ParsableCommand {
 
         // Files: create them all before recording (and remove them again if one fails).
         let files = try createFiles(format: takeFormat, tracks: sources, rate: fileRate)
+        let paths = files.map(\.path)
+        startup.onFire { for path in paths { unlink(path) } }
 
         // The input queue: one channel per port, in the file's sample layout.
         var asbd = queueFormat(takeFormat, channels: sources.count, rate: fileRate)
@@ -184,7 +188,7 @@ struct RecordCommand: ParsableCommand {
         let skip = noLatencyCompensation ? Array(repeating: Int64(0), count: sources.count)
             : captureSkew(queue, tracks: sources.count, rate: fileRate, deviceRate: session.sampleRate)
         let activeWriter = TakeWriter(format: takeFormat, channelCount: sources.count, rate: fileRate, files: files,
-                                      skip: skip, bufferSeconds: buffer)
+                                      skip: skip, bufferSeconds: buffer, stopsByTrigger: transport)
         recorder.writer = activeWriter
         if skip.contains(where: { $0 != 0 }) {
             Log.info("latency compensation (frames): " + zip(sources, skip).map { "\($0.0) +\($0.1)" }.joined(separator: ", "))
@@ -227,29 +231,44 @@ struct RecordCommand: ParsableCommand {
             removeFiles(files)
             throw CLIError("cannot start recording")
         }
-        let queueOrigin = Int64(queueStart.mSampleTime)
+        // Queue time 0 is the device frame the queue really started on: the one asked for, or
+        // later if the machine was too slow to start it by then.
+        let requestedOrigin = Int64(queueStart.mSampleTime)
+        func startedOrigin() -> Int64? {
+            var running: UInt32 = 0
+            var runningSize = UInt32(4)
+            guard AudioQueueGetProperty(queue, kAudioQueueProperty_IsRunning, &running, &runningSize) == noErr, running != 0 else { return nil }
+            var value: Float64 = 0
+            var size = UInt32(8)
+            guard AudioQueueGetProperty(queue, kAudioQueueProperty_StartDeviceFrame, &value, &size) == noErr, value > 0 else { return nil }
+            return Int64(value)
+        }
         let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
-        func beginTake(atDevice frame: Int64) {
-            let start = max(0, toQueueFrames(frame - queueOrigin) - Int64((preRoll * fileRate).rounded()))
+        let prerollFrames = Int64((preRoll * fileRate).rounded())
+        func beginTake(atDevice frame: Int64, origin: Int64) {
+            let offset = toQueueFrames(frame - origin)
             activeWriter.state.withLock {
-                $0.takeStart = start
-                if let durationFrames { $0.end = durationFrames + Int64((preRoll * fileRate).rounded()) - max(0, Int64((preRoll * fileRate).rounded()) - toQueueFrames(frame - queueOrigin)) }
+                $0.takeStart = max(0, offset - prerollFrames)
+                if let durationFrames { $0.end = durationFrames + prerollFrames - max(0, prerollFrames - offset) }
             }
         }
-        if let takeStartDevice {
-            if takeStartDevice - prerollDevice < queueOrigin {
-                Log.info("frame \(takeStartDevice - prerollDevice) has passed: the take starts at frame \(queueOrigin), when recording began")
-            }
-            beginTake(atDevice: takeStartDevice)
-            Log.info("recording \(sources.count) track\(sources.count == 1 ? "" : "s") from JACK frame \(takeStartDevice) to \(files.map { $0.path }.joined(separator: ", "))")
+        let targets = files.map { $0.path }.joined(separator: ", ")
+        let trackCount = "\(sources.count) track\(sources.count == 1 ? "" : "s")"
+        // A take that starts on a frame (or when the queue starts) begins once the queue has
+        // started and its origin is known.
+        var pendingTake: Int64? = takeStartDevice
+        var takeAtQueueStart = false
+        if takeStartDevice != nil {
+            Log.info("recording \(trackCount) from JACK frame \(takeStartDevice!) to \(targets)")
         } else if transport {
             Log.info("waiting for JACK transport to roll (\(sources.count) tracks armed)")
         } else if onEnter {
             Log.info("press Enter to start recording (\(sources.count) tracks armed)")
         } else {
-            beginTake(atDevice: queueOrigin)
-            Log.info("recording \(sources.count) track\(sources.count == 1 ? "" : "s") from JACK frame \(queueOrigin) to \(files.map { $0.path }.joined(separator: ", "))")
+            takeAtQueueStart = true
+            pendingTake = requestedOrigin
         }
+        startup.disarm()
         let transportChangesAtStart = session.transportChanges().count
         let enterPressed = SharedFlag()
         if onEnter {
@@ -277,24 +296,35 @@ struct RecordCommand: ParsableCommand {
                 stopReason = signal == SIGINT ? "interrupted" : "terminated"
                 break
             }
-            if state.0 == nil {
+            if state.0 == nil, let take = pendingTake, let origin = startedOrigin() {
+                pendingTake = nil
+                if takeAtQueueStart {
+                    beginTake(atDevice: origin, origin: origin)
+                    Log.info("recording \(trackCount) from JACK frame \(origin) to \(targets)")
+                } else {
+                    if take - prerollDevice < origin {
+                        Log.info("frame \(take - prerollDevice) has passed: the take starts at frame \(origin), when recording began")
+                    }
+                    beginTake(atDevice: take, origin: origin)
+                }
+            } else if state.0 == nil && pendingTake == nil {
                 if transport, session.transportChanges().count > transportChangesAtStart, session.transportChanges().rolling {
                     let frame = deviceFrame(session.transportChanges().lastChangeFrame, queue: queue)
-                    beginTake(atDevice: frame)
+                    beginTake(atDevice: frame, origin: startedOrigin() ?? requestedOrigin)
                     Log.info("transport rolling at JACK frame \(frame): recording")
                 } else if onEnter && enterPressed.value != 0 {
                     var at = AudioTimeStamp()
                     AudioQueueDeviceGetCurrentTime(queue, &at)
-                    beginTake(atDevice: Int64(at.mSampleTime))
+                    beginTake(atDevice: Int64(at.mSampleTime), origin: startedOrigin() ?? requestedOrigin)
                     Log.info("recording from JACK frame \(Int64(at.mSampleTime))")
                 }
-            } else if transport, !transportStopped, !session.transportChanges().rolling, session.transportChanges().count > transportChangesAtStart {
+            } else if state.0 != nil, transport, !transportStopped, !session.transportChanges().rolling, session.transportChanges().count > transportChangesAtStart {
                 // The take ends on the frame the transport stopped.
                 transportStopped = true
                 let stopFrame = deviceFrame(session.transportChanges().lastChangeFrame, queue: queue)
                 Log.info("transport stopped at JACK frame \(stopFrame)")
                 activeWriter.state.withLock { state in
-                    if let start = state.takeStart { state.end = max(0, toQueueFrames(stopFrame - queueOrigin) - start) }
+                    if let start = state.takeStart { state.end = max(0, toQueueFrames(stopFrame - (startedOrigin() ?? requestedOrigin)) - start) }
                 }
             }
             var xruns: UInt32 = 0
@@ -341,6 +371,9 @@ struct RecordCommand: ParsableCommand {
             removeFiles(files)
             Log.info("nothing was recorded; no files kept")
         }
+        // The take is on disk; closing the queue's client (and a private server) must not hang.
+        _ = Watchdog(seconds: Watchdog.teardownSeconds, status: exitStatus,
+                     message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; the take is complete")
         if exitStatus != 0 { throw ExitCode(exitStatus) }
     }
 
@@ -416,7 +449,7 @@ struct RecordCommand: ParsableCommand {
         for (i, channels) in layout.enumerated() {
             let name = path(take: take, track: i)
             let info = SoundFile.Info(sampleRate: Int(rate), channelCount: channels.count,
-                                      format: SoundFile.Format(format.major, format.subtype, format.bigEndian ? .big : .file))
+                                      format: SoundFile.Format(format.major, format.subtype, format.fileEndianness))
             do {
                 let directory = URL(fileURLWithPath: name).deletingLastPathComponent().path
                 if !FileManager.default.fileExists(atPath: directory) {
@@ -424,7 +457,7 @@ struct RecordCommand: ParsableCommand {
                 }
                 let file = try SoundFile(path: name, mode: .write, format: info, replacing: false)
                 if format.major == .rf64 && format.name == "wav" { file.setRF64AutoDowngrade(true) }
-                _ = file.setUpdatesHeaderAutomatically(true)
+                if format.rewritesHeader { _ = file.setUpdatesHeaderAutomatically(true) }
                 files.append(TakeFile(path: name, file: file, channels: channels))
             } catch let error as CLIError {
                 removeFiles(files)

@@ -15,6 +15,16 @@ struct TakeFormat {
     let typed: Bool
     var fileExtension: String
 
+    /// The byte order libsndfile is told the raw samples have: the container's own, except
+    /// CAF (big-endian by default), which is written little-endian like the samples.
+    var fileEndianness: SoundFile.Endianness {
+        major == .caf ? .little : .file
+    }
+
+    /// Whether libsndfile can rewrite the header after every write (crash-safe takes).
+    /// Compressed containers can't: Ogg would gain a new stream per write.
+    var rewritesHeader: Bool { !typed }
+
     var bytesPerSample: Int {
         switch samples {
         case .int16: 2
@@ -105,6 +115,10 @@ final class TakeWriter: @unchecked Sendable {
     let maxSkip: Int64
     let bytesPerFrame: Int
 
+    /// Seconds of audio kept while waiting for the start, more than the main loop's polling
+    /// can lag behind the frame a trigger names.
+    static let triggerSlackSeconds = 2.0
+
     private let fifo = Locked<[CapturedChunk]>([])
     private let fifoBytes = Atomic<Int>(0)
     let fifoLimitBytes: Int
@@ -139,7 +153,14 @@ final class TakeWriter: @unchecked Sendable {
     private var lastSync = Date()
     private var thread: Thread?
 
-    init(format: TakeFormat, channelCount: Int, rate: Double, files: [TakeFile], skip: [Int64], bufferSeconds: Double) {
+    /// Frames kept back from the files while the end is not known and may be found by
+    /// polling (the transport stopping): a late-noticed stop can still cut on its frame.
+    let holdBack: Int64
+
+    /// - Parameter stopsByTrigger: the end may come from a trigger noticed late (the transport).
+    init(format: TakeFormat, channelCount: Int, rate: Double, files: [TakeFile], skip: [Int64], bufferSeconds: Double,
+         stopsByTrigger: Bool = false) {
+        holdBack = stopsByTrigger ? Int64(TakeWriter.triggerSlackSeconds * rate) : 0
         self.format = format
         self.channelCount = channelCount
         self.rate = rate
@@ -268,14 +289,16 @@ final class TakeWriter: @unchecked Sendable {
     private func flushTake(final: Bool) {
         let (takeStart, end, preroll) = state.withLock { ($0.takeStart, $0.end, $0.preroll) }
         guard let takeStart else {
-            // Waiting for the start: keep the pre-roll (and the latency skew) only.
-            let keep = preroll + maxSkip
+            // Waiting for the start: keep the pre-roll and the latency skew, and the last
+            // seconds too: a start found by polling (transport, Enter) lies in the past.
+            let keep = preroll + maxSkip + Int64(TakeWriter.triggerSlackSeconds * rate)
             let excess = windowFrames - keep
             if excess > 0 { dropWindow(frames: excess) }
             return
         }
         // Take frame t of channel c is queue frame takeStart + skip[c] + t.
-        let available = windowStart + windowFrames - takeStart - maxSkip
+        var available = windowStart + windowFrames - takeStart - maxSkip
+        if end == nil && !final { available -= holdBack }
         var target = max(available, written)
         if let end { target = min(target, end) }
         if target > written {
@@ -286,7 +309,6 @@ final class TakeWriter: @unchecked Sendable {
         // Frames before take frame `written` of the earliest channel are no longer needed.
         let needed = takeStart + (skip.min() ?? 0) + written
         if needed > windowStart { dropWindow(frames: min(needed - windowStart, windowFrames)) }
-        _ = final
     }
 
     private func dropWindow(frames: Int64) {

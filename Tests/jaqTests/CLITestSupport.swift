@@ -65,13 +65,14 @@ func frameNow(_ server: JackServer) throws -> Int64 {
 }
 
 /// Writes a mono 24-bit WAV whose sample n is `offset + n` (a ramp that names each frame),
-/// or a multichannel one where channel c adds c * 1_000_000.
-func writeRamp(_ path: String, frames: Int, channels: Int = 1, offset: Int32 = 1, rate: Int = 48000) throws {
+/// or a multichannel one where channel c adds c * 1_000_000. With `step` 256 every sample
+/// is also exact in 16 bits.
+func writeRamp(_ path: String, frames: Int, channels: Int = 1, offset: Int32 = 1, step: Int32 = 1, rate: Int = 48000) throws {
     let info = SoundFile.Info(sampleRate: rate, channelCount: channels, format: SoundFile.Format(.wav, .pcm24))
     let file = try SoundFile(path: path, mode: .write, format: info)
     var samples = [Int32](repeating: 0, count: frames * channels)
     for n in 0..<frames {
-        for c in 0..<channels { samples[n * channels + c] = ((offset + Int32(n) + Int32(c) * 1_000_000) & 0x7FFFFF) << 8 }
+        for c in 0..<channels { samples[n * channels + c] = ((offset &+ Int32(n) &* step &+ Int32(c) * 1_000_000) & 0x7FFFFF) << 8 }
     }
     let transfer = samples.withUnsafeBufferPointer { file.writeFrames($0) }
     guard transfer.count == frames else { throw JackServerError("short write of \(path)") }

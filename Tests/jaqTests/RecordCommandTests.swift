@@ -25,6 +25,8 @@ import JackTestSupport
                              server: server, directory: dir)
         #expect(record.status == 0, "\(record.error)")
         #expect(waitForExit(play) == 0)
+        let playLog = (try? String(contentsOfFile: "\(dir)/play.log", encoding: .utf8)) ?? ""
+        #expect(playLog.contains("done: every frame of every file played"), "\(playLog)")
         for i in 1...4 {
             let take = try readSamples24("\(dir)/take-0\(i).wav")
             if take.samples.count != 96000 { Issue.record("record said: \(record.error)") }
@@ -140,6 +142,30 @@ import JackTestSupport
             let info = try #require(soxInfo("\(disk)/take-0\(n).wav"), "sox reads track \(n)")
             #expect(info.samples > 0)
         }
+    }
+
+    @Test func aServerThatStopsAnsweringGetsOneLineInsteadOfAHang() throws {
+        let server = try JackServer()
+        let pid = server.process.processIdentifier
+        defer { kill(pid, SIGCONT); server.stop() }
+        let dir = scratchDirectory("stopped")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 4800)
+        // A server that no longer answers (stopped, as a hung or overloaded one).
+        kill(pid, SIGSTOP)
+        var environment = server.environment
+        environment["JAQ_SERVER_TIMEOUT"] = "3"
+        for (arguments, what) in [(["record", "-d", "1", "-o", "take.wav", "system:capture_1"], "nothing was recorded"),
+                                  (["play", "ramp.wav"], "nothing was played"), (["time"], "did not answer")] {
+            let began = Date()
+            let result = try runProcess([jaqBinary] + arguments, environment: environment, timeout: 60, currentDirectory: dir)
+            #expect(result.status == 1, "\(arguments[0])")
+            #expect(Date().timeIntervalSince(began) < 15, "\(arguments[0]) gave up in time")
+            let lines = result.error.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains("did not answer within 3 s") && lines[0].contains(what), "\(result.error)")
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+        #expect(left == ["ramp.wav"], "no take files left behind: \(left)")
     }
 
     @Test func badInputGetsOneLineAndANonZeroExit() throws {

@@ -1,0 +1,47 @@
+import Dispatch
+import Foundation
+import Glibc
+import QueueCore
+
+/// Turns a hang inside libjack (a server that stops answering, a client open or close
+/// that never returns) into one line on stderr and an exit, instead of a process that
+/// waits forever. Armed around the parts of a command that talk to the server before
+/// (or after) the real work; `disarm()` once it is under way.
+final class Watchdog: @unchecked Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let cleanups = Locked<[@Sendable () -> Void]>([])
+
+    /// - Parameters:
+    ///   - seconds: how long the guarded part may take.
+    ///   - status: the exit status if it fires.
+    ///   - message: the line printed if it fires.
+    init(seconds: Double, status: Int32 = 1, message: String) {
+        let semaphore = self.semaphore
+        let cleanups = self.cleanups
+        let thread = Thread {
+            guard semaphore.wait(timeout: .now() + seconds) == .timedOut else { return }
+            for cleanup in cleanups.withLock({ $0 }) { cleanup() }
+            Log.error(message)
+            ServerContext.running?.stop()
+            _exit(status)
+        }
+        thread.name = "jaq-watchdog"
+        thread.start()
+    }
+
+    /// Something to undo if it fires (e.g. remove files created for a take that never began).
+    func onFire(_ cleanup: @escaping @Sendable () -> Void) {
+        cleanups.withLock { $0.append(cleanup) }
+    }
+
+    /// The guarded part is done.
+    func disarm() { semaphore.signal() }
+
+    /// Seconds the start of a command may take talking to the server ($JAQ_SERVER_TIMEOUT, default 30).
+    static let startupSeconds: Double = {
+        if let text = ProcessInfo.processInfo.environment["JAQ_SERVER_TIMEOUT"], let value = Double(text), value > 0 { return value }
+        return 30
+    }()
+    /// Seconds closing clients and a private server may take once the work is done.
+    static let teardownSeconds = 15.0
+}
