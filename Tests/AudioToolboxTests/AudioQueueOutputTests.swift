@@ -156,6 +156,34 @@ import QueueCore
         }
     }
 
+    @Test func pauseWhilePlayingOutAfterStopFalsePausesAndStartFinishesThePlayOut() throws {
+        let driver = ManualDriver(periodFrames: 128)
+        try withProvider(driver) {
+            let context = PlaybackContext(frames: 6000, channels: 1, framesPerBuffer: 2000)
+            let setup = try makeQueue(driver, context)  // all 6000 frames are enqueued: the callback stops
+            driver.startRecordingPlayback()
+            #expect(AudioQueueStart(setup.queue, nil) == noErr)
+            driver.run(cycles: 10)
+            #expect(AudioQueueStop(setup.queue, false) == noErr)  // again: it is playing out already
+            #expect(AudioQueuePause(setup.queue) == noErr)
+            var paused = AudioTimeStamp()
+            #expect(AudioQueueGetCurrentTime(setup.queue, nil, &paused, nil) == noErr)
+            driver.run(cycles: 20)
+            var stillPaused = AudioTimeStamp()
+            #expect(AudioQueueGetCurrentTime(setup.queue, nil, &stillPaused, nil) == noErr)
+            #expect(paused.mSampleTime == Double(10 * 128) && stillPaused.mSampleTime == paused.mSampleTime,
+                    "a queue playing out pauses")
+            #expect(AudioQueueStart(setup.queue, nil) == noErr)
+            runUntilStopped(setup)
+            #expect(eventually { context.runningChanges.withLock { $0 } == [1, 0] })
+            let played = driver.recordedPlayback(port: 0).samples
+            #expect(played[(10 * 128)..<(30 * 128)].allSatisfy { $0 == 0 })
+            let audible = Array(played[0..<(10 * 128)]) + Array(played[(30 * 128)...].prefix(6000 - 10 * 128))
+            #expect(firstMismatch(audible, context.expected(channel: 0)) == nil)
+            #expect(AudioQueueDispose(setup.queue, true) == noErr)
+        }
+    }
+
     @Test func resetReturnsEveryQueuedBufferOnceAndRefusesEnqueueMeanwhile() throws {
         let driver = ManualDriver(periodFrames: 256)
         try withProvider(driver) {
