@@ -281,3 +281,18 @@ func locateRuns(_ source: [Int16], sourceChannels: Int, in recording: [Int16], c
     }
     return shift.map { ($0, runs) }
 }
+
+/// The xruns `server` has logged: cycles it could not run in time, whose frames JACK lost.
+func xruns(_ server: JackServer) -> Int {
+    server.logText.split(separator: "\n").filter { $0.contains("JackEngine::XRun") }.count
+}
+
+/// Runs the frame-by-frame checks of a realtime test. When the server logged xruns — the
+/// machine was too loaded to run its cycles in time (other test targets running alongside,
+/// say), and JACK itself lost frames — a failure is recorded as a known issue naming them,
+/// not as the example's failure; without xruns every frame must be right.
+func checkFrames(_ server: JackServer, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) rethrows {
+    let count = xruns(server)
+    try withKnownIssue(Comment(rawValue: "the server logged \(count) xruns: realtime cycles were lost"),
+                       isIntermittent: true, sourceLocation: sourceLocation, body, when: { count > 0 })
+}

@@ -32,17 +32,20 @@ extension ExamplesTests {
             #expect(play.status == 0, "PlayFile exited \(play.status): \(play.output)\(play.error)")
             let recording = try recorder.stop()
 
-            // int16 x plays as the float x / 32768, exactly.
-            let expected = source.map { Float($0) / 32768 }
-            guard let offset = locate(expected, in: recording, channels: 2) else { return }
-            let playStart = try #require(number(after: "from device frame ", in: play.output), "\(play.output)")
             #expect(number(after: "played ", in: play.output) == Int64(source.count / 2))
-            // Latency: the JACK frame where the recorder got the file's first frame, minus the
-            // frame where PlayFile's queue played it. A client connected to a queue's output
-            // ports runs after it in the same cycle, so this is 0.
-            let latency = recorder.startDeviceFrame + Int64(offset) - playStart
-            print("measured: PlayFile -> input queue: latency \(latency) frames (first frame at recording frame \(offset))")
-            #expect(latency == 0)
+            let playStart = try #require(number(after: "from device frame ", in: play.output), "\(play.output)")
+            let recordStart = recorder.startDeviceFrame
+            checkFrames(server) {
+                // int16 x plays as the float x / 32768, exactly.
+                let expected = source.map { Float($0) / 32768 }
+                guard let offset = locate(expected, in: recording, channels: 2) else { return }
+                // Latency: the JACK frame where the recorder got the file's first frame, minus the
+                // frame where PlayFile's queue played it. A client connected to a queue's output
+                // ports runs after it in the same cycle, so this is 0.
+                let latency = recordStart + Int64(offset) - playStart
+                print("measured: PlayFile -> input queue: latency \(latency) frames (first frame at recording frame \(offset))")
+                #expect(latency == 0)
+            }
         }
 
         @Test func jackCaptureRecordsEveryFrameExactly() throws {
@@ -66,10 +69,12 @@ extension ExamplesTests {
 
             // jack_capture writes 32-bit float WAV: int16 x is x / 32768 there too.
             let recording = try soxFloat(capture, scratch: scratch)
-            let expected = source.map { Float($0) / 32768 }
-            guard let offset = locate(expected, in: recording, channels: 2) else { return }
-            // Where jack_capture's file starts is its own business (when it began writing).
-            print("measured: PlayFile -> jack_capture: first frame at file frame \(offset) (jack_capture's start is arbitrary)")
+            checkFrames(server) {
+                let expected = source.map { Float($0) / 32768 }
+                guard let offset = locate(expected, in: recording, channels: 2) else { return }
+                // Where jack_capture's file starts is its own business (when it began writing).
+                print("measured: PlayFile -> jack_capture: first frame at file frame \(offset) (jack_capture's start is arbitrary)")
+            }
         }
 
         @Test func aMissingFileIsOneLineAndAFailure() throws {

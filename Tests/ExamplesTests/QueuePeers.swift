@@ -10,19 +10,12 @@ import Testing
 // "independent JACK client" on the other side of PlayFile, and "our own output queue" that
 // plays into RecordFile and Recorder.
 
-/// Serializes creating queues: AudioQueueDevices.provider is process-wide.
-private let providerLock = NSLock()
-
 /// Creates a queue on `server`'s JACK driver, on its own ports, connected to nothing.
 private func makeQueue(on server: JackServer, name: String, _ create: (UnsafeMutablePointer<AudioQueueRef?>) -> OSStatus)
     throws -> AudioQueueRef {
-    providerLock.lock()
-    let previous = AudioQueueDevices.provider
-    AudioQueueDevices.provider = JackDriver(serverName: server.name)
     var queue: AudioQueueRef?
-    let status = create(&queue)
-    AudioQueueDevices.provider = previous
-    providerLock.unlock()
+    // The provider is process-wide: other test targets install theirs the same way, in turn.
+    let status = AudioQueueDevices.withProvider(JackDriver(serverName: server.name)) { create(&queue) }
     try #require(status == noErr, "creating the test's queue: \(status)")
     let made = try #require(queue)
     var clientName: CFString? = CFString.make(name)

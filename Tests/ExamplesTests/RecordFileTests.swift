@@ -55,23 +55,24 @@ extension ExamplesTests {
         }
 
         @Test func jackPlayIsRecordedAtTheServersRateFrameForFrame() throws {
-            // --rate 0: the server's rate, which Listing 2-10 reads back from the queue.
+            // --rate 0: the server's rate, which Listing 2-10 reads back from the queue. A period
+            // of 1024 frames leaves the peer room on a loaded machine.
             let rate = 48000
             let scratch = try Scratch()
             let source = noise(frames: 5 * rate, channels: 3)
             let file = scratch.file("three.wav")
             try writeWAV(file, source, channels: 3, rate: rate)
-            let server = try JackServer(sampleRate: rate, periodFrames: 256)
+            let server = try JackServer(sampleRate: rate, periodFrames: 1024)
             defer { server.stop() }
             let take = scratch.file("take.aif")
             let recordFile = try startRecordFile([take, "600", "--rate", "0", "--device", ""], server: server, scratch: scratch)
             #expect(recordFile.output.contains("48000 Hz"), "\(recordFile.output)")
 
             // jack-play plays the three channels; the first two go to RecordFile. -c 3 is its
-            // zero-order-hold converter (the only exact one; -c is not a channel count), -b 512 its ring.
+            // zero-order-hold converter (an exact one; -c is not a channel count), -b its ring.
             var environment = childEnvironment(server)
             environment["JACK_PLAY_CONNECT_TO"] = "RecordFile-in:in_%d"
-            let jackPlay = try Background(try tool("jack-play", package: "jack-tools"), ["-c", "3", "-b", "512", file],
+            let jackPlay = try Background(try tool("jack-play", package: "jack-tools"), ["-c", "3", "-b", "2048", file],
                                           environment: environment, log: scratch.file("jack-play.log"))
             #expect(jackPlay.waitForExit(timeout: 30) == 0, "\(jackPlay.output)")
             recordFile.send(SIGINT)
@@ -79,15 +80,17 @@ extension ExamplesTests {
 
             #expect(try soxi(take).rate == "\(rate)")
             let recording = try soxInt16(take, scratch: scratch)
-            guard let (shift, runs) = locateRuns(source, sourceChannels: 3, in: recording, channels: 2) else { return }
-            // jack-play's own losses (see Docs/examples.md): it connects its ports one per cycle
-            // after it has started playing, so channel k misses its first k periods or so, and it
-            // never plays the last (ring - 255) frames. Every frame it did play is in the file, in place.
-            for (channel, run) in runs.enumerated() {
-                #expect(run.lowerBound < rate / 10, "channel \(channel) starts at source frame \(run.lowerBound)")
-                #expect(run.upperBound > source.count / 3 - 4096, "channel \(channel) ends at source frame \(run.upperBound)")
+            checkFrames(server) {
+                guard let (shift, runs) = locateRuns(source, sourceChannels: 3, in: recording, channels: 2) else { return }
+                // jack-play's own losses (see Docs/examples.md): it connects its ports one per cycle
+                // after it has started playing, so channel k misses its first k periods or so, and it
+                // never plays the last (ring - 255) frames. Every frame it did play is in the file, in place.
+                for (channel, run) in runs.enumerated() {
+                    #expect(run.lowerBound < rate / 10, "channel \(channel) starts at source frame \(run.lowerBound)")
+                    #expect(run.upperBound > source.count / 3 - 4096, "channel \(channel) ends at source frame \(run.upperBound)")
+                }
+                print("measured: jack-play -> RecordFile: source frame 0 at file frame \(shift); channels hold source frames \(runs)")
             }
-            print("measured: jack-play -> RecordFile: source frame 0 at file frame \(shift); channels hold source frames \(runs)")
         }
 
         @Test func anUnwritablePathIsOneLineAndAFailure() throws {

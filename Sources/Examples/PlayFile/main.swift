@@ -198,10 +198,12 @@ repeat {
 } while (startDeviceFrame(aqData.pointee.mQueue!) == 0 || queueIsRunning(aqData.pointee.mQueue!))
     && !deviceIsGone(aqData.pointee.mQueue!)
 
-// jaq: where the file started on the server's timeline (JACK frame time), for lining it up.
+// jaq: where the file started on the server's timeline (JACK frame time), for lining it up,
+// and whether JACK lost cycles meanwhile.
 let serverWentAway = deviceIsGone(aqData.pointee.mQueue!)
 let framesPlayed = aqData.pointee.mCurrentPacket * Int64(max(aqData.pointee.mDataFormat.mFramesPerPacket, 1))
-print("\(programName): played \(framesPlayed) frames from device frame \(startDeviceFrame(aqData.pointee.mQueue!))")
+print("\(programName): played \(framesPlayed) frames from device frame \(startDeviceFrame(aqData.pointee.mQueue!))"
+      + discontinuityNote(aqData.pointee.mQueue!))
 
 // Listing 3-18  Cleaning up after playing an audio file
 

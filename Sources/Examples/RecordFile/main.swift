@@ -179,11 +179,12 @@ aqData.pointee.mIsRunning = false                                       // 9
 
 SetMagicCookieForFile(aqData.pointee.mQueue!, aqData.pointee.mAudioFile!)
 
-// jaq: what was recorded, and where it starts on the server's timeline (JACK frame time).
+// jaq: what was recorded, where it starts on the server's timeline (JACK frame time), and
+// whether JACK lost cycles meanwhile.
 let framesRecorded = aqData.pointee.mCurrentPacket
 print("\(programName): recorded \(framesRecorded) frames "
       + "(\((Double(framesRecorded) / aqData.pointee.mDataFormat.mSampleRate * 1000).rounded() / 1000) s) "
-      + "from device frame \(startDeviceFrame(queue))")
+      + "from device frame \(startDeviceFrame(queue))" + discontinuityNote(queue))
 
 // Listing 2-15  Cleaning up after recording
 

@@ -43,3 +43,14 @@ public func startDeviceFrame(_ queue: AudioQueueRef) -> Int64 {
     AudioQueueGetProperty(queue, kAudioQueueProperty_StartDeviceFrame, &frame, &size)
     return Int64(frame)
 }
+
+/// kAudioQueueProperty_DiscontinuityCount as a note for the user ("" when there were none):
+/// xruns — cycles JACK could not run in time — and data lost since the queue was created.
+public func discontinuityNote(_ queue: AudioQueueRef) -> String {
+    var count: UInt32 = 0
+    var size = UInt32(MemoryLayout<UInt32>.size)
+    guard AudioQueueGetProperty(queue, kAudioQueueProperty_DiscontinuityCount, &count, &size) == noErr, count > 0 else {
+        return ""
+    }
+    return "; \(count) discontinuit\(count == 1 ? "y" : "ies") (xruns): frames may be missing"
+}
