@@ -23,28 +23,30 @@ extension ExamplesTests {
             let (path, source) = try makeFile(scratch)
             let server = try JackServer(sampleRate: Self.rate, periodFrames: 256)
             defer { server.stop() }
-            let recorder = try QueueRecorder(server: server, channels: 2, name: "examples-recorder")
-            defer { recorder.dispose() }
-            try recorder.start()
+            try withQueues(on: server) {
+                let recorder = try QueueRecorder(server: server, channels: 2, name: "examples-recorder")
+                defer { recorder.dispose() }
+                try recorder.start()
 
-            let play = try runProcess([try example("PlayFile"), path, "--device", recorder.ports],
-                                      environment: server.environment, timeout: 30)
-            #expect(play.status == 0, "PlayFile exited \(play.status): \(play.output)\(play.error)")
-            let recording = try recorder.stop()
+                let play = try runProcess([try example("PlayFile"), path, "--device", recorder.ports],
+                                          environment: server.environment, timeout: 30)
+                #expect(play.status == 0, "PlayFile exited \(play.status): \(play.output)\(play.error)")
+                let recording = try recorder.stop()
 
-            #expect(number(after: "played ", in: play.output) == Int64(source.count / 2))
-            let playStart = try #require(number(after: "from device frame ", in: play.output), "\(play.output)")
-            let recordStart = recorder.startDeviceFrame
-            checkFrames(server) {
-                // int16 x plays as the float x / 32768, exactly.
-                let expected = source.map { Float($0) / 32768 }
-                guard let offset = locate(expected, in: recording, channels: 2) else { return }
-                // Latency: the JACK frame where the recorder got the file's first frame, minus the
-                // frame where PlayFile's queue played it. A client connected to a queue's output
-                // ports runs after it in the same cycle, so this is 0.
-                let latency = recordStart + Int64(offset) - playStart
-                print("measured: PlayFile -> input queue: latency \(latency) frames (first frame at recording frame \(offset))")
-                #expect(latency == 0)
+                #expect(number(after: "played ", in: play.output) == Int64(source.count / 2))
+                let playStart = try #require(number(after: "from device frame ", in: play.output), "\(play.output)")
+                let recordStart = recorder.startDeviceFrame
+                checkFrames(server) {
+                    // int16 x plays as the float x / 32768, exactly.
+                    let expected = source.map { Float($0) / 32768 }
+                    guard let offset = locate(expected, in: recording, channels: 2) else { return }
+                    // Latency: the JACK frame where the recorder got the file's first frame, minus the
+                    // frame where PlayFile's queue played it. A client connected to a queue's output
+                    // ports runs after it in the same cycle, so this is 0.
+                    let latency = recordStart + Int64(offset) - playStart
+                    print("measured: PlayFile -> input queue: latency \(latency) frames (first frame at recording frame \(offset))")
+                    #expect(latency == 0)
+                }
             }
         }
 

@@ -10,6 +10,15 @@ import Testing
 // "independent JACK client" on the other side of PlayFile, and "our own output queue" that
 // plays into RecordFile and Recorder.
 
+/// Runs `body`, which makes audio queues of this process on `server`, while no other test
+/// opens JACK clients in this process (libjack is not made for clients of several servers
+/// at once; see JackServer.withInProcessClients) or installs a device provider.
+func withQueues<T>(on server: JackServer, _ body: () throws -> T) rethrows -> T {
+    try JackServer.withInProcessClients {
+        try AudioQueueDevices.withProvider(JackDriver(serverName: server.name), body)
+    }
+}
+
 /// Creates a queue on `server`'s JACK driver, on its own ports, connected to nothing.
 private func makeQueue(on server: JackServer, name: String, _ create: (UnsafeMutablePointer<AudioQueueRef?>) -> OSStatus)
     throws -> AudioQueueRef {
@@ -82,7 +91,13 @@ final class QueuePlayer: @unchecked Sendable {
         return Int64(now.mSampleTime)
     }
 
-    func dispose() { AudioQueueDispose(queue, true) }
+    private var disposed = false
+
+    /// Disposes of the queue (once; later calls do nothing).
+    func dispose() {
+        if !disposed { AudioQueueDispose(queue, true) }
+        disposed = true
+    }
 
     private func refill(_ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef) {
         let frames = source.count / channels
@@ -152,5 +167,11 @@ final class QueueRecorder: @unchecked Sendable {
     /// The JACK frame at which the first recorded frame was captured.
     var startDeviceFrame: Int64 { ExampleSupport.startDeviceFrame(queue) }
 
-    func dispose() { AudioQueueDispose(queue, true) }
+    private var disposed = false
+
+    /// Disposes of the queue (once; later calls do nothing).
+    func dispose() {
+        if !disposed { AudioQueueDispose(queue, true) }
+        disposed = true
+    }
 }

@@ -23,35 +23,37 @@ extension ExamplesTests {
             let source = noise(frames: 60 * rate, channels: 2)
             let server = try JackServer(sampleRate: rate, periodFrames: 256)
             defer { server.stop() }  // ends the freewheel too: never `jack_freewheel n` (jackd 1.9.21 hangs)
-            let player = try QueuePlayer(server: server, source: source, channels: 2, rate: Double(rate), name: "examples-player")
-            defer { player.dispose() }
-            let launched = player.deviceFrameNow
-            let take = scratch.file("take.aif")
-            let recordFile = try startRecordFile([take, "600", "--device", player.ports], server: server, scratch: scratch)
+            try withQueues(on: server) {
+                let player = try QueuePlayer(server: server, source: source, channels: 2, rate: Double(rate), name: "examples-player")
+                defer { player.dispose() }
+                let launched = player.deviceFrameNow
+                let take = scratch.file("take.aif")
+                let recordFile = try startRecordFile([take, "600", "--device", player.ports], server: server, scratch: scratch)
 
-            // Freewheel: cycles run as fast as the clients allow, and queues wait rather than drop.
-            let clock = Date()
-            try server.run(["jack_freewheel", "y"])
-            try player.start()
-            try #require(player.waitUntilPlayed(timeout: 120), "the output queue did not play out")
-            // RecordFile has everything once its file reaches the frame where the player ended
-            // (it started recording after `launched`); then Ctrl-C stops it.
-            let end = player.startDeviceFrame + Int64(source.count / 2)
-            #expect(waitUntil(60) { fileSize(take) >= Int(end - launched) * 4 + 4096 }, "RecordFile fell behind")
-            print("measured: 60 s played and recorded in freewheel in \(String(format: "%.1f", Date().timeIntervalSince(clock))) s")
-            recordFile.send(SIGINT)
-            #expect(recordFile.waitForExit() == 0, "\(recordFile.output)")
+                // Freewheel: cycles run as fast as the clients allow, and queues wait rather than drop.
+                let clock = Date()
+                try server.run(["jack_freewheel", "y"])
+                try player.start()
+                try #require(player.waitUntilPlayed(timeout: 120), "the output queue did not play out")
+                // RecordFile has everything once its file reaches the frame where the player ended
+                // (it started recording after `launched`); then Ctrl-C stops it.
+                let end = player.startDeviceFrame + Int64(source.count / 2)
+                #expect(waitUntil(60) { fileSize(take) >= Int(end - launched) * 4 + 4096 }, "RecordFile fell behind")
+                print("measured: 60 s played and recorded in freewheel in \(String(format: "%.1f", Date().timeIntervalSince(clock))) s")
+                recordFile.send(SIGINT)
+                #expect(recordFile.waitForExit() == 0, "\(recordFile.output)")
 
-            let info = try soxi(take)
-            #expect(info.type == "aiff" && info.rate == "\(rate)" && info.channels == "2" && info.bits == "16"
-                    && info.encoding == "Signed Integer PCM", "\(info)")
-            let recording = try soxInt16(take, scratch: scratch)
-            guard let offset = locate(source, in: recording, channels: 2) else { return }
-            let recordStart = try #require(number(after: "from device frame ", in: recordFile.output), "\(recordFile.output)")
-            // Latency: the JACK frame where RecordFile got the first frame, minus where the queue played it.
-            let latency = recordStart + Int64(offset) - player.startDeviceFrame
-            print("measured: output queue -> RecordFile: latency \(latency) frames (first frame at file frame \(offset))")
-            #expect(latency == 0)
+                let info = try soxi(take)
+                #expect(info.type == "aiff" && info.rate == "\(rate)" && info.channels == "2" && info.bits == "16"
+                        && info.encoding == "Signed Integer PCM", "\(info)")
+                let recording = try soxInt16(take, scratch: scratch)
+                guard let offset = locate(source, in: recording, channels: 2) else { return }
+                let recordStart = try #require(number(after: "from device frame ", in: recordFile.output), "\(recordFile.output)")
+                // Latency: the JACK frame where RecordFile got the first frame, minus where the queue played it.
+                let latency = recordStart + Int64(offset) - player.startDeviceFrame
+                print("measured: output queue -> RecordFile: latency \(latency) frames (first frame at file frame \(offset))")
+                #expect(latency == 0)
+            }
         }
 
         @Test func jackPlayIsRecordedAtTheServersRateFrameForFrame() throws {

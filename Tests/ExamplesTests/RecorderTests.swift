@@ -24,28 +24,31 @@ extension ExamplesTests {
             let source = noise(frames: 60 * Self.rate, channels: 2)
             let server = try JackServer(sampleRate: Self.rate, periodFrames: 256)
             defer { server.stop() }
-            let player = try QueuePlayer(server: server, source: source, channels: 2, rate: Double(Self.rate), name: "examples-player")
-            defer { player.dispose() }
-            let launched = player.deviceFrameNow
-            let take = scratch.file("take.aif")
-            let recorder = try startRecorder(take, seconds: 4, device: player.ports, server: server, scratch: scratch)
+            try withQueues(on: server) {
+                let player = try QueuePlayer(server: server, source: source, channels: 2, rate: Double(Self.rate), name: "examples-player")
+                defer { player.dispose() }
+                let launched = player.deviceFrameNow
+                let take = scratch.file("take.aif")
+                let recorder = try startRecorder(take, seconds: 4, device: player.ports, server: server, scratch: scratch)
 
-            try server.run(["jack_freewheel", "y"])
-            try player.start()
-            try #require(player.waitUntilPlayed(timeout: 60), "the output queue did not play out")
-            let end = player.startDeviceFrame + Int64(source.count / 2)
-            #expect(waitUntil(30) { fileSize(take) >= Int(end - launched) * 4 + Self.headerBytes }, "Recorder fell behind")
-            // Freewheeling on, Recorder would fill the disk with silence until its 4 s are up: stop
-            // the server now (which also ends the freewheel: `jack_freewheel n` hangs jackd 1.9.21).
-            // Recorder finds its queue gone when its select() returns, and closes the file as usual.
-            server.stop()
-            #expect(recorder.waitForExit(timeout: 30) == 0, "\(recorder.output)")
+                try server.run(["jack_freewheel", "y"])
+                try player.start()
+                try #require(player.waitUntilPlayed(timeout: 60), "the output queue did not play out")
+                let end = player.startDeviceFrame + Int64(source.count / 2)
+                #expect(waitUntil(30) { fileSize(take) >= Int(end - launched) * 4 + Self.headerBytes }, "Recorder fell behind")
+                // Freewheeling on, Recorder would fill the disk with silence until its 4 s are up: stop
+                // the server now (which also ends the freewheel: `jack_freewheel n` hangs jackd 1.9.21).
+                // Recorder finds its queue gone when its select() returns, and closes the file as usual.
+                player.dispose()
+                server.stop()
+                #expect(recorder.waitForExit(timeout: 30) == 0, "\(recorder.output)")
 
-            let info = try soxi(take)
-            #expect(info.type == "aiff" && info.rate == "\(Self.rate)" && info.channels == "2" && info.bits == "16", "\(info)")
-            let recording = try soxInt16(take, scratch: scratch)
-            guard let offset = locate(source, in: recording, channels: 2) else { return }
-            print("measured: output queue -> Recorder: first frame at file frame \(offset) (Recorder does not say where it started)")
+                let info = try soxi(take)
+                #expect(info.type == "aiff" && info.rate == "\(Self.rate)" && info.channels == "2" && info.bits == "16", "\(info)")
+                let recording = try soxInt16(take, scratch: scratch)
+                guard let offset = locate(source, in: recording, channels: 2) else { return }
+                print("measured: output queue -> Recorder: first frame at file frame \(offset) (Recorder does not say where it started)")
+            }
         }
 
         @Test func ecasoundIsRecordedFrameForFrame() throws {

@@ -19,6 +19,10 @@ import JackTestSupport
     @Test func outputQueuePlaysIntoInputQueueBitExact() throws {
         let server = try JackServer()
         defer { server.stop() }
+        try JackServer.withInProcessClients { try outputQueuePlaysIntoInputQueue(on: server) }
+    }
+
+    func outputQueuePlaysIntoInputQueue(on server: JackServer) throws {
         let driver = JackDriver(serverName: server.name)
         let total = 48000 * 2
         let frames = Mutex(0)
