@@ -41,6 +41,13 @@ let package = Package(
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
+        // The guides' programs ported to Swift (Docs/examples.md). Sources/Examples/recorder-c
+        // holds recorder.c as the book prints it; it is no target: ExamplesTests compiles it with cc.
+        .target(name: "ExampleSupport", dependencies: ["AudioToolbox"], path: "Sources/Examples/Support"),
+        .executableTarget(name: "PlayFile", dependencies: ["AudioToolbox", "ExampleSupport"], path: "Sources/Examples/PlayFile"),
+        .executableTarget(name: "RecordFile", dependencies: ["AudioToolbox", "ExampleSupport"], path: "Sources/Examples/RecordFile"),
+        .executableTarget(name: "Recorder", dependencies: ["AudioToolbox"], path: "Sources/Examples/Recorder"),
+
         // Private jackd servers and peer tools for the tests and benchmarks.
         .target(name: "JackTestSupport"),
 
@@ -55,5 +62,8 @@ let package = Package(
         // CPrograms/ holds C sources the tests compile with cc against libAudioToolbox.so.
         .testTarget(name: "AudioToolboxTests", dependencies: ["AudioToolbox", "SoundFile", "QueueCore", "JackDriver", "JackTestSupport"],
                     exclude: ["CPrograms"]),
+        // Runs the guides' example programs (Sources/Examples) against private servers and peer tools.
+        .testTarget(name: "ExamplesTests", dependencies: ["AudioToolbox", "JackDriver", "JackTestSupport", "ExampleSupport",
+                                                          "PlayFile", "RecordFile", "Recorder"]),
     ]
 )

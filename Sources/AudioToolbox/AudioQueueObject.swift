@@ -1,5 +1,6 @@
 import CAudioToolbox
 import Dispatch
+import Foundation
 import Glibc
 import JackDriver
 import QueueCore
@@ -15,6 +16,21 @@ public enum AudioQueueDevices {
     public static var provider: DeviceProvider {
         get { current.withLock { $0 } }
         set { current.withLock { $0 = newValue } }
+    }
+
+    private static let scope = NSRecursiveLock()
+
+    /// Runs `body` with `provider` installed for the queues it creates, then restores the
+    /// previous one. Callers take turns (a process-wide lock), so that code running side by
+    /// side — test suites of different targets in one test process — never creates a queue
+    /// with another caller's provider.
+    public static func withProvider<T>(_ provider: DeviceProvider, _ body: () throws -> T) rethrows -> T {
+        scope.lock()
+        defer { scope.unlock() }
+        let previous = self.provider
+        self.provider = provider
+        defer { self.provider = previous }
+        return try body()
     }
 }
 

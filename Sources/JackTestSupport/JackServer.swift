@@ -173,6 +173,19 @@ public final class JackServer: @unchecked Sendable {
 
     deinit { stop() }
 
+    private static let inProcessClients = NSRecursiveLock()
+
+    /// Runs `body`, which opens JACK clients in the test process itself, while no other test
+    /// does. libjack keeps process-wide client state, and clients of two servers open at once
+    /// in one process interfere: seen in full parallel `swift test` runs as a server's own
+    /// ports missing from its port list, recordings with cycles of silence, and a crash inside
+    /// libjack. Clients in child processes (the examples, jaq, the peers) need no turn.
+    public static func withInProcessClients<T>(_ body: () throws -> T) rethrows -> T {
+        inProcessClients.lock()
+        defer { inProcessClients.unlock() }
+        return try body()
+    }
+
     private static let counter = Counter()
     final class Counter: @unchecked Sendable {
         private var value = 0

@@ -22,8 +22,11 @@ private func inputRealtimeEntry(
 /// Not realtime (freewheel, ManualDriver): waits for ring space rather than drop.
 private func waitForInputSpace(_ c: UnsafeMutablePointer<InputRealtimeContext>, frames: Int) {
     let s = c.pointee.state
-    var waited = 0.0
-    while waited < 5 {
+    // The limit is kept by the clock, not by counting wake-ups: the semaphore keeps the posts
+    // of every cycle that did not wait, and a burst of them would otherwise use up the five
+    // seconds in microseconds, and the cycle would drop what it was waiting for.
+    let giveUp = HostClock.nanoseconds() + 5_000_000_000
+    while HostClock.nanoseconds() < giveUp {
         guard s.pointee.mode == ModeCode.running, s.pointee.commands.peek() == nil else { return }
         if s.pointee.ring.writableFrames() >= frames { return }
         var deadline = timespec()
@@ -32,7 +35,6 @@ private func waitForInputSpace(_ c: UnsafeMutablePointer<InputRealtimeContext>, 
         if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
         sem_post(c.pointee.queueWake)
         _ = sem_timedwait(c.pointee.realtimeWake, &deadline)
-        waited += 0.02
     }
 }
 

@@ -30,8 +30,11 @@ private func outputRealtimeEntry(
 /// nothing more to give.
 private func waitForOutputData(_ c: UnsafeMutablePointer<OutputRealtimeContext>, frameTime: Int64, frames: Int) {
     let s = c.pointee.state
-    var waited = 0.0
-    while waited < 5 {
+    // The limit is kept by the clock, not by counting wake-ups: the semaphore keeps the posts
+    // of every cycle that did not wait, and a burst of them would otherwise use up the five
+    // seconds in microseconds, and the cycle would drop what it was waiting for.
+    let giveUp = HostClock.nanoseconds() + 5_000_000_000
+    while HostClock.nanoseconds() < giveUp {
         let mode = s.pointee.mode
         let willPlay = mode == ModeCode.running
             || (mode == ModeCode.armed && (s.pointee.armedFrame == .min || s.pointee.armedFrame - frameTime < Int64(frames)))
@@ -45,7 +48,6 @@ private func waitForOutputData(_ c: UnsafeMutablePointer<OutputRealtimeContext>,
         if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
         sem_post(c.pointee.queueWake)
         _ = sem_timedwait(c.pointee.realtimeWake, &deadline)
-        waited += 0.02
     }
 }
 

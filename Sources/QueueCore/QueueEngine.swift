@@ -386,16 +386,20 @@ public class QueueEngine: @unchecked Sendable {
     /// A new timeline starts (lock held): subclasses reset their queue-time bookkeeping.
     func prepareTimeline() {}
 
-    /// Pauses; queue time and buffers are kept (also while a Stop(false) plays out).
+    /// Pauses; queue time and buffers are kept. An output queue playing out after Stop(false)
+    /// pauses too, and stays stopping: Start resumes it, and it stops once played out.
     public func pause() throws {
         let needs: Bool = try lock.withLock {
             try checkUsable()
             switch runState {
-            case .running, .starting: runState = .paused
-            case .stopping: break  // stays stopping; Start resumes it
-            case .paused, .stopped: return false
+            case .running, .starting:
+                runState = .paused
+                return true
+            case .stopping:
+                return direction == .output
+            case .stopped, .paused:
+                return false
             }
-            return true
         }
         if needs { send(.pause, synchronous: true) }
     }

@@ -10,7 +10,7 @@ import QueueCore
 @Suite(.serialized) struct AudioQueueJackTests {
     /// Installs a JACK driver for `server` while `body` runs.
     func withServer<T>(_ server: JackServer, _ body: () throws -> T) rethrows -> T {
-        try withProvider(JackDriver(serverName: server.name), body)
+        try JackServer.withInProcessClients { try withProvider(JackDriver(serverName: server.name), body) }
     }
 
     func property(_ queue: AudioQueueRef, _ id: AudioQueuePropertyID) -> String {

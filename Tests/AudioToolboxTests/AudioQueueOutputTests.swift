@@ -69,6 +69,43 @@ import QueueCore
         }
     }
 
+    @Test func cyclesThatMayWaitWaitForASlowCallbackAfterAFastStretch() throws {
+        // As in JACK's freewheel, ManualDriver cycles may wait for the queue thread. For two
+        // seconds the callback keeps up (the queue's wake-ups pile up unused), then it takes
+        // 30 ms a buffer: each dry cycle must wait for it, however many wake-ups are pending.
+        let driver = ManualDriver(periodFrames: 256)
+        try withProvider(driver) {
+            let context = PlaybackContext(frames: 48000 * 3, channels: 2, framesPerBuffer: 512)
+            var format = lpcm()
+            var queue: AudioQueueRef?
+            let user = Unmanaged.passUnretained(context).toOpaque()
+            #expect(AudioQueueNewOutput(&format, { user, queue, buffer in
+                let context = Unmanaged<PlaybackContext>.fromOpaque(user!).takeUnretainedValue()
+                if context.position.withLock({ $0 }) > 2 * 48000 { usleep(30_000) }
+                handleOutputBuffer(user, queue, buffer)
+            }, user, nil, nil, 0, &queue) == noErr)
+            let q = try #require(queue)
+            context.queue = q
+            #expect(AudioQueueAddPropertyListener(q, kAudioQueueProperty_IsRunning, isRunningListener, user) == noErr)
+            for _ in 0..<3 {
+                var buffer: AudioQueueBufferRef?
+                #expect(AudioQueueAllocateBuffer(q, UInt32(512 * 4), &buffer) == noErr)
+                handleOutputBuffer(user, q, try #require(buffer))
+            }
+            driver.startRecordingPlayback()
+            #expect(AudioQueueStart(q, nil) == noErr)
+            runUntilStopped(Setup(driver: driver, context: context, queue: q, buffers: []))
+            var lost: UInt64 = 1
+            var size = UInt32(MemoryLayout<UInt64>.size)
+            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_LostFrames, &lost, &size) == noErr)
+            #expect(lost == 0, "cycles played silence instead of waiting")
+            let played = driver.recordedPlayback(port: 0).samples
+            let expected = context.expected(channel: 0)
+            #expect(firstMismatch(Array(played.prefix(expected.count)), expected) == nil)
+            #expect(AudioQueueDispose(q, true) == noErr)
+        }
+    }
+
     @Test func stopImmediateStopsNowAndReturnsQueuedBuffers() throws {
         let driver = ManualDriver(periodFrames: 256)
         try withProvider(driver) {
@@ -115,6 +152,34 @@ import QueueCore
             let silentRun = played[(37 * 128)..<(87 * 128)]
             #expect(silentRun.allSatisfy { $0 == 0 })
             let audible = Array(played[0..<(37 * 128)]) + Array(played[(87 * 128)...].prefix(context.frameCount - 37 * 128))
+            #expect(firstMismatch(audible, context.expected(channel: 0)) == nil)
+            #expect(AudioQueueDispose(setup.queue, true) == noErr)
+        }
+    }
+
+    @Test func pauseWhilePlayingOutAfterStopFalsePausesAndStartFinishesThePlayOut() throws {
+        let driver = ManualDriver(periodFrames: 128)
+        try withProvider(driver) {
+            let context = PlaybackContext(frames: 6000, channels: 1, framesPerBuffer: 2000)
+            let setup = try makeQueue(driver, context)  // all 6000 frames are enqueued: the callback stops
+            driver.startRecordingPlayback()
+            #expect(AudioQueueStart(setup.queue, nil) == noErr)
+            driver.run(cycles: 10)
+            #expect(AudioQueueStop(setup.queue, false) == noErr)  // again: it is playing out already
+            #expect(AudioQueuePause(setup.queue) == noErr)
+            var paused = AudioTimeStamp()
+            #expect(AudioQueueGetCurrentTime(setup.queue, nil, &paused, nil) == noErr)
+            driver.run(cycles: 20)
+            var stillPaused = AudioTimeStamp()
+            #expect(AudioQueueGetCurrentTime(setup.queue, nil, &stillPaused, nil) == noErr)
+            #expect(paused.mSampleTime == Double(10 * 128) && stillPaused.mSampleTime == paused.mSampleTime,
+                    "a queue playing out pauses")
+            #expect(AudioQueueStart(setup.queue, nil) == noErr)
+            runUntilStopped(setup)
+            #expect(eventually { context.runningChanges.withLock { $0 } == [1, 0] })
+            let played = driver.recordedPlayback(port: 0).samples
+            #expect(played[(10 * 128)..<(30 * 128)].allSatisfy { $0 == 0 })
+            let audible = Array(played[0..<(10 * 128)]) + Array(played[(30 * 128)...].prefix(6000 - 10 * 128))
             #expect(firstMismatch(audible, context.expected(channel: 0)) == nil)
             #expect(AudioQueueDispose(setup.queue, true) == noErr)
         }

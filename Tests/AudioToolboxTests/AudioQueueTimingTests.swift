@@ -327,6 +327,50 @@ import QueueCore
         }
     }
 
+    /// The start device frame of a queue's last run, read as a queue stops or long after.
+    func startDeviceFrame(_ queue: AudioQueueRef) -> Double {
+        var frame: Float64 = -1
+        var size = UInt32(MemoryLayout<Float64>.size)
+        #expect(AudioQueueGetProperty(queue, kAudioQueueProperty_StartDeviceFrame, &frame, &size) == noErr)
+        return frame
+    }
+
+    @Test func startDeviceFrameStillNamesTheStartAfterTheQueueStopped() throws {
+        let driver = ManualDriver(periodFrames: 256, startFrame: 10_000)
+        driver.setCaptureSignal { port, frame in Float(signal(Int(frame), port)) / 32768 }
+        try withProvider(driver) {
+            // Playback: 1000 frames from frame 10_600, played out by Stop(false) in mid-period.
+            let (output, buffer) = try constantQueue(frames: 1000)
+            #expect(startDeviceFrame(output) == 0, "0 before the first start")
+            #expect(AudioQueueEnqueueBuffer(output, buffer, 0, nil) == noErr)
+            var start = startTime(10_600)
+            #expect(AudioQueueStart(output, &start) == noErr)
+            #expect(AudioQueueStop(output, false) == noErr)
+            driver.run(cycles: 8)
+            #expect(startDeviceFrame(output) == 10_600)
+            driver.run(cycles: 40)
+            #expect(startDeviceFrame(output) == 10_600, "a stopped queue's time 0 stays where its run began")
+
+            // Recording: started inside a period, stopped; the frame stays, then a new run has its own.
+            var format = lpcm()
+            var input: AudioQueueRef?
+            #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &input) == noErr)
+            let q = try #require(input)
+            var recordStart = startTime(driver.frameTime + 100)
+            #expect(AudioQueueStart(q, &recordStart) == noErr)
+            driver.run(cycles: 10)
+            #expect(AudioQueueStop(q, true) == noErr)
+            driver.run(cycles: 40)
+            #expect(startDeviceFrame(q) == recordStart.mSampleTime)
+            var restart = startTime(driver.frameTime + 300)
+            #expect(AudioQueueStart(q, &restart) == noErr)
+            driver.run(cycles: 4)
+            #expect(startDeviceFrame(q) == restart.mSampleTime)
+            #expect(AudioQueueDispose(q, true) == noErr)
+            #expect(AudioQueueDispose(output, true) == noErr)
+        }
+    }
+
     @Test func nearestStartTimeNeedsARunningOrPrimedQueue() throws {
         try withProvider(ManualDriver()) {
             let (queue, _) = try constantQueue(frames: 64)

@@ -3,19 +3,11 @@ import Synchronization
 import AudioToolbox
 import QueueCore
 
-/// Serializes tests that install a device provider (AudioQueueDevices.provider is process-wide).
-let providerLock = NSLock()
-
 /// Runs `body` with `provider` installed for new queues, restoring the default after.
+/// Tests that install a provider take turns, with each other and with other test targets
+/// (AudioQueueDevices.provider is process-wide).
 func withProvider<T>(_ provider: DeviceProvider, _ body: () throws -> T) rethrows -> T {
-    providerLock.lock()
-    let previous = AudioQueueDevices.provider
-    AudioQueueDevices.provider = provider
-    defer {
-        AudioQueueDevices.provider = previous
-        providerLock.unlock()
-    }
-    return try body()
+    try AudioQueueDevices.withProvider(provider, body)
 }
 
 /// An ASBD for interleaved packed linear PCM.

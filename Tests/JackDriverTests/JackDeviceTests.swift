@@ -23,6 +23,10 @@ import JackTestSupport
     @Test func outputQueuePlaysIntoInputQueueBitExact() throws {
         let server = try JackServer()
         defer { server.stop() }
+        try JackServer.withInProcessClients { try outputQueuePlaysIntoInputQueue(on: server) }
+    }
+
+    func outputQueuePlaysIntoInputQueue(on server: JackServer) throws {
         let driver = JackDriver(serverName: server.name)
         let total = 48000 * 2
         let frames = Mutex(0)
@@ -73,7 +77,9 @@ import JackTestSupport
         // Frame 0 is all zeros in this signal; the first non-zero sample is frame 1's.
         let start = first - 2
         #expect(got.count >= start + expected.count)
-        #expect(Array(got[start..<min(got.count, start + expected.count)]) == expected)
+        let recorded = Array(got[start..<min(got.count, start + expected.count)])
+        let mismatch = recorded.indices.first { recorded[$0] != expected[$0] }
+        #expect(mismatch == nil, "first difference at sample \(mismatch ?? -1): got \(mismatch.map { Array(recorded[$0..<min(recorded.count, $0 + 8)]) } ?? []), expected \(mismatch.map { Array(expected[$0..<min(expected.count, $0 + 8)]) } ?? []); \(output.starvedFrames) frames lost in playback, \(input.discontinuityCount) discontinuities in the recording")
         output.dispose(immediate: true)
         input.dispose(immediate: true)
     }

@@ -12,6 +12,7 @@ import Foundation
 ///   cannot hold, dupFNErr (-48) when the file exists without `.eraseFile`,
 ///   kAudioFileFileNotFoundError (-43) when the directory does not exist,
 ///   kAudio_FilePermissionError (-54), kAudio_BadFilePathError ('!pth').
+@discardableResult  // like every C function Swift imports, so ported code compiles without warnings
 public func AudioFileCreateWithURL(_ inFileRef: CFURL, _ inFileType: AudioFileTypeID,
                                    _ inFormat: UnsafePointer<AudioStreamBasicDescription>, _ inFlags: AudioFileFlags,
                                    _ outAudioFile: UnsafeMutablePointer<AudioFileID?>) -> OSStatus {
@@ -28,6 +29,7 @@ public func AudioFileCreateWithURL(_ inFileRef: CFURL, _ inFileType: AudioFileTy
 /// - Returns: noErr, or kAudioFileFileNotFoundError (-43), kAudio_FilePermissionError (-54),
 ///   kAudio_BadFilePathError ('!pth') for a directory, 'dta?' for a damaged file of a known
 ///   type, 'typ?' for content of no known type.
+@discardableResult
 public func AudioFileOpenURL(_ inFileRef: CFURL, _ inPermissions: AudioFilePermissions, _ inFileTypeHint: AudioFileTypeID,
                              _ outAudioFile: UnsafeMutablePointer<AudioFileID?>) -> OSStatus {
     withStatus {

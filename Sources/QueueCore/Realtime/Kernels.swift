@@ -135,6 +135,17 @@ extension RealtimePublication {
         timeBaseQueueFrames.store(queueFrames, ordering: .relaxed)
         timeBaseSequence.store(sequence + 2, ordering: .releasing)
     }
+
+    /// Realtime: the device frame to publish with `queueFrames` for a cycle in which the queue
+    /// does not run, so that queue time does not advance. A paused queue's time 0 moves later
+    /// with the pause (it resumes where it was): the cycle's frame. A stopped queue's time 0
+    /// stays on the frame where its last run began, so that kAudioQueueProperty_StartDeviceFrame
+    /// still names that frame after the stop (and stays 0 before the first start).
+    @_noLocks @inline(__always)
+    func idleBaseFrame(mode: Int, frameTime: Int64, queueFrames: Int64) -> Int64 {
+        guard mode == ModeCode.stopped else { return frameTime }
+        return timeBaseFrame.load(ordering: .relaxed) - timeBaseQueueFrames.load(ordering: .relaxed) + queueFrames
+    }
 }
 
 /// A realtime kernel's result bit: post the queue thread's semaphore after the
@@ -206,7 +217,9 @@ public func renderOutputCycle(
     }
 
     guard s.pointee.mode == ModeCode.running else {
-        publishCycle(s, frameTime: frameTime, frameCount: n, queueFramesAtCycleStart: s.pointee.queueFrames)
+        let queueFrames = s.pointee.queueFrames
+        publishCycle(s, frameTime: frameTime, frameCount: n, queueFramesAtCycleStart: queueFrames,
+                     baseFrame: s.pointee.publication.idleBaseFrame(mode: s.pointee.mode, frameTime: frameTime, queueFrames: queueFrames))
         silence(ports, portCount, from: 0, count: n)
         return outcome
     }
@@ -404,13 +417,14 @@ func publishHeldInput(_ s: UnsafeMutablePointer<InputRealtimeState>, loss: Int64
 
 @_noLocks @inline(__always)
 private func publishCycle(
-    _ s: UnsafeMutablePointer<OutputRealtimeState>, frameTime: Int64, frameCount: Int, queueFramesAtCycleStart: Int64
+    _ s: UnsafeMutablePointer<OutputRealtimeState>, frameTime: Int64, frameCount: Int, queueFramesAtCycleStart: Int64,
+    baseFrame: Int64? = nil
 ) {
     s.pointee.publication.mode.store(s.pointee.mode, ordering: .relaxed)
     s.pointee.publication.queueFrames.store(s.pointee.queueFrames, ordering: .relaxed)
     s.pointee.publication.cycleFrame.store(frameTime, ordering: .relaxed)
     s.pointee.publication.cycleFrameCount.store(frameCount, ordering: .relaxed)
-    s.pointee.publication.publishTimeBase(frame: frameTime, queueFrames: queueFramesAtCycleStart)
+    s.pointee.publication.publishTimeBase(frame: baseFrame ?? frameTime, queueFrames: queueFramesAtCycleStart)
 }
 
 @_noLocks @inline(__always)
@@ -599,7 +613,9 @@ public func captureInputCycle(
     }
 
     guard s.pointee.mode == ModeCode.running else {
-        publishInputCycle(s, frameTime: frameTime, frameCount: n, queueFramesAtCycleStart: s.pointee.queueFrames)
+        let queueFrames = s.pointee.queueFrames
+        publishInputCycle(s, frameTime: frameTime, frameCount: n, queueFramesAtCycleStart: queueFrames,
+                          baseFrame: s.pointee.publication.idleBaseFrame(mode: s.pointee.mode, frameTime: frameTime, queueFrames: queueFrames))
         return outcome
     }
 
@@ -648,11 +664,12 @@ public func captureInputCycle(
 
 @_noLocks @inline(__always)
 private func publishInputCycle(
-    _ s: UnsafeMutablePointer<InputRealtimeState>, frameTime: Int64, frameCount: Int, queueFramesAtCycleStart: Int64
+    _ s: UnsafeMutablePointer<InputRealtimeState>, frameTime: Int64, frameCount: Int, queueFramesAtCycleStart: Int64,
+    baseFrame: Int64? = nil
 ) {
     s.pointee.publication.mode.store(s.pointee.mode, ordering: .relaxed)
     s.pointee.publication.queueFrames.store(s.pointee.queueFrames, ordering: .relaxed)
     s.pointee.publication.cycleFrame.store(frameTime, ordering: .relaxed)
     s.pointee.publication.cycleFrameCount.store(frameCount, ordering: .relaxed)
-    s.pointee.publication.publishTimeBase(frame: frameTime, queueFrames: queueFramesAtCycleStart)
+    s.pointee.publication.publishTimeBase(frame: baseFrame ?? frameTime, queueFrames: queueFramesAtCycleStart)
 }

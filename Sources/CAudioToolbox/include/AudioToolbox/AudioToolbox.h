@@ -10,6 +10,7 @@
 
 #include "../CoreFoundation/CoreFoundation.h"
 #include "../CoreAudioTypes/CoreAudioTypes.h"
+#include "AudioConverter.h"
 #include "AudioFile.h"
 #include "AudioQueue.h"
 #include "AudioQueueJACK.h"
