@@ -154,6 +154,17 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
 
     override func applyCommandsDirectly() { applyInputCommandsDirectly(realtime) }
 
+    /// Whether the capture ring's pages have been touched (see FrameRing.touch).
+    private var ringTouched = false
+
+    override func willSendStart() {
+        // The realtime side must not fault the ring's pages in: touch them before the first start.
+        if !ringTouched {
+            realtime.pointee.ring.touch()
+            ringTouched = true
+        }
+    }
+
     override func prepareTimeline() {
         queueFrames = 0
         stageStart = 0
@@ -270,6 +281,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         device.setProcessor(RealtimeProcessor(context: UnsafeMutableRawPointer(context), entry: inputRealtimeEntry))
         old.deinitialize(count: 1)
         old.deallocate()
+        ringTouched = false
         lock.withLock {
             seenStartCount = 0
             seenFinishCount = 0
@@ -333,6 +345,11 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             }
             guard let head else { break }
             if handleGapIfDue(head: head) { continue }
+            if resampler == nil && stageCount == 0 {
+                // Same rate: encode straight from the ring into the buffer (no staging copy).
+                guard encodeFromRing(into: head) else { break }
+                continue
+            }
             if stageCount == 0 && !fillStage(flush: false) { break }
             let capacityFrames = head.byteCapacity / format.bytesPerFrame
             let filledFrames = head.filledBytes / format.bytesPerFrame
@@ -346,6 +363,30 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             if filledFrames + count == capacityFrames { deliverHead(head) }
         }
         realtimeWake.post()
+    }
+
+    /// Encodes ring frames (up to the next gap, the buffer's room and the ring's wrap point)
+    /// directly into `head`, delivering it when full; false if the ring had nothing.
+    private func encodeFromRing(into head: QueueBuffer) -> Bool {
+        let ring = realtime
+        let readIndex = ring.pointee.ring.readIndex.load(ordering: .relaxed)
+        var available = ring.pointee.ring.readableFrames()
+        if let gap = ring.pointee.gaps.peek() { available = min(available, max(0, gap.position - readIndex)) }
+        let capacityFrames = head.byteCapacity / format.bytesPerFrame
+        let filledFrames = head.filledBytes / format.bytesPerFrame
+        let offset = readIndex & ring.pointee.ring.mask
+        let count = min(available, capacityFrames - filledFrames, ring.pointee.ring.capacity - offset)
+        guard count > 0 else { return false }
+        if filledFrames == 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
+        let planes = readPlanes.view(at: 0)  // the table only: pointed at the ring
+        for c in 0..<format.channelCount { planes[c] = ring.pointee.ring.plane(c) + offset }
+        codec.encode(UnsafeRawPointer(planes).assumingMemoryBound(to: UnsafePointer<Float>.self), frames: count,
+                     into: head.data + head.filledBytes)
+        ring.pointee.ring.readIndex.store(readIndex + count, ordering: .releasing)
+        head.filledBytes += count * format.bytesPerFrame
+        lock.withLock { queueFrames += Double(count) }
+        if filledFrames + count == capacityFrames { deliverHead(head) }
+        return true
     }
 
     /// Delivers the head buffer if a capture gap starts at the ring's read position; true if it did anything.

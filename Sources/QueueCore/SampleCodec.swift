@@ -108,40 +108,54 @@ public struct SampleCodec: Sendable {
     public func encode(_ planes: UnsafePointer<UnsafePointer<Float>>, frames: Int, into destination: UnsafeMutableRawPointer) {
         let channels = format.channelCount
         let stride = format.bytesPerFrame
+        // In blocks of frames, channel by channel within a block: each channel's input is read
+        // in order and the block's output stays in cache, whatever the channel count (a pass
+        // per channel over the whole buffer would sweep it once per channel; frame by frame
+        // would read every plane at once, and ring planes a power of two apart collide in cache).
+        let block = 64
+        var first = 0
+        while first < frames {
+            let end = min(frames, first + block)
+            switch kind {
+            case .float32(let bigEndian):
+                // Whole 4-byte samples at 4-byte offsets: typed stores (buffers are aligned).
+                let out = destination.assumingMemoryBound(to: UInt32.self)
+                for c in 0..<channels {
+                    let input = UnsafeRawPointer(planes[c]).assumingMemoryBound(to: UInt32.self)
+                    if bigEndian {
+                        for i in first..<end { out[i &* channels &+ c] = input[i].byteSwapped }
+                    } else {
+                        for i in first..<end { out[i &* channels &+ c] = input[i] }
+                    }
+                }
+            case .float64(let bigEndian):
+                for c in 0..<channels {
+                    let input = planes[c]
+                    for i in first..<end {
+                        let bits = Double(input[i]).bitPattern
+                        destination.storeBytes(of: bigEndian ? bits.byteSwapped : bits, toByteOffset: i * stride + c * 8, as: UInt64.self)
+                    }
+                }
+            case .integer(let bytes, let bigEndian, let signed, let shift, let bits):
+                let full = Double(sign: .plus, exponent: bits - 1, significand: 1)
+                let maxValue = full - 1
+                for c in 0..<channels {
+                    let input = planes[c]
+                    for i in first..<end {
+                        let scaled = (Double(input[i]) * full).rounded(.toNearestOrEven)
+                        let clipped = scaled.isNaN ? 0 : min(max(scaled, -full), maxValue)
+                        Self.storeInteger(Int64(clipped) << shift, at: destination + i * stride + c * bytes, bytes: bytes,
+                                          bigEndian: bigEndian, signed: signed)
+                    }
+                }
+            case .muLaw, .aLaw:
+                break
+            }
+            first = end
+        }
         switch kind {
-        case .float32(let bigEndian):
-            for c in 0..<channels {
-                let input = planes[c]
-                var p = destination + c * 4
-                for i in 0..<frames {
-                    let bits = input[i].bitPattern
-                    p.storeBytes(of: bigEndian ? bits.byteSwapped : bits, as: UInt32.self)
-                    p += stride
-                }
-            }
-        case .float64(let bigEndian):
-            for c in 0..<channels {
-                let input = planes[c]
-                var p = destination + c * 8
-                for i in 0..<frames {
-                    let bits = Double(input[i]).bitPattern
-                    p.storeBytes(of: bigEndian ? bits.byteSwapped : bits, as: UInt64.self)
-                    p += stride
-                }
-            }
-        case .integer(let bytes, let bigEndian, let signed, let shift, let bits):
-            let full = Double(sign: .plus, exponent: bits - 1, significand: 1)
-            let maxValue = full - 1
-            for c in 0..<channels {
-                let input = planes[c]
-                var p = destination + c * bytes
-                for i in 0..<frames {
-                    let scaled = (Double(input[i]) * full).rounded(.toNearestOrEven)
-                    let clipped = scaled.isNaN ? 0 : min(max(scaled, -full), maxValue)
-                    Self.storeInteger(Int64(clipped) << shift, at: p, bytes: bytes, bigEndian: bigEndian, signed: signed)
-                    p += stride
-                }
-            }
+        case .float32, .float64, .integer:
+            break
         case .muLaw:
             for c in 0..<channels {
                 let input = planes[c]

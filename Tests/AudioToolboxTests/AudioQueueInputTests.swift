@@ -146,6 +146,12 @@ import QueueCore
             #expect(eventually { counter.count.withLock { $0 } >= 1 })
             driver.run(cycles: 20)
             #expect(AudioQueueStop(setup.queue, false) == noErr)
+            // Stop(false) delivers what was captured, then the queue stops.
+            #expect(eventually {
+                var running: UInt32 = 1
+                var size = UInt32(4)
+                return AudioQueueGetProperty(setup.queue, kAudioQueueProperty_IsRunning, &running, &size) == noErr && running == 0
+            })
             var info = AudioQueueRecordUnderrunInfo()
             var size = UInt32(MemoryLayout<AudioQueueRecordUnderrunInfo>.size)
             #expect(AudioQueueGetProperty(setup.queue, kAudioQueueProperty_RecordUnderrun, &info, &size) == noErr)

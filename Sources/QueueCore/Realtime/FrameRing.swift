@@ -20,13 +20,21 @@ public struct FrameRing: ~Copyable {
     public let readIndex = Atomic<Int>(0)
 
     /// Makes a ring of at least `minimumCapacity` frames (rounded up to a power of two).
-    public init(channelCount: Int, minimumCapacity: Int) {
+    /// - Parameter touched: write the storage now, so that the realtime side never takes a
+    ///   page fault on it; a big ring made untouched is `touch()`ed before it is used.
+    public init(channelCount: Int, minimumCapacity: Int, touched: Bool = true) {
         var capacity = 16
         while capacity < minimumCapacity { capacity <<= 1 }
         self.channelCount = channelCount
         self.capacity = capacity
         self.mask = capacity - 1
         storage = .allocate(capacity: channelCount * capacity)
+        if touched { touch() }
+    }
+
+    /// Writes zeros over the whole storage (faulting its pages in). Not realtime: only while
+    /// neither side uses the ring.
+    public func touch() {
         storage.initialize(repeating: 0, count: channelCount * capacity)
     }
 

@@ -44,7 +44,9 @@ public struct InputRealtimeState: ~Copyable {
 
     public init(channelCount: Int, ringFrames: Int, meterWindowFrames: Int) {
         self.channelCount = channelCount
-        ring = FrameRing(channelCount: channelCount, minimumCapacity: ringFrames)
+        // Touched when the queue first starts (InputQueueEngine): a ring resized before that
+        // (CaptureBufferSeconds) costs nothing.
+        ring = FrameRing(channelCount: channelCount, minimumCapacity: ringFrames, touched: false)
         commands = EventRing(minimumCapacity: 64)
         gaps = EventRing(minimumCapacity: 256)
         meters = MeterBank(channelCount: channelCount, windowFrames: meterWindowFrames)
