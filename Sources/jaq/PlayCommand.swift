@@ -204,10 +204,10 @@ struct PlayCommand: ParsableCommand {
         let players = try files.enumerated().map { try FilePlayer(path: $0.element, index: $0.offset + 1, loop: loop) }
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was played")
-        let server = try ServerContext(serverOptions)
+        let server = try ServerContext(serverOptions, clientName: "jaq-play-ctl", watchTransport: transport)
         defer { server.stop() }
         let interruption = Interruption()
-        let session = try JackSession(serverName: server.name, clientName: "jaq-play-ctl", watchTransport: transport)
+        let session = server.session!
 
         // One queue per file.
         for player in players {

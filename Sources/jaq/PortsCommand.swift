@@ -30,12 +30,12 @@ struct PortsCommand: ParsableCommand {
         let watchdog = Watchdog(seconds: Watchdog.startupSeconds, message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
         defer { watchdog.disarm() }
         let server: ServerContext
-        do { server = try ServerContext(serverOptions) } catch let error as CLIError {
+        do { server = try ServerContext(serverOptions, clientName: "jaq-ports") } catch let error as CLIError {
             Log.error(error.description)
             throw ExitCode(error.exitCode)
         }
         defer { server.stop() }
-        let session = try JackSession(serverName: server.name, clientName: "jaq-ports")
+        let session = server.session!
         var ports = session.ports()
         if let pattern {
             guard let regex = try? Regex(pattern) else {
@@ -96,12 +96,15 @@ struct TimeCommand: ParsableCommand {
         Log.command = "jaq time"
         let watchdog = Watchdog(seconds: Watchdog.startupSeconds, message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
         defer { watchdog.disarm() }
-        guard serverOptions.server != nil || JackSession.isServerRunning(ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]) else {
-            Log.error("no JACK server is running (a private one would be gone when jaq exits)")
-            throw ExitCode(1)
+        let server: ServerContext
+        do {
+            server = try ServerContext(serverOptions, clientName: "jaq-time", privateServer: false,
+                                       noServer: "no JACK server is running (a private one would be gone when jaq exits)")
+        } catch let error as CLIError {
+            Log.error(error.description)
+            throw ExitCode(error.exitCode)
         }
-        let server = try ServerContext(serverOptions)
-        let session = try JackSession(serverName: server.name, clientName: "jaq-time")
+        let session = server.session!
         print(verbose ? "\(session.frameTime) frames at \(Int(session.sampleRate)) Hz, \(session.periodFrames) per period" : "\(session.frameTime)")
     }
 }
@@ -127,12 +130,14 @@ struct TransportCommand: ParsableCommand {
         Log.command = "jaq transport"
         let watchdog = Watchdog(seconds: Watchdog.startupSeconds, message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
         defer { watchdog.disarm() }
-        guard serverOptions.server != nil || JackSession.isServerRunning(ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]) else {
-            Log.error("no JACK server is running")
-            throw ExitCode(1)
+        let server: ServerContext
+        do {
+            server = try ServerContext(serverOptions, clientName: "jaq-transport", privateServer: false)
+        } catch let error as CLIError {
+            Log.error(error.description)
+            throw ExitCode(error.exitCode)
         }
-        let server = try ServerContext(serverOptions)
-        let session = try JackSession(serverName: server.name, clientName: "jaq-transport")
+        let session = server.session!
         switch action.first {
         case nil:
             let state = session.transport()

@@ -121,11 +121,11 @@ struct RecordCommand: ParsableCommand {
         let takeFormat = try TakeFormat.make(format: format, bits: bits)
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
-        let server = try ServerContext(serverOptions)
+        let server = try ServerContext(serverOptions, clientName: "jaq-record-ctl", watchTransport: transport)
         defer { server.stop() }
         let interruption = Interruption()
-        let session = try JackSession(serverName: server.name, clientName: "jaq-record-ctl", watchTransport: transport)
-        let fileRate = rate ?? session.sampleRate
+        let deviceRate = server.session.sampleRate
+        let fileRate = rate ?? deviceRate
         var durationFrames: Int64?
         if let duration {
             guard let frames = TimeSpec.frames(duration, rate: fileRate), frames > 0 else {
@@ -135,7 +135,7 @@ struct RecordCommand: ParsableCommand {
         }
 
         // The ports, in order.
-        let all = session.ports().filter { !$0.isInput && $0.type.contains("audio") }
+        let all = server.session.ports().filter { !$0.isInput && $0.type.contains("audio") }
         let candidates = all.map(\.name)
         let physical = all.filter(\.isPhysical).map(\.name)
         var sources: [String] = []
@@ -152,6 +152,10 @@ struct RecordCommand: ParsableCommand {
         }
         guard !sources.isEmpty else { throw CLIError("no ports to record") }
         guard sources.count <= 64 else { throw CLIError("\(sources.count) ports: a take holds at most 64 tracks") }
+        // The control client only follows the transport; otherwise it goes now, so the server
+        // has one client fewer to tell about every connection the queue makes.
+        let session: JackSession! = transport ? server.session : nil
+        if !transport { server.closeSession() }
 
         // Files: create them all before recording (and remove them again if one fails).
         let files = try createFiles(format: takeFormat, tracks: sources, rate: fileRate)
@@ -186,7 +190,7 @@ struct RecordCommand: ParsableCommand {
 
         // Latency compensation: each track is read later by its extra capture latency.
         let skip = noLatencyCompensation ? Array(repeating: Int64(0), count: sources.count)
-            : captureSkew(queue, tracks: sources.count, rate: fileRate, deviceRate: session.sampleRate)
+            : captureSkew(queue, tracks: sources.count, rate: fileRate, deviceRate: deviceRate)
         let activeWriter = TakeWriter(format: takeFormat, channelCount: sources.count, rate: fileRate, files: files,
                                       skip: skip, bufferSeconds: buffer, stopsByTrigger: transport)
         recorder.writer = activeWriter
@@ -208,7 +212,6 @@ struct RecordCommand: ParsableCommand {
         // Start the queue on a known frame: queue time 0 is that frame.
         var now = AudioTimeStamp()
         AudioQueueDeviceGetCurrentTime(queue, &now)
-        let deviceRate = session.sampleRate
         let prerollDevice = Int64((preRoll * deviceRate).rounded())
         var queueStart = AudioTimeStamp()
         queueStart.mSampleTime = now.mSampleTime + (0.05 * deviceRate).rounded()
@@ -269,7 +272,7 @@ struct RecordCommand: ParsableCommand {
             pendingTake = requestedOrigin
         }
         startup.disarm()
-        let transportChangesAtStart = session.transportChanges().count
+        let transportChangesAtStart = transport ? session.transportChanges().count : 0
         let enterPressed = SharedFlag()
         if onEnter {
             Thread.detachNewThread {
@@ -457,7 +460,6 @@ struct RecordCommand: ParsableCommand {
                 }
                 let file = try SoundFile(path: name, mode: .write, format: info, replacing: false)
                 if format.major == .rf64 && format.name == "wav" { file.setRF64AutoDowngrade(true) }
-                if format.rewritesHeader { _ = file.setUpdatesHeaderAutomatically(true) }
                 files.append(TakeFile(path: name, file: file, channels: channels))
             } catch let error as CLIError {
                 removeFiles(files)

@@ -15,23 +15,32 @@ struct ServerOptions: ParsableArguments {
 /// started (and stops when it exits).
 final class ServerContext: @unchecked Sendable {
     let name: String?
+    /// The command's control client (ports, time, transport), opened while finding the server:
+    /// its opening is the check that a server runs, so no separate probe client is needed.
+    private(set) var session: JackSession!
     private var process: Process?
 
-    /// Finds the server; starts a private one if none runs and `--server` was not given.
-    init(_ options: ServerOptions, announce: Bool = true) throws {
+    /// Finds the server and opens the command's control client `clientName`; starts a private
+    /// server if none runs, `--server` was not given and `privateServer` allows it (otherwise
+    /// `noServer` is the error).
+    init(_ options: ServerOptions, announce: Bool = true, clientName: String, watchTransport: Bool = false,
+         privateServer: Bool = true, noServer: String = "no JACK server is running") throws {
         if let server = options.server {
-            guard JackSession.isServerRunning(server) else {
+            guard let session = try? JackSession(serverName: server, clientName: clientName, watchTransport: watchTransport) else {
                 throw CLIError("JACK server \"\(server)\" is not running")
             }
             setenv("JACK_DEFAULT_SERVER", server, 1)
             name = server
+            self.session = session
             return
         }
         let environment = ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]
-        if JackSession.isServerRunning(environment) {
+        if let session = try? JackSession(serverName: environment, clientName: clientName, watchTransport: watchTransport) {
             name = environment
+            self.session = session
             return
         }
+        guard privateServer else { throw CLIError(noServer) }
         let arguments = try Self.privateServerArguments(options.serverConfig)
         let privateName = "jaq-\(getpid())"
         let jackd = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -58,11 +67,20 @@ final class ServerContext: @unchecked Sendable {
             usleep(20_000)
             waited += 0.02
         }
+        do {
+            session = try JackSession(serverName: privateName, clientName: clientName, watchTransport: watchTransport)
+        } catch {
+            stop()
+            throw CLIError("the private JACK server \(privateName) does not answer")
+        }
         if announce {
             Log.info("no JACK server running: started private server \(privateName) (jackd \(arguments.joined(separator: " "))); it stops when jaq exits")
         }
         ServerContext.running = self
     }
+
+    /// Closes the control client (when the command no longer needs it).
+    func closeSession() { session = nil }
 
     /// The private server to stop if the process ends abnormally.
     nonisolated(unsafe) static var running: ServerContext?

@@ -21,8 +21,8 @@ struct TakeFormat {
         major == .caf ? .little : .file
     }
 
-    /// Whether libsndfile can rewrite the header after every write (crash-safe takes).
-    /// Compressed containers can't: Ogg would gain a new stream per write.
+    /// Whether libsndfile can rewrite the header mid-take (crash-safe takes, once a second).
+    /// Compressed containers can't: Ogg would gain a new stream per rewrite.
     var rewritesHeader: Bool { !typed }
 
     var bytesPerSample: Int {
@@ -151,6 +151,13 @@ final class TakeWriter: @unchecked Sendable {
     private var expectedQueueFrame: Int64 = 0
     private var written: Int64 = 0
     private var lastSync = Date()
+    private var lastFlush = Date()
+    /// Seconds between writes to the files (the sync to disk is once a second).
+    static let flushInterval = 0.5
+    /// Each file's output buffer, reused from flush to flush (writer thread only).
+    private lazy var scratch: [UnsafeMutableRawBufferPointer] = Array(repeating: UnsafeMutableRawBufferPointer(start: nil, count: 0), count: files.count)
+
+    deinit { for buffer in scratch { buffer.deallocate() } }
     private var thread: Thread?
 
     /// Frames kept back from the files while the end is not known and may be found by
@@ -217,13 +224,17 @@ final class TakeWriter: @unchecked Sendable {
                 fifoBytes.add(-chunk.data.count, ordering: .relaxed)
                 if state.withLock({ $0.error }) == nil { take(chunk) }
             }
-            flushTake(final: false)
             let (inputDone, error, end) = state.withLock { ($0.inputFinished, $0.error, $0.end) }
+            // Files are written in half-second batches (fewer, larger writes per track), and at
+            // once when the take's last frame has arrived.
+            let endArrived = end.map { end in state.withLock { $0.takeStart }.map { windowStart + windowFrames - $0 - maxSkip >= end } ?? false } ?? false
+            if Date().timeIntervalSince(lastFlush) >= TakeWriter.flushInterval || endArrived {
+                lastFlush = Date()
+                flushTake(final: false)
+            }
             if error == nil, Date().timeIntervalSince(lastSync) >= 1 {
                 lastSync = Date()
-                for file in files {
-                    do { try file.file.synchronize() } catch { fail(file, error) }
-                }
+                makeDurable()
             }
             let complete = end.map { written >= $0 } ?? false
             if (inputDone && fifo.withLock({ $0.isEmpty })) || error != nil || complete { break }
@@ -233,6 +244,28 @@ final class TakeWriter: @unchecked Sendable {
             do { try file.file.close() } catch { if state.withLock({ $0.error }) == nil { fail(file, error) } }
         }
         state.withLock { $0.finished = true }
+    }
+
+    /// Once a second: headers brought up to date (they describe every frame written) and
+    /// everything flushed to the disk, with one `syncfs` per file system rather than an
+    /// `fsync` per file (64 tracks would be 64 journal commits a second). If a file system
+    /// refuses, each of its files is synced alone to name the one that failed.
+    private func makeDurable() {
+        if format.rewritesHeader { for file in files { file.file.updateHeaderNow() } }
+        var done = Set<UInt64>()
+        for file in files {
+            guard let fileSystem = file.file.fileSystemID else {
+                do { try file.file.synchronize() } catch { fail(file, error) }
+                continue
+            }
+            guard done.insert(fileSystem).inserted else { continue }
+            do { try file.file.synchronizeFileSystem() } catch {
+                for same in files where same.file.fileSystemID == fileSystem {
+                    do { try same.file.synchronize() } catch { fail(same, error); return }
+                }
+                fail(file, error)
+            }
+        }
     }
 
     /// Adds a chunk to the window, with silence for frames lost before it.
@@ -260,7 +293,9 @@ final class TakeWriter: @unchecked Sendable {
         data.withUnsafeBytes { raw in
             switch format.samples {
             case .float32:
-                for value in raw.bindMemory(to: Float.self) where value >= 0.999_97 || value <= -0.999_97 { clipped += 1 }
+                var count = 0  // branch-free, so the loop vectorizes
+                for value in raw.bindMemory(to: Float.self) { count &+= value.magnitude >= 0.999_97 ? 1 : 0 }
+                clipped = Int64(count)
             case .int16:
                 for value in raw.bindMemory(to: Int16.self) {
                     let v = format.bigEndian ? Int16(bigEndian: value) : value
@@ -324,25 +359,103 @@ final class TakeWriter: @unchecked Sendable {
     /// Deinterleaves take frames [from, to) into each file.
     private func writeTake(from: Int64, to: Int64, takeStart: Int64) {
         let count = Int(to - from)
-        for file in files {
-            let width = file.channels.count
-            var out = [UInt8](repeating: 0, count: count * width * format.bytesPerSample)
+        let size = format.bytesPerSample
+        // Each file's buffer, reused from flush to flush.
+        for (i, file) in files.enumerated() where scratch[i].count < count * file.channels.count * size {
+            scratch[i].deallocate()
+            scratch[i] = .allocate(byteCount: count * file.channels.count * size, alignment: 16)
+        }
+        // The part of [from, to) the window holds for each channel (the rest stays silent).
+        let firsts = skip.map { takeStart + $0 + from - windowStart }
+        let whole = firsts.allSatisfy { $0 >= 0 && $0 + Int64(count) <= windowFrames }
+        if whole && Set(firsts).count == 1 && files.count == 1 && files[0].channels == Array(0..<channelCount) {
+            // One file holding every channel in order (--interleaved): the window's bytes as they are.
             window.withUnsafeBytes { source in
-                out.withUnsafeMutableBytes { destination in
+                let start = source.baseAddress! + head + Int(firsts[0]) * channelCount * size
+                write(UnsafeRawBufferPointer(start: start, count: count * channelCount * size), frames: count, to: files[0])
+            }
+            return
+        }
+        if whole && Set(firsts).count == 1 {
+            deinterleaveAll(firstFrame: Int(firsts[0]), count: count)
+        } else {
+            for (i, file) in files.enumerated() {
+                let width = file.channels.count
+                let destination = scratch[i].baseAddress!
+                destination.initializeMemory(as: UInt8.self, repeating: 0, count: count * width * size)
+                window.withUnsafeBytes { source in
                     for (slot, channel) in file.channels.enumerated() {
-                        // The part of [from, to) the window holds for this channel (the rest stays silent).
-                        let first = takeStart + skip[channel] + from - windowStart
+                        let first = firsts[channel]
                         let lower = Int(max(0, -first))
                         let upper = Int(min(Int64(count), windowFrames - first))
                         guard upper > lower else { continue }
                         copyChannel(from: source.baseAddress! + head, channel: channel, firstFrame: Int(first) + lower,
-                                    to: destination.baseAddress!, slot: slot, width: width, firstOut: lower,
-                                    count: upper - lower)
+                                    to: destination, slot: slot, width: width, firstOut: lower, count: upper - lower)
                     }
                 }
             }
-            write(out, frames: count, to: file)
+        }
+        for (i, file) in files.enumerated() {
+            write(UnsafeRawBufferPointer(start: scratch[i].baseAddress, count: count * file.channels.count * size), frames: count, to: file)
             if state.withLock({ $0.error }) != nil { return }
+        }
+    }
+
+    /// Every channel's frames [firstFrame, firstFrame + count) of the window into its file's
+    /// buffer in one pass over the window (reading it frame by frame, not once per file).
+    private func deinterleaveAll(firstFrame: Int, count: Int) {
+        let channels = channelCount
+        let size = format.bytesPerSample
+        // Where channel c goes: its file's buffer, slot and frame width.
+        var targets = [(buffer: UnsafeMutableRawPointer, width: Int)](repeating: (UnsafeMutableRawPointer(bitPattern: 1)!, 1), count: channels)
+        for (i, file) in files.enumerated() {
+            for (slot, channel) in file.channels.enumerated() {
+                targets[channel] = (scratch[i].baseAddress! + slot * size, file.channels.count)
+            }
+        }
+        window.withUnsafeBytes { source in
+            let base = source.baseAddress! + head + firstFrame * channels * size
+            switch size {
+            case 4:
+                // In blocks of frames, channel by channel: the block's input stays in cache and
+                // each channel's output is written in order.
+                let s = base.assumingMemoryBound(to: UInt32.self)
+                targets.withUnsafeBufferPointer { targets in
+                    var first = 0
+                    while first < count {
+                        let end = min(count, first + 64)
+                        for c in 0..<channels {
+                            let d = targets[c].buffer.assumingMemoryBound(to: UInt32.self)
+                            let width = targets[c].width
+                            if width == 1 {
+                                for t in first..<end { d[t] = s[t &* channels &+ c] }
+                            } else {
+                                for t in first..<end { d[t &* width] = s[t &* channels &+ c] }
+                            }
+                        }
+                        first = end
+                    }
+                }
+            case 2:
+                let s = base.assumingMemoryBound(to: UInt16.self)
+                targets.withUnsafeBufferPointer { targets in
+                    for t in 0..<count {
+                        let row = s + t * channels
+                        for c in 0..<channels {
+                            targets[c].buffer.assumingMemoryBound(to: UInt16.self)[t * targets[c].width] = row[c]
+                        }
+                    }
+                }
+            default:
+                targets.withUnsafeBufferPointer { targets in
+                    for t in 0..<count {
+                        let row = base + t * channels * size
+                        for c in 0..<channels {
+                            (targets[c].buffer + t * targets[c].width * size).copyMemory(from: row + c * size, byteCount: size)
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -372,17 +485,18 @@ final class TakeWriter: @unchecked Sendable {
         }
     }
 
-    private func write(_ bytes: [UInt8], frames: Int, to file: TakeFile) {
+    private func write(_ bytes: UnsafeRawBufferPointer, frames: Int, to file: TakeFile) {
         let transfer: SoundFile.Transfer
         if format.typed {
             switch format.samples {
             case .float32:
-                transfer = bytes.withUnsafeBytes { file.file.writeFrames($0.bindMemory(to: Float.self)) }
+                transfer = file.file.writeFrames(bytes.bindMemory(to: Float.self))
             default:
                 // Integer samples as int32 (libsndfile scales them to the file's depth exactly).
                 let width = file.channels.count
                 var ints = [Int32](repeating: 0, count: frames * width)
-                bytes.withUnsafeBytes { raw in
+                do {
+                    let raw = bytes
                     for i in 0..<(frames * width) {
                         let p = raw.baseAddress! + i * format.bytesPerSample
                         switch format.samples {
@@ -402,10 +516,20 @@ final class TakeWriter: @unchecked Sendable {
                 return
             }
         } else {
-            transfer = bytes.withUnsafeBytes { file.file.writeRaw($0) }
-            if transfer.count < bytes.count {
-                fail(file, transfer.error ?? SoundFileError(code: .system, reason: "short write"))
-                return
+            // In pieces of at most 256 KiB (whole frames): one huge write costs the kernel far
+            // more per byte than several cache-sized ones (measured with 6 MiB writes: 3.5× the
+            // system time: 0.57 s against 0.16 s for 20 s of 64 tracks).
+            let piece = max(file.channels.count * format.bytesPerSample, (256 << 10) / (file.channels.count * format.bytesPerSample) * (file.channels.count * format.bytesPerSample))
+            var offset = 0
+            while offset < bytes.count {
+                let length = min(piece, bytes.count - offset)
+                let part = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
+                let transfer = file.file.writeRaw(part)
+                if transfer.count < length {
+                    fail(file, transfer.error ?? SoundFileError(code: .system, reason: "short write"))
+                    return
+                }
+                offset += length
             }
         }
         file.framesWritten += Int64(frames)

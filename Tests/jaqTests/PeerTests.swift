@@ -89,7 +89,8 @@ import SoundFile
                                         server: server, log: "\(dir)/a.log", directory: dir)
         let second = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i5.wav", "i6.wav", "i7.wav", "i8.wav"],
                                          server: server, log: "\(dir)/b.log", directory: dir)
-        #expect(waitForPorts(server, containing: ":out_L", count: 8))
+        // Every queue's port under its final client name.
+        for i in 0..<8 { #expect(waitForPorts(server, containing: "jaq-\(i % 4 + 1)-i\(i + 1):out_L")) }
         let captureList = try server.run(["jack_lsp"]).split(separator: "\n").filter { $0.contains("jack_capture") }.map(String.init)
         #expect(captureList.count == 8)
         for (i, port) in PortsSorted(captureList).enumerated() {

@@ -20,7 +20,8 @@ import JackTestSupport
         let at = try frameNow(server) + 4 * 48000
         let play = try jaqInBackground(["play", "--at", "\(at)", "r1.wav", "r2.wav", "r3.wav", "r4.wav"],
                                        server: server, log: "\(dir)/play.log", directory: dir)
-        #expect(waitForPorts(server, containing: ":out_L", count: 4))
+        // Every player's port under its final name (a queue's client takes the name jaq gives it).
+        for i in 1...4 { #expect(waitForPorts(server, containing: "jaq-\(i)-r\(i):out_L")) }
         let record = try jaq(["record", "--at", "\(at)", "-d", "96000f", "-o", "take-{n}.wav", "jaq-[1-4]-r[1-4]:out_L"],
                              server: server, directory: dir)
         #expect(record.status == 0, "\(record.error)")
@@ -28,6 +29,10 @@ import JackTestSupport
         let playLog = (try? String(contentsOfFile: "\(dir)/play.log", encoding: .utf8)) ?? ""
         #expect(playLog.contains("done: every frame of every file played"), "\(playLog)")
         for i in 1...4 {
+            guard FileManager.default.fileExists(atPath: "\(dir)/take-0\(i).wav") else {
+                Issue.record("take-0\(i).wav is missing; jaq record said: \(record.error) \(record.output); play: \(playLog); files: \((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])")
+                continue
+            }
             let take = try readSamples24("\(dir)/take-0\(i).wav")
             if take.samples.count != 96000 { Issue.record("record said: \(record.error)") }
             #expect(take.samples.count == 96000)
