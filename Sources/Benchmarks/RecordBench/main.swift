@@ -48,6 +48,7 @@ struct Measurement {
     var droppedFrames = 0
     var repeatedFrames = 0
     var exitStatus: Int32 = 0
+    var xruns = 0
     var note = ""
 }
 
@@ -156,7 +157,7 @@ let built = try runProcess(["cc", "-shared", "-fPIC", "-O2", probeSource, "-o", 
 guard built.status == 0 else { fail("cannot build the cycle-time probe: \(built.error)") }
 guard FileManager.default.isExecutableFile(atPath: "/usr/bin/time") else { fail("/usr/bin/time is missing (apt-get install time)") }
 
-var results: [(channels: Int, jaq: Measurement, capture: Measurement, xruns: Int)] = []
+var results: [(channels: Int, labels: [String], measurements: [Measurement], xruns: Int)] = []
 for channels in options.channels {
     print("== \(channels) channels, \(Int(options.seconds)) s")
     let server = try JackServer(periodFrames: options.period, capture: 2, playback: 2)
@@ -189,49 +190,57 @@ for channels in options.channels {
         try process.run()
         return process
     }
-    let jaqName = "jaq\(channels)", captureName = "capture\(channels)"
-    let jaqRun = try start(jaqName, [jaq, "record", "--quiet", "-b", "float", "-d", duration, "-o", "\(jaqName)-{n}.wav"] + outputs)
-    let captureRun = try start(captureName, ["jack_capture", "--daemon", "-d", duration, "-c", "\(channels)", "-f", "wav"]
-        + outputs.flatMap { ["--port", $0] } + ["\(captureName).wav"])
+    // The tools, recording the same ports at the same time: jaq's default (one file per
+    // track), jaq with --interleaved (one multichannel file, as jack_capture writes), jack_capture.
+    let tools: [(label: String, name: String, file: String, arguments: [String])] = [
+        ("jaq record", "jaq\(channels)", "jaq\(channels)-01.wav",
+         [jaq, "record", "--quiet", "-b", "float", "-d", duration, "-o", "jaq\(channels)-{n}.wav"] + outputs),
+        ("jaq record --interleaved", "jaqi\(channels)", "jaqi\(channels).wav",
+         [jaq, "record", "--quiet", "--interleaved", "-b", "float", "-d", duration, "-o", "jaqi\(channels).wav"] + outputs),
+        ("jack_capture", "capture\(channels)", "capture\(channels).wav",
+         ["jack_capture", "--daemon", "-d", duration, "-c", "\(channels)", "-f", "wav"] + outputs.flatMap { ["--port", $0] }
+            + ["capture\(channels).wav"]),
+    ]
+    // One after the other on the same server and player: three recorders of 64 tracks at
+    // once on a small machine measure the contention, not the tools.
+    var runs: [Process] = []
     // Peak anonymous memory (RssAnon): what the program allocates, without JACK's shared
     // memory (about 105 MB mapped into every client, counted in the RSS /usr/bin/time reports).
-    var peakAnon = [0, 0]
-    while jaqRun.isRunning || captureRun.isRunning {
-        for (i, wrapper) in [jaqRun, captureRun].enumerated() where wrapper.isRunning {
-            peakAnon[i] = max(peakAnon[i], anonymousRSS(ofChildOf: wrapper.processIdentifier))
+    var peakAnon = Array(repeating: 0, count: tools.count)
+    var xrunsPerTool: [Int] = []
+    for (i, tool) in tools.enumerated() {
+        let before = xrunCount(server)
+        let run = try start(tool.name, tool.arguments)
+        runs.append(run)
+        while run.isRunning {
+            peakAnon[i] = max(peakAnon[i], anonymousRSS(ofChildOf: run.processIdentifier))
+            usleep(100_000)
         }
-        usleep(100_000)
+        xrunsPerTool.append(xrunCount(server) - before)
     }
     let xruns = xrunCount(server) - baseline
     player.terminate()
     player.waitUntilExit()
     server.stop()
 
-    var mine = Measurement()
-    mine.anonymousRSSKiB = peakAnon[0]
-    mine.exitStatus = jaqRun.terminationStatus
-    readTime("\(work)/\(jaqName).time", into: &mine)
-    readCycles("\(work)/\(jaqName).cycles", into: &mine)
-    let jaqCheck = checkRamp(path: "\(work)/\(jaqName)-01.wav", channel: 0)
-    mine.frames = jaqCheck.frames
-    mine.droppedFrames = jaqCheck.dropped
-    mine.repeatedFrames = jaqCheck.repeated
-    let jaqLog = (try? String(contentsOfFile: "\(work)/\(jaqName).log", encoding: .utf8)) ?? ""
-    if jaqLog.contains("dropped") || jaqLog.contains("lost") { mine.note = "jaq reported losses" }
-
-    var theirs = Measurement()
-    theirs.anonymousRSSKiB = peakAnon[1]
-    theirs.exitStatus = captureRun.terminationStatus
-    readTime("\(work)/\(captureName).time", into: &theirs)
-    readCycles("\(work)/\(captureName).cycles", into: &theirs)
-    let captureCheck = checkRamp(path: "\(work)/\(captureName).wav", channel: 0)
-    theirs.frames = captureCheck.frames
-    theirs.droppedFrames = captureCheck.dropped
-    theirs.repeatedFrames = captureCheck.repeated
-
-    print("   jaq record:   cpu \(mine.cpuSeconds) s, rss \(mine.peakRSSKiB) KiB, cycle \(String(format: "%.1f", mine.cycleMeanMicroseconds)) µs, frames \(mine.frames), dropped \(mine.droppedFrames)")
-    print("   jack_capture: cpu \(theirs.cpuSeconds) s, rss \(theirs.peakRSSKiB) KiB, cycle \(String(format: "%.1f", theirs.cycleMeanMicroseconds)) µs, frames \(theirs.frames), dropped \(theirs.droppedFrames)")
-    results.append((channels, mine, theirs, xruns))
+    var measured: [Measurement] = []
+    for (i, tool) in tools.enumerated() {
+        var m = Measurement()
+        m.anonymousRSSKiB = peakAnon[i]
+        m.exitStatus = runs[i].terminationStatus
+        readTime("\(work)/\(tool.name).time", into: &m)
+        readCycles("\(work)/\(tool.name).cycles", into: &m)
+        let check = checkRamp(path: "\(work)/\(tool.file)", channel: 0)
+        m.frames = check.frames
+        m.droppedFrames = check.dropped
+        m.repeatedFrames = check.repeated
+        m.xruns = xrunsPerTool[i]
+        let log = (try? String(contentsOfFile: "\(work)/\(tool.name).log", encoding: .utf8)) ?? ""
+        if log.contains("dropped") || log.contains("lost") { m.note = "reported losses" }
+        print("   \(tool.label): cpu \(String(format: "%.2f", m.cpuSeconds)) s, rss \(m.peakRSSKiB) KiB, cycle \(String(format: "%.1f", m.cycleMeanMicroseconds)) µs, frames \(m.frames), dropped \(m.droppedFrames)")
+        measured.append(m)
+    }
+    results.append((channels, tools.map(\.label), measured, xruns))
 }
 
 // The report.
@@ -246,34 +255,38 @@ Generated by `make bench` (`.build/release/jaq-bench --seconds \(Int(options.sec
 
 **Setup.** For each channel count a private JACK server runs **in real time** (dummy backend, \
 48 kHz, \(options.period)-frame periods, `--no-realtime` scheduling as in the tests); `jaq play --loop` \
-plays an N-channel ramp on N ports; **`jaq record` and `jack_capture` record those same N ports \
-at the same time**, \(Int(options.seconds)) s each, as 32-bit float (`jaq record -b float -d \(Int(options.seconds))` writing one \
-file per track, its default; `jack_capture --daemon -d \(Int(options.seconds))` writing one multichannel WAV). \
+plays an N-channel ramp on N ports; **`jaq record` (twice) and `jack_capture` record those same N ports, \
+one after the other on the same server**, \(Int(options.seconds)) s each, as 32-bit float: `jaq record -b float -d \(Int(options.seconds))` writing one \
+file per track (its default), `jaq record --interleaved` writing one multichannel WAV, and \
+`jack_capture --daemon -d \(Int(options.seconds))` writing one multichannel WAV (the only kind it writes). \
 Each runs under `/usr/bin/time` (CPU = user + system seconds, peak RSS) and under the same \
 `LD_PRELOAD` probe (`Sources/Benchmarks/CycleTime/cycletime.c`), which times every call of the \
 program's JACK process callback. Dropped and repeated frames are counted by checking the ramp \
-in the files frame by frame. Xruns are the server's, during the run.
+in the files frame by frame. Xruns are the server's, during each tool's run.
 
-| channels | tool | CPU s per channel-minute | peak RSS MiB (with JACK shm) | peak RssAnon MiB | realtime callback µs/cycle (mean / max) | frames | dropped | repeated | exit |
-|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|
+| channels | tool | CPU s per channel-minute | peak RSS MiB (with JACK shm) | peak RssAnon MiB | realtime callback µs/cycle (mean / max) | frames | dropped | repeated | server xruns | exit |
+|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 
 """
 for r in results {
-    for (name, m) in [("jaq record", r.jaq), ("jack_capture", r.capture)] {
+    for (name, m) in zip(r.labels, r.measurements) {
         let perChannelMinute = m.cpuSeconds / Double(r.channels) / minutes
-        report += "| \(r.channels) | \(name) | \(String(format: "%.4f", perChannelMinute)) | \(String(format: "%.1f", Double(m.peakRSSKiB) / 1024)) | \(String(format: "%.1f", Double(m.anonymousRSSKiB) / 1024)) | \(String(format: "%.1f / %.0f", m.cycleMeanMicroseconds, m.cycleMaxMicroseconds)) | \(m.frames) | \(m.droppedFrames) | \(m.repeatedFrames) | \(m.exitStatus) |\n"
+        report += "| \(r.channels) | \(name) | \(String(format: "%.4f", perChannelMinute)) | \(String(format: "%.1f", Double(m.peakRSSKiB) / 1024)) | \(String(format: "%.1f", Double(m.anonymousRSSKiB) / 1024)) | \(String(format: "%.1f / %.0f", m.cycleMeanMicroseconds, m.cycleMaxMicroseconds)) | \(m.frames) | \(m.droppedFrames) | \(m.repeatedFrames) | \(m.xruns) | \(m.exitStatus) |\n"
     }
 }
 report += """
 
 Ratios jaq / jack_capture (below 1: jaq uses less):
 
-| channels | CPU | peak RSS | peak RssAnon | callback time (mean) | dropped frames (jaq, jack_capture) | server xruns during the run |
-|---:|---:|---:|---:|---:|---:|---:|
+| channels | jaq run | CPU | peak RSS | peak RssAnon | callback time (mean) | dropped frames (jaq, jack_capture) |
+|---|---|---:|---:|---:|---:|---:|
 
 """
 for r in results {
-    report += "| \(r.channels) | \(ratio(r.jaq.cpuSeconds, r.capture.cpuSeconds)) | \(ratio(Double(r.jaq.peakRSSKiB), Double(r.capture.peakRSSKiB))) | \(ratio(Double(r.jaq.anonymousRSSKiB), Double(r.capture.anonymousRSSKiB))) | \(ratio(r.jaq.cycleMeanMicroseconds, r.capture.cycleMeanMicroseconds)) | \(r.jaq.droppedFrames), \(r.capture.droppedFrames) | \(r.xruns) |\n"
+    let capture = r.measurements[r.measurements.count - 1]
+    for (name, m) in zip(r.labels, r.measurements).dropLast() {
+        report += "| \(r.channels) | \(name) | \(ratio(m.cpuSeconds, capture.cpuSeconds)) | \(ratio(Double(m.peakRSSKiB), Double(capture.peakRSSKiB))) | \(ratio(Double(m.anonymousRSSKiB), Double(capture.anonymousRSSKiB))) | \(ratio(m.cycleMeanMicroseconds, capture.cycleMeanMicroseconds)) | \(m.droppedFrames), \(capture.droppedFrames) |\n"
+    }
 }
 report += """
 
