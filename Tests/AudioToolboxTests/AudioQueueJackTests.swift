@@ -146,6 +146,45 @@ import QueueCore
         let dates = Mutex<[Date]>([])
     }
 
+    @Test func theServerGoingAwayMidRecordingDeliversWhatWasCapturedAndInvalidates() throws {
+        let server = try JackServer()
+        try withServer(server) {
+            let context = RecordingContext()
+            var format = lpcm()
+            var queue: AudioQueueRef?
+            #expect(AudioQueueNewInput(&format, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &queue) == noErr)
+            let q = try #require(queue)
+            for _ in 0..<4 {
+                var b: AudioQueueBufferRef?
+                #expect(AudioQueueAllocateBuffer(q, 4 * 4800, &b) == noErr)
+                #expect(AudioQueueEnqueueBuffer(q, b!, 0, nil) == noErr)
+            }
+            #expect(AudioQueueStart(q, nil) == noErr)
+            #expect(eventually(5) { context.starts.withLock { $0.count } >= 3 })
+            var before = AudioTimeStamp()
+            #expect(AudioQueueGetCurrentTime(q, nil, &before, nil) == noErr)
+            server.stop()
+            // What was captured reaches the callback (a last partial buffer included), then
+            // the queue stops, and every later call says the queue is gone.
+            func isRunning() -> UInt32 {
+                var running: UInt32 = 1
+                var size = UInt32(4)
+                AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size)
+                return running
+            }
+            #expect(eventually(10) { isRunning() == 0 })
+            let starts = context.starts.withLock { $0 }
+            let delivered = starts.map { Double($0.packets) }.reduce(0, +)
+            #expect(delivered >= before.mSampleTime, "every frame captured before the server went is delivered")
+            // Consecutive buffers are contiguous: nothing repeated or skipped on the way out.
+            for (a, b) in zip(starts, starts.dropFirst()) { #expect(b.sampleTime == a.sampleTime + Double(a.packets)) }
+            #expect(AudioQueueStart(q, nil) == kAudioQueueErr_QueueInvalidated)
+            let start = Date()
+            #expect(AudioQueueDispose(q, true) == noErr)
+            #expect(Date().timeIntervalSince(start) < 5)
+        }
+    }
+
     @Test func theServerGoingAwayMidPlaybackStopsTheQueueWithoutHanging() throws {
         let server = try JackServer()
         try withServer(server) {

@@ -290,6 +290,12 @@ for r in results {
 }
 report += """
 
+**Reading the drop columns.** The server here runs without realtime scheduling on a small \
+machine, so it has xruns now and then (the column "server xruns", per tool's run). A client \
+that runs late in such a cycle reads the player's *next* period (the player, which waits for \
+nobody, has already run) and then that period again: the ramp check counts one period \
+"dropped" and one "repeated". Drops in a run without server xruns would be the tool's own.
+
 Reproduce: `make bench` (or `swift build -c release && .build/release/jaq-bench --seconds 60 --channels 2,16,64`).
 The frame counts include the frames before the first ramp sample reached each tool; `jaq record -d` \
 is exact to the frame (\(rate) × seconds), `jack_capture -d` stops after about that many seconds.
