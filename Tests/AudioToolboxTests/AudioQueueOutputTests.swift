@@ -165,6 +165,9 @@ import QueueCore
             driver.startRecordingPlayback()
             #expect(AudioQueueStart(setup.queue, nil) == noErr)
             driver.run(cycles: 10)
+            // The listener reads IsRunning when it is called, as on Apple platforms: let it see
+            // the queue running before the play-out, which the manual clock runs in no time.
+            #expect(eventually { context.runningChanges.withLock { $0 } == [1] }, "the queue is running")
             #expect(AudioQueueStop(setup.queue, false) == noErr)  // again: it is playing out already
             #expect(AudioQueuePause(setup.queue) == noErr)
             var paused = AudioTimeStamp()
@@ -176,7 +179,8 @@ import QueueCore
                     "a queue playing out pauses")
             #expect(AudioQueueStart(setup.queue, nil) == noErr)
             runUntilStopped(setup)
-            #expect(eventually { context.runningChanges.withLock { $0 } == [1, 0] })
+            #expect(eventually { context.runningChanges.withLock { $0 } == [1, 0] },
+                    "IsRunning listener saw \(context.runningChanges.withLock { $0 })")
             let played = driver.recordedPlayback(port: 0).samples
             #expect(played[(10 * 128)..<(30 * 128)].allSatisfy { $0 == 0 })
             let audible = Array(played[0..<(10 * 128)]) + Array(played[(30 * 128)...].prefix(6000 - 10 * 128))
