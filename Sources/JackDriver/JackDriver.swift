@@ -300,13 +300,29 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         for p in 0..<rt.pointee.portCount { jack_port_disconnect(client, rt.pointee.ports[p]) }
         let names = portNames
         for (port, other) in plan {
-            let result = wantInputs ? jack_connect(client, names[port], other) : jack_connect(client, other, names[port])
+            let result = wantInputs ? Self.connectPorts(client, names[port], other) : Self.connectPorts(client, other, names[port])
             if result != 0 && result != EEXIST {
                 throw QueueError.invalidDevice("cannot connect \(names[port]) and \(other)")
             }
         }
         lock.withLock { $0.target = target }
         return Array(Set(plan.map { $0.target })).sorted()
+    }
+
+    /// `jack_connect`, patient with a client that is still starting: JACK2 refuses to connect
+    /// ports whose owner has registered them but not yet activated (ecasound, for one, does
+    /// that for a moment), so a refusal is retried for up to `patience` seconds while both
+    /// ports exist. Returns jack_connect's result (0 or EEXIST on success).
+    static func connectPorts(_ client: OpaquePointer, _ source: String, _ destination: String, patience: Double = 2) -> Int32 {
+        var result = jack_connect(client, source, destination)
+        var waited = 0.0
+        while result != 0 && result != EEXIST && waited < patience,
+              jack_port_by_name(client, source) != nil, jack_port_by_name(client, destination) != nil {
+            HostClock.sleep(seconds: 0.02)
+            waited += 0.02
+            result = jack_connect(client, source, destination)
+        }
+        return result
     }
 
     /// Port names the server lists for `flags` (audio ports only).

@@ -118,7 +118,7 @@ public final class JackSession: @unchecked Sendable {
 
     /// Connects two ports by name (output first).
     public func connect(_ source: String, _ destination: String) throws {
-        let result = jack_connect(client, source, destination)
+        let result = JackDevice.connectPorts(client, source, destination)
         if result != 0 && result != EEXIST {
             throw QueueError.invalidDevice("cannot connect \(source) to \(destination)")
         }

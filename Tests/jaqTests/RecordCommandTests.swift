@@ -1,6 +1,7 @@
 import Testing
 import Foundation
 import JackTestSupport
+import SoundFile
 
 /// `jaq record` and `jaq play` end to end: the built binary on a private dummy server.
 @Suite(.serialized) struct RecordCommandTests {
@@ -201,6 +202,60 @@ import JackTestSupport
         }
         // Nothing half-written is left behind.
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/take-01.wav"))
+    }
+
+    /// A program that registers its ports a second before it activates its client (as ecasound
+    /// does for a moment): JACK2 refuses connections to them meanwhile. `jaq record` started
+    /// as soon as the ports are listed waits for the client and records it.
+    @Test func portsOfAClientStillStartingAreRecordedOnceItIsActive() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("late")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try """
+        #include <jack/jack.h>
+        #include <stdlib.h>
+        #include <unistd.h>
+        static jack_port_t *ports[2];
+        static int process(jack_nframes_t frames, void *arg) {
+            for (int p = 0; p < 2; p++) {
+                float *out = jack_port_get_buffer(ports[p], frames);
+                for (jack_nframes_t i = 0; i < frames; i++) out[i] = 0.25f * (p + 1);
+            }
+            return 0;
+        }
+        int main(int argc, char **argv) {
+            jack_client_t *client = jack_client_open("late", JackNoStartServer, NULL);
+            if (!client) return 1;
+            jack_set_process_callback(client, process, NULL);
+            ports[0] = jack_port_register(client, "out_1", JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput, 0);
+            ports[1] = jack_port_register(client, "out_2", JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput, 0);
+            usleep(1000000);
+            if (jack_activate(client)) return 1;
+            sleep(atoi(argv[1]));
+            jack_client_close(client);
+            return 0;
+        }
+        """.write(toFile: "\(dir)/late.c", atomically: true, encoding: .utf8)
+        let cc = Process()
+        cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        cc.arguments = ["cc", "\(dir)/late.c", "-o", "\(dir)/late", "-ljack"]
+        try cc.run()
+        cc.waitUntilExit()
+        try #require(cc.terminationStatus == 0, "cc late.c -ljack")
+        let late = try server.spawn(["\(dir)/late", "6"], output: "\(dir)/late.log")
+        defer { if late.isRunning { late.terminate() } }
+        #expect(waitForPorts(server, containing: "late:out_", count: 2))
+        let record = try jaq(["record", "--quiet", "-b", "float", "-d", "24000f", "-o", "take-{n}.wav", "late:out_"],
+                             server: server, directory: dir)
+        #expect(record.status == 0, "\(record.error)")
+        for (track, value) in [(1, Float(0.25)), (2, Float(0.5))] {
+            let file = try SoundFile(path: "\(dir)/take-0\(track).wav", mode: .read)
+            var samples = [Float](repeating: 0, count: Int(file.info.frameCount))
+            _ = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
+            try file.close()
+            #expect(samples.count == 24000 && samples.allSatisfy { $0 == value }, "track \(track): every frame is the client's")
+        }
     }
 
     @Test(arguments: [[], ["record"], ["play"], ["ports"], ["time"], ["transport"], ["info"]])
