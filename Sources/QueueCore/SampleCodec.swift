@@ -120,13 +120,24 @@ public struct SampleCodec: Sendable {
             case .float32(let bigEndian):
                 // Whole 4-byte samples at 4-byte offsets: typed stores (buffers are aligned).
                 let out = destination.assumingMemoryBound(to: UInt32.self)
-                for c in 0..<channels {
+                var c = 0
+                if !bigEndian {
+                    // Four channels at a time, transposed in registers.
+                    while c &+ 4 <= channels {
+                        Transpose32.interleave4(UnsafeRawPointer(planes[c]), UnsafeRawPointer(planes[c &+ 1]),
+                                                UnsafeRawPointer(planes[c &+ 2]), UnsafeRawPointer(planes[c &+ 3]),
+                                                into: UnsafeMutableRawPointer(out + c), rowBytes: stride, first: first, end: end)
+                        c &+= 4
+                    }
+                }
+                while c < channels {
                     let input = UnsafeRawPointer(planes[c]).assumingMemoryBound(to: UInt32.self)
                     if bigEndian {
                         for i in first..<end { out[i &* channels &+ c] = input[i].byteSwapped }
                     } else {
                         for i in first..<end { out[i &* channels &+ c] = input[i] }
                     }
+                    c &+= 1
                 }
             case .float64(let bigEndian):
                 for c in 0..<channels {

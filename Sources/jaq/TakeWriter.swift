@@ -424,7 +424,16 @@ final class TakeWriter: @unchecked Sendable {
                     var first = 0
                     while first < count {
                         let end = min(count, first + 64)
-                        for c in 0..<channels {
+                        var c = 0
+                        // Four tracks of one file each at a time, transposed in registers.
+                        while c &+ 4 <= channels, targets[c].width == 1, targets[c &+ 1].width == 1,
+                              targets[c &+ 2].width == 1, targets[c &+ 3].width == 1 {
+                            Transpose32.deinterleave4(UnsafeRawPointer(s + c), rowBytes: channels &* 4,
+                                                      into: targets[c].buffer, targets[c &+ 1].buffer,
+                                                      targets[c &+ 2].buffer, targets[c &+ 3].buffer, first: first, end: end)
+                            c &+= 4
+                        }
+                        for c in c..<channels {
                             let d = targets[c].buffer.assumingMemoryBound(to: UInt32.self)
                             let width = targets[c].width
                             if width == 1 {

@@ -63,6 +63,51 @@ import Testing
         }
     }
 
+    /// Float32 is interleaved four channels at a time: every channel count around a multiple
+    /// of four and every frame count around the 4-frame and 64-frame blocks keeps each sample
+    /// in its place.
+    @Test(arguments: [1, 2, 3, 4, 5, 7, 8, 13, 64])
+    func float32InterleavesEveryChannelCountExactly(channels: Int) {
+        let format = StreamFormat(sampleRate: 48000, encoding: .linearPCM, isFloat: true, isBigEndian: false,
+                                  isSignedInteger: false, bytesPerFrame: 4 * channels, channelCount: channels, bitsPerChannel: 32)
+        let codec = SampleCodec(format: format)
+        for frames in [0, 1, 3, 4, 5, 63, 64, 65, 130, 257] {
+            let planes = (0..<channels).map { c in
+                let plane = UnsafeMutablePointer<Float>.allocate(capacity: max(frames, 1))
+                for i in 0..<frames { plane[i] = Float(c * 100_000 + i + 1) }
+                return UnsafePointer(plane)
+            }
+            defer { planes.forEach { UnsafeMutablePointer(mutating: $0).deallocate() } }
+            var out = [Float](repeating: -1, count: frames * channels + 1)
+            planes.withUnsafeBufferPointer { table in
+                out.withUnsafeMutableBytes { codec.encode(table.baseAddress!, frames: frames, into: $0.baseAddress!) }
+            }
+            let expected = (0..<(frames * channels)).map { Float(($0 % channels) * 100_000 + $0 / channels + 1) } + [-1]
+            #expect(out == expected, "\(channels) channels, \(frames) frames")
+        }
+    }
+
+    @Test func transposeDeinterleavesFourChannelsExactly() {
+        for (channels, offset) in [(4, 0), (6, 1), (9, 5)] {
+            for (first, end) in [(0, 0), (0, 3), (0, 4), (1, 9), (3, 64), (0, 67)] {
+                let rows = (0..<(end * channels)).map { UInt32($0 + 1) }
+                let planes = (0..<4).map { _ in UnsafeMutablePointer<UInt32>.allocate(capacity: end + 1) }
+                defer { planes.forEach { $0.deallocate() } }
+                for plane in planes { plane.initialize(repeating: 0, count: end + 1) }
+                rows.withUnsafeBytes { source in
+                    Transpose32.deinterleave4(source.baseAddress! + 4 * offset, rowBytes: 4 * channels,
+                                              into: UnsafeMutableRawPointer(planes[0]), UnsafeMutableRawPointer(planes[1]),
+                                              UnsafeMutableRawPointer(planes[2]), UnsafeMutableRawPointer(planes[3]),
+                                              first: first, end: end)
+                }
+                for k in 0..<4 {
+                    let expected = (0...end).map { t in first <= t && t < end ? UInt32(t * channels + offset + k + 1) : 0 }
+                    #expect(Array(UnsafeBufferPointer(start: planes[k], count: end + 1)) == expected, "\(channels) channels from \(offset), frames \(first)..<\(end), plane \(k)")
+                }
+            }
+        }
+    }
+
     @Test func g711CodesRoundTrip() {
         for encoding in [StreamFormat.Encoding.muLaw, .aLaw] {
             let format = StreamFormat(sampleRate: 8000, encoding: encoding, isSignedInteger: false,

@@ -100,6 +100,29 @@ import SoundFile
         #expect(mismatch == nil, "interleaved sample \(mismatch ?? -1) differs")
     }
 
+    /// One float file per track from a 6-channel player: tracks are taken from the window four
+    /// at a time, then one by one; each file holds its own port's samples.
+    @Test func floatTracksEachHoldTheirOwnPort() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("tracks")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try writeRamp("\(dir)/six.wav", frames: 72000, channels: 6, offset: 3)
+        let at = try frameNow(server) + 4 * 48000
+        let play = try jaqInBackground(["play", "--at", "\(at)", "six.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        #expect(waitForPorts(server, containing: "jaq-1-six:out_", count: 6))
+        let record = try jaq(["record", "-q", "--at", "\(at)", "-d", "48000f", "-b", "float", "-o", "t-{n}.wav", "jaq-1-six:out_"],
+                             server: server, directory: dir)
+        #expect(record.status == 0, "\(record.error)")
+        waitForExit(play)
+        for track in 1...6 {
+            let take = try readFloatsAs24("\(dir)/t-0\(track).wav")
+            #expect(take.channels == 1 && take.samples.count == 48000, "track \(track)")
+            let mismatch = take.samples.indices.first { take.samples[$0] != rampValue($0, offset: 3, channel: track - 1) }
+            #expect(mismatch == nil, "track \(track): frame \(mismatch ?? -1) differs")
+        }
+    }
+
     @Test func tracksAreAlignedByTheirPortsCaptureLatency() throws {
         let server = try JackServer()
         defer { server.stop() }
