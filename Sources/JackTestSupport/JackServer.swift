@@ -37,8 +37,10 @@ public final class JackServer: @unchecked Sendable {
     /// Starts a dummy-backend server and waits until clients can connect.
     /// - Parameters:
     ///   - capture, playback: physical (system) ports of the dummy backend.
+    ///   - realtime: run the server and its clients' process threads with realtime
+    ///     scheduling (`jackd -R`, needs the privilege); tests use `--no-realtime`.
     public init(sampleRate: Int = 48000, periodFrames: Int = 256, capture: Int = 2, playback: Int = 2,
-                function: String = #function) throws {
+                realtime: Bool = false, function: String = #function) throws {
         // One server at a time per test process: libjack keeps process-wide state tied to the
         // server it talks to, so clients of two servers in one process interfere.
         JackServer.exclusive.lock()
@@ -58,7 +60,7 @@ public final class JackServer: @unchecked Sendable {
         log = FileHandle(forWritingAtPath: logPath)
         process = Process()
         process.executableURL = URL(fileURLWithPath: jackd)
-        process.arguments = ["-n", unique, "--no-realtime", "-d", "dummy", "-r", "\(sampleRate)",
+        process.arguments = ["-n", unique, realtime ? "--realtime" : "--no-realtime", "-d", "dummy", "-r", "\(sampleRate)",
                              "-p", "\(periodFrames)", "-C", "\(capture)", "-P", "\(playback)"]
         var environment = ProcessInfo.processInfo.environment
         environment["JACK_NO_AUDIO_RESERVATION"] = "1"

@@ -1,12 +1,12 @@
 // jaq-bench: `jaq record` against `jack_capture`, side by side on one server.
 //
 // For each channel count, a private dummy JACK server runs in real time (256-frame
-// periods at 48 kHz); `jaq play --loop` plays a ramp on N ports; `jaq record` and
-// `jack_capture` record those N ports at the same time, for the same duration, as
-// 32-bit float files. Each runs under /usr/bin/time (CPU seconds, peak RSS) and the
-// cycletime LD_PRELOAD probe (time spent in its JACK process callback per cycle).
-// The ramp lets the recordings be checked frame by frame for dropped or repeated
-// frames. The results go to Docs/benchmarks.md.
+// periods at 48 kHz, realtime scheduling when allowed); `jaq play --loop` plays a ramp on
+// N ports; `jaq record`, `jaq record --interleaved` and `jack_capture` record those N ports
+// one after the other, for the same duration, as 32-bit float files. Each runs under
+// /usr/bin/time (CPU seconds, peak RSS) and the cycletime LD_PRELOAD probe (time spent in
+// its JACK process callback per cycle). The ramp lets the recordings be checked frame by
+// frame for dropped or repeated frames. The results go to Docs/benchmarks.md.
 //
 //   swift build -c release && .build/release/jaq-bench [--seconds 60] [--channels 2,16,64]
 
@@ -19,6 +19,11 @@ struct Options {
     var channels = [2, 16, 64]
     var output = "Docs/benchmarks.md"
     var period = 256
+    /// The seconds are recorded in this many rounds, the tools taking turns in each round, so
+    /// that a slow minute of a shared machine falls on every tool alike.
+    var rounds = 3
+    /// nil: realtime scheduling when this process may use it (`--realtime` / `--no-realtime`).
+    var realtime: Bool?
 
     init(_ arguments: [String]) {
         var i = 1
@@ -29,6 +34,9 @@ struct Options {
             case "--channels": channels = value.split(separator: ",").compactMap { Int($0) }; i += 1
             case "--output": output = value; i += 1
             case "--period": period = Int(value) ?? period; i += 1
+            case "--rounds": rounds = max(1, Int(value) ?? rounds); i += 1
+            case "--realtime": realtime = true
+            case "--no-realtime": realtime = false
             default: break
             }
             i += 1
@@ -50,6 +58,29 @@ struct Measurement {
     var exitStatus: Int32 = 0
     var xruns = 0
     var note = ""
+}
+
+extension Measurement {
+    /// Adds one round's run to the totals (CPU, frames, losses, xruns, callback time) and maxima
+    /// (memory, longest callback).
+    mutating func add(_ round: Measurement) {
+        let cycles = cycleCount + round.cycleCount
+        if cycles > 0 {
+            cycleMeanMicroseconds = (cycleMeanMicroseconds * Double(cycleCount) + round.cycleMeanMicroseconds * Double(round.cycleCount)) / Double(cycles)
+        }
+        cycleCount = cycles
+        cycleMaxMicroseconds = max(cycleMaxMicroseconds, round.cycleMaxMicroseconds)
+        anonymousRSSKiB = max(anonymousRSSKiB, round.anonymousRSSKiB)
+        peakRSSKiB = max(peakRSSKiB, round.peakRSSKiB)
+        cpuSeconds += round.cpuSeconds
+        wallSeconds += round.wallSeconds
+        frames += round.frames
+        droppedFrames += round.droppedFrames
+        repeatedFrames += round.repeatedFrames
+        xruns += round.xruns
+        if exitStatus == 0 { exitStatus = round.exitStatus }
+        if note.isEmpty { note = round.note }
+    }
 }
 
 let rate = 48000
@@ -157,10 +188,23 @@ let built = try runProcess(["cc", "-shared", "-fPIC", "-O2", probeSource, "-o", 
 guard built.status == 0 else { fail("cannot build the cycle-time probe: \(built.error)") }
 guard FileManager.default.isExecutableFile(atPath: "/usr/bin/time") else { fail("/usr/bin/time is missing (apt-get install time)") }
 
+// Realtime scheduling (as in a studio) when the privilege is there: fewer server xruns to
+// blur the comparison. Both tools get the same server, so the comparison is fair either way.
+let realtime = options.realtime ?? {
+    var parameter = sched_param(sched_priority: 1)
+    let previous = sched_getscheduler(0)
+    var old = sched_param()
+    sched_getparam(0, &old)
+    guard sched_setscheduler(0, SCHED_FIFO, &parameter) == 0 else { return false }
+    sched_setscheduler(0, previous, &old)
+    return true
+}()
+print("JACK server scheduling: \(realtime ? "realtime (jackd --realtime)" : "not realtime (jackd --no-realtime)")")
+
 var results: [(channels: Int, labels: [String], measurements: [Measurement], xruns: Int)] = []
 for channels in options.channels {
     print("== \(channels) channels, \(Int(options.seconds)) s")
-    let server = try JackServer(periodFrames: options.period, capture: 2, playback: 2)
+    let server = try JackServer(periodFrames: options.period, capture: 2, playback: 2, realtime: realtime)
     defer { server.stop() }
     try writeRamp("\(work)/ramp\(channels).wav", channels: channels)
     let player = try server.spawn([jaq, "play", "--quiet", "--loop", "\(work)/ramp\(channels).wav"],
@@ -172,7 +216,8 @@ for channels in options.channels {
     }
     usleep(500_000)
     let outputs = (1...channels).map { channels == 1 ? "jaq-1-ramp\(channels):out_L" : "jaq-1-ramp\(channels):out_\($0)" }
-    let duration = String(Int(options.seconds))
+    let roundSeconds = options.seconds / Double(options.rounds)
+    let duration = roundSeconds == roundSeconds.rounded() ? String(Int(roundSeconds)) : String(format: "%.3f", roundSeconds)
     let baseline = xrunCount(server)
     var environment = server.environment
     environment["LD_PRELOAD"] = probe
@@ -190,57 +235,61 @@ for channels in options.channels {
         try process.run()
         return process
     }
-    // The tools, recording the same ports at the same time: jaq's default (one file per
-    // track), jaq with --interleaved (one multichannel file, as jack_capture writes), jack_capture.
-    let tools: [(label: String, name: String, file: String, arguments: [String])] = [
-        ("jaq record", "jaq\(channels)", "jaq\(channels)-01.wav",
-         [jaq, "record", "--quiet", "-b", "float", "-d", duration, "-o", "jaq\(channels)-{n}.wav"] + outputs),
-        ("jaq record --interleaved", "jaqi\(channels)", "jaqi\(channels).wav",
-         [jaq, "record", "--quiet", "--interleaved", "-b", "float", "-d", duration, "-o", "jaqi\(channels).wav"] + outputs),
-        ("jack_capture", "capture\(channels)", "capture\(channels).wav",
-         ["jack_capture", "--daemon", "-d", duration, "-c", "\(channels)", "-f", "wav"] + outputs.flatMap { ["--port", $0] }
-            + ["capture\(channels).wav"]),
-    ]
-    // One after the other on the same server and player: three recorders of 64 tracks at
-    // once on a small machine measure the contention, not the tools.
-    var runs: [Process] = []
-    // Peak anonymous memory (RssAnon): what the program allocates, without JACK's shared
-    // memory (about 105 MB mapped into every client, counted in the RSS /usr/bin/time reports).
-    var peakAnon = Array(repeating: 0, count: tools.count)
-    var xrunsPerTool: [Int] = []
-    for (i, tool) in tools.enumerated() {
-        let before = xrunCount(server)
-        let run = try start(tool.name, tool.arguments)
-        runs.append(run)
-        while run.isRunning {
-            peakAnon[i] = max(peakAnon[i], anonymousRSS(ofChildOf: run.processIdentifier))
-            usleep(100_000)
+    // The tools, recording the same ports: jaq's default (one file per track), jaq with
+    // --interleaved (one multichannel file, as jack_capture writes), jack_capture.
+    func tools(round: Int) -> [(label: String, name: String, file: String, arguments: [String])] {
+        let n = "\(channels)r\(round)"
+        return [
+            ("jaq record", "jaq\(n)", "jaq\(n)-01.wav",
+             [jaq, "record", "--quiet", "-b", "float", "-d", duration, "-o", "jaq\(n)-{n}.wav"] + outputs),
+            ("jaq record --interleaved", "jaqi\(n)", "jaqi\(n).wav",
+             [jaq, "record", "--quiet", "--interleaved", "-b", "float", "-d", duration, "-o", "jaqi\(n).wav"] + outputs),
+            ("jack_capture", "capture\(n)", "capture\(n).wav",
+             ["jack_capture", "--daemon", "-d", duration, "-c", "\(channels)", "-f", "wav"] + outputs.flatMap { ["--port", $0] }
+                + ["capture\(n).wav"]),
+        ]
+    }
+    let labels = tools(round: 1).map(\.label)
+    // One after the other on the same server and player (three recorders of 64 tracks at once
+    // on a small machine would measure the contention, not the tools), taking turns round by round.
+    var measured = Array(repeating: Measurement(), count: labels.count)
+    for round in 1...options.rounds {
+        for (i, tool) in tools(round: round).enumerated() {
+            let before = xrunCount(server)
+            let run = try start(tool.name, tool.arguments)
+            var m = Measurement()
+            // Peak anonymous memory (RssAnon): what the program allocates, without JACK's shared
+            // memory (about 105 MB mapped into every client, counted in the RSS /usr/bin/time reports).
+            while run.isRunning {
+                m.anonymousRSSKiB = max(m.anonymousRSSKiB, anonymousRSS(ofChildOf: run.processIdentifier))
+                usleep(100_000)
+            }
+            m.xruns = xrunCount(server) - before
+            m.exitStatus = run.terminationStatus
+            readTime("\(work)/\(tool.name).time", into: &m)
+            readCycles("\(work)/\(tool.name).cycles", into: &m)
+            let check = checkRamp(path: "\(work)/\(tool.file)", channel: 0)
+            m.frames = check.frames
+            m.droppedFrames = check.dropped
+            m.repeatedFrames = check.repeated
+            let log = (try? String(contentsOfFile: "\(work)/\(tool.name).log", encoding: .utf8)) ?? ""
+            if log.contains("dropped") || log.contains("lost") { m.note = "reported losses" }
+            print("   round \(round), \(tool.label): cpu \(String(format: "%.2f", m.cpuSeconds)) s, rss \(m.peakRSSKiB) KiB, cycle \(String(format: "%.1f", m.cycleMeanMicroseconds)) µs, frames \(m.frames), dropped \(m.droppedFrames), xruns \(m.xruns)")
+            measured[i].add(m)
+            // The takes are checked; their disk space is needed for the next.
+            for file in (try? FileManager.default.contentsOfDirectory(atPath: work)) ?? [] where file.hasSuffix(".wav") && !file.hasPrefix("ramp") {
+                try? FileManager.default.removeItem(atPath: "\(work)/\(file)")
+            }
         }
-        xrunsPerTool.append(xrunCount(server) - before)
     }
     let xruns = xrunCount(server) - baseline
     player.terminate()
     player.waitUntilExit()
     server.stop()
-
-    var measured: [Measurement] = []
-    for (i, tool) in tools.enumerated() {
-        var m = Measurement()
-        m.anonymousRSSKiB = peakAnon[i]
-        m.exitStatus = runs[i].terminationStatus
-        readTime("\(work)/\(tool.name).time", into: &m)
-        readCycles("\(work)/\(tool.name).cycles", into: &m)
-        let check = checkRamp(path: "\(work)/\(tool.file)", channel: 0)
-        m.frames = check.frames
-        m.droppedFrames = check.dropped
-        m.repeatedFrames = check.repeated
-        m.xruns = xrunsPerTool[i]
-        let log = (try? String(contentsOfFile: "\(work)/\(tool.name).log", encoding: .utf8)) ?? ""
-        if log.contains("dropped") || log.contains("lost") { m.note = "reported losses" }
-        print("   \(tool.label): cpu \(String(format: "%.2f", m.cpuSeconds)) s, rss \(m.peakRSSKiB) KiB, cycle \(String(format: "%.1f", m.cycleMeanMicroseconds)) µs, frames \(m.frames), dropped \(m.droppedFrames)")
-        measured.append(m)
+    for (label, m) in zip(labels, measured) {
+        print("   \(label): cpu \(String(format: "%.2f", m.cpuSeconds)) s, rss \(m.peakRSSKiB) KiB, cycle \(String(format: "%.1f", m.cycleMeanMicroseconds)) µs, frames \(m.frames), dropped \(m.droppedFrames)")
     }
-    results.append((channels, tools.map(\.label), measured, xruns))
+    results.append((channels, labels, measured, xruns))
 }
 
 // The report.
@@ -249,16 +298,19 @@ let minutes = options.seconds / 60
 var report = """
 # Benchmarks: `jaq record` and `jack_capture`
 
-Generated by `make bench` (`.build/release/jaq-bench --seconds \(Int(options.seconds))`) on \
+Generated by `make bench` (`.build/release/jaq-bench --seconds \(Int(options.seconds)) --rounds \(options.rounds)`) on \
 \(ProcessInfo.processInfo.hostName), \(ProcessInfo.processInfo.activeProcessorCount) cores, \
 \(ISO8601DateFormatter().string(from: Date())).
 
 **Setup.** For each channel count a private JACK server runs **in real time** (dummy backend, \
-48 kHz, \(options.period)-frame periods, `--no-realtime` scheduling as in the tests); `jaq play --loop` \
+48 kHz, \(options.period)-frame periods, \(realtime ? "**realtime scheduling** (`jackd --realtime`: the server and every client's process thread run SCHED_FIFO, as in a studio)" : "`--no-realtime` scheduling as in the tests (this machine did not allow realtime scheduling)")); `jaq play --loop` \
 plays an N-channel ramp on N ports; **`jaq record` (twice) and `jack_capture` record those same N ports, \
-one after the other on the same server**, \(Int(options.seconds)) s each, as 32-bit float: `jaq record -b float -d \(Int(options.seconds))` writing one \
-file per track (its default), `jaq record --interleaved` writing one multichannel WAV, and \
-`jack_capture --daemon -d \(Int(options.seconds))` writing one multichannel WAV (the only kind it writes). \
+one after the other on the same server**, as 32-bit float, \(Int(options.seconds)) s each in all: \(options.rounds) rounds in which \
+each tool records \(String(format: "%g", options.seconds / Double(options.rounds))) s in turn, so that a slow spell of this shared machine \
+falls on every tool alike (the table sums the rounds; peaks are the largest of them). The runs: \
+`jaq record -b float -d S` writing one file per track (its default), `jaq record --interleaved` \
+writing one multichannel WAV, and `jack_capture --daemon -d S` writing one multichannel WAV \
+(the only kind it writes). \
 Each runs under `/usr/bin/time` (CPU = user + system seconds, peak RSS) and under the same \
 `LD_PRELOAD` probe (`Sources/Benchmarks/CycleTime/cycletime.c`), which times every call of the \
 program's JACK process callback. Dropped and repeated frames are counted by checking the ramp \
@@ -290,8 +342,8 @@ for r in results {
 }
 report += """
 
-**Reading the drop columns.** The server here runs without realtime scheduling on a small \
-machine, so it has xruns now and then (the column "server xruns", per tool's run). A client \
+**Reading the drop columns.** The server here runs on a small shared machine, so it can have \
+xruns now and then (the column "server xruns", per tool's run). A client \
 that runs late in such a cycle reads the player's *next* period (the player, which waits for \
 nobody, has already run) and then that period again: the ramp check counts one period \
 "dropped" and one "repeated". Drops in a run without server xruns would be the tool's own.
