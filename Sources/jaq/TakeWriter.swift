@@ -287,14 +287,36 @@ final class TakeWriter: @unchecked Sendable {
         countClips(chunk.data)
     }
 
+    /// The smallest float magnitude counted as clipped: 16-bit full scale (32767/32768), so
+    /// that a float take and a 16-bit take of the same signal count the same clips.
+    static let fullScale: Float = 32767 / 32768
+
     /// Counts samples at full scale (clipped), with one tight loop per sample type.
     private func countClips(_ data: [UInt8]) {
         var clipped: Int64 = 0
         data.withUnsafeBytes { raw in
             switch format.samples {
             case .float32:
-                var count = 0  // branch-free, so the loop vectorizes
-                for value in raw.bindMemory(to: Float.self) { count &+= value.magnitude >= 0.999_97 ? 1 : 0 }
+                // Eight at a time on the bit patterns: |x| ≥ full scale and not NaN (for floats
+                // without their sign, the bit patterns order as the values do).
+                let words = raw.count / 4
+                let threshold = SIMD8<UInt32>(repeating: Self.fullScale.bitPattern)
+                let infinity = SIMD8<UInt32>(repeating: Float.infinity.bitPattern)
+                let magnitude = SIMD8<UInt32>(repeating: 0x7FFF_FFFF)
+                var counts = SIMD8<UInt32>()
+                var i = 0
+                if let base = raw.baseAddress {
+                    while i &+ 8 <= words {
+                        let bits = base.loadUnaligned(fromByteOffset: i &* 4, as: SIMD8<UInt32>.self) & magnitude
+                        counts &+= SIMD8<UInt32>().replacing(with: 1, where: (bits .>= threshold) .& (bits .<= infinity))
+                        i &+= 8
+                    }
+                }
+                var count = Int(counts.wrappedSum())
+                while i < words {
+                    count &+= raw.loadUnaligned(fromByteOffset: i &* 4, as: Float.self).magnitude >= Self.fullScale ? 1 : 0
+                    i &+= 1
+                }
                 clipped = Int64(count)
             case .int16:
                 for value in raw.bindMemory(to: Int16.self) {

@@ -123,6 +123,35 @@ import SoundFile
         }
     }
 
+    /// Samples at full scale are counted the same in every sample format of the take and
+    /// reported when the take ends.
+    @Test func clippedSamplesAreCountedInEveryFormat() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("clips")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // 48000 frames at a moderate level, 10 at +full scale and 7 at -full scale, scattered
+        // (some in the first and last 8 samples of a buffer, some in the tail of a vector loop).
+        var samples = [Int16](repeating: 1000, count: 48000)
+        for i in [0, 7, 8, 1023, 4096, 9999, 23456, 40000, 47991, 47999] { samples[i] = .max }
+        for i in [1, 9, 17, 2047, 30001, 45000, 47998] { samples[i] = .min }
+        let info = SoundFile.Info(sampleRate: 48000, channelCount: 1, format: SoundFile.Format(.wav, .pcm16))
+        let file = try SoundFile(path: "\(dir)/hot.wav", mode: .write, format: info)
+        _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+        try file.close()
+        for bits in ["float", "16", "24", "32"] {
+            let at = try frameNow(server) + 2 * 48000
+            let play = try jaqInBackground(["play", "--at", "\(at)", "hot.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+            #expect(waitForPorts(server, containing: "jaq-1-hot:out_L"))
+            let record = try jaq(["record", "--at", "\(at)", "-d", "48000f", "-b", bits, "-o", "t\(bits)-{n}.wav", "jaq-1-hot:out_L"],
+                                 server: server, directory: dir)
+            #expect(record.status == 0, "\(record.error)")
+            waitForExit(play)
+            let said = record.output + record.error
+            #expect(said.contains("; 17 samples clipped"), "-b \(bits): \(said)")
+        }
+    }
+
     @Test func tracksAreAlignedByTheirPortsCaptureLatency() throws {
         let server = try JackServer()
         defer { server.stop() }
