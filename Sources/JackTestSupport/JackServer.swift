@@ -173,7 +173,11 @@ public final class JackServer: @unchecked Sendable {
         try? log?.close()
     }
 
-    deinit { stop() }
+    /// Stops the server and removes its log (kept when `JAQ_KEEP` is set, for debugging).
+    deinit {
+        stop()
+        if ProcessInfo.processInfo.environment["JAQ_KEEP"] == nil { try? FileManager.default.removeItem(atPath: logPath) }
+    }
 
     private static let inProcessClients = NSRecursiveLock()
 

@@ -19,6 +19,11 @@ func scratchDirectory(_ name: String) -> String {
     return path
 }
 
+/// Removes a scratch directory, unless `JAQ_KEEP` is set (to look at a failed test's files).
+func removeScratch(_ path: String) {
+    if ProcessInfo.processInfo.environment["JAQ_KEEP"] == nil { try? FileManager.default.removeItem(atPath: path) }
+}
+
 /// Runs jaq against `server` (stdin closed, not a terminal); returns status and output.
 func jaq(_ arguments: [String], server: JackServer?, timeout: Double = 60, directory: String? = nil)
     throws -> (status: Int32, output: String, error: String) {

@@ -43,7 +43,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("capture")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         let signal = try writeSignal16("\(dir)/song.wav", frames: 3 * 48000 + 123, channels: 2, pad: 0)
         // jack_capture waits on the ports jaq will make; start jaq paused on a frame 1 s away.
         let at = try frameNow(server) + 3 * 48000
@@ -78,7 +78,7 @@ import SoundFile
         let server = try JackServer(capture: 2, playback: 8)
         defer { server.stop() }
         let dir = scratchDirectory("sync8")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         for i in 1...8 { try writeImpulse("\(dir)/i\(i).wav", at: 1000, frames: 4800) }
         let capture = try server.spawn(["jack_capture", "--daemon", "-d", "8", "-c", "8", "--manual-connections",
                                         "\(dir)/captured.wav"], output: "\(dir)/capture.log")
@@ -140,7 +140,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("peer-\(name)")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         let signal = try writePadded16("\(dir)/source.wav", frames: 2 * 48000, channels: channels, lead: 48000, tail: 24000)
         var environment = server.environment
         environment["JACK_NO_START_SERVER"] = "1"

@@ -16,7 +16,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("align")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         for i in 1...4 { try writeRamp("\(dir)/r\(i).wav", frames: 96000, offset: Int32(i * 100_000)) }
         let at = try frameNow(server) + 4 * 48000
         let play = try jaqInBackground(["play", "--at", "\(at)", "r1.wav", "r2.wav", "r3.wav", "r4.wav"],
@@ -47,7 +47,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("preroll")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         try writeRamp("\(dir)/ramp.wav", frames: 96000)
         let at = try frameNow(server) + 4 * 48000
         // The player starts 0.5 s after the take's nominal start; the take includes 1 s before it.
@@ -69,7 +69,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("transport")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         try writeRamp("\(dir)/ramp.wav", frames: 10 * 48000)
         let at = try frameNow(server) + 2 * 48000
         let play = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
@@ -95,7 +95,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("kill")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         try writeRamp("\(dir)/ramp.wav", frames: 20 * 48000, channels: 2)
         let play = try jaqInBackground(["play", "--quiet", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
         #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 2))
@@ -155,7 +155,7 @@ import SoundFile
         let pid = server.process.processIdentifier
         defer { kill(pid, SIGCONT); server.stop() }
         let dir = scratchDirectory("stopped")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         try writeRamp("\(dir)/ramp.wav", frames: 4800)
         // A server that no longer answers (stopped, as a hung or overloaded one).
         kill(pid, SIGSTOP)
@@ -178,7 +178,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("bad")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         try "not audio\n".write(toFile: "\(dir)/notes.txt", atomically: true, encoding: .utf8)
         try writeRamp("\(dir)/ok.wav", frames: 4800)
         let cases: [(arguments: [String], status: Int32, mentions: String)] = [
@@ -211,7 +211,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("late")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         try """
         #include <jack/jack.h>
         #include <stdlib.h>

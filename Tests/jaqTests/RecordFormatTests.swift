@@ -21,7 +21,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("formats")
-        defer { if ProcessInfo.processInfo.environment["JAQ_KEEP"] == nil { try? FileManager.default.removeItem(atPath: dir) } }
+        defer { removeScratch(dir) }
         // Steps of 256: the ramp is exact in 16 bits too, so every lossless take must continue it.
         // 262144 frames is 8 whole turns of the 23-bit ramp, so looping it keeps it seamless.
         try writeRamp("\(dir)/ramp.wav", frames: 262_144, offset: 256, step: 256)
@@ -81,7 +81,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("interleaved")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         try writeRamp("\(dir)/multi.wav", frames: 72000, channels: 3, offset: 7)
         let at = try frameNow(server) + 4 * 48000
         let play = try jaqInBackground(["play", "--at", "\(at)", "multi.wav"], server: server, log: "\(dir)/play.log", directory: dir)
@@ -106,7 +106,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("tracks")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         try writeRamp("\(dir)/six.wav", frames: 72000, channels: 6, offset: 3)
         let at = try frameNow(server) + 4 * 48000
         let play = try jaqInBackground(["play", "--at", "\(at)", "six.wav"], server: server, log: "\(dir)/play.log", directory: dir)
@@ -129,7 +129,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("clips")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         // 48000 frames at a moderate level, 10 at +full scale and 7 at -full scale, scattered
         // (some in the first and last 8 samples of a buffer, some in the tail of a vector loop).
         var samples = [Int16](repeating: 1000, count: 48000)
@@ -156,7 +156,7 @@ import SoundFile
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("latency")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { removeScratch(dir) }
         try writeRamp("\(dir)/ramp.wav", frames: 72000, offset: 1)
         let at = try frameNow(server) + 5 * 48000
         let play = try jaqInBackground(["play", "--at", "\(at)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
