@@ -71,12 +71,17 @@ import SoundFile
         let dir = scratchDirectory("transport")
         defer { removeScratch(dir) }
         try writeRamp("\(dir)/ramp.wav", frames: 10 * 48000)
-        let at = try frameNow(server) + 2 * 48000
+        let at = try frameNow(server) + 4 * 48000
         let play = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
         #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
         let record = try jaqInBackground(["record", "--transport", "-o", "take.wav", "jaq-1-ramp:out_L"],
                                          server: server, log: "\(dir)/record.log", directory: dir)
-        usleep(3_000_000)  // the ramp is playing by now
+        // The ramp is playing, and jaq record waiting for the transport, by a second after `at`.
+        var waited = 0
+        while try frameNow(server) < at + 48000 && waited < 200 {
+            usleep(50_000)
+            waited += 1
+        }
         #expect(try jaq(["transport", "start"], server: server).status == 0)
         usleep(1_200_000)
         #expect(try jaq(["transport", "stop"], server: server).status == 0)

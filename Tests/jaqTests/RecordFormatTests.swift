@@ -140,7 +140,9 @@ import SoundFile
         _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
         try file.close()
         for bits in ["float", "16", "24", "32"] {
-            let at = try frameNow(server) + 2 * 48000
+            // Four seconds ahead, as in the other tests: on a loaded machine starting two
+            // processes and their clients can take more than two.
+            let at = try frameNow(server) + 4 * 48000
             let play = try jaqInBackground(["play", "--at", "\(at)", "hot.wav"], server: server, log: "\(dir)/play.log", directory: dir)
             #expect(waitForPorts(server, containing: "jaq-1-hot:out_L"))
             let record = try jaq(["record", "--at", "\(at)", "-d", "48000f", "-b", bits, "-o", "t\(bits)-{n}.wav", "jaq-1-hot:out_L"],
