@@ -106,7 +106,13 @@ import SoundFile
         #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 2))
         let record = try jaqInBackground(["record", "-o", "take-{n}.wav", "jaq-1-ramp:out_[12]"], server: server,
                                          log: "\(dir)/record.log", directory: dir)
-        usleep(3_200_000)
+        // About 3 s into the take (counted from jaq's "recording ..." line, not from its exec).
+        var waited = 0
+        while !((try? String(contentsOfFile: "\(dir)/record.log", encoding: .utf8)) ?? "").contains("recording") && waited < 200 {
+            usleep(50_000)
+            waited += 1
+        }
+        usleep(3_000_000)
         kill(record.processIdentifier, SIGKILL)
         record.waitUntilExit()
         kill(play.processIdentifier, SIGTERM)
