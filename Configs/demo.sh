@@ -25,11 +25,15 @@ sox -n -r 48000 -b 24 -c 1 "$OUT/chords.wav" synth 8 sine 261.6 sine 329.6 sine 
 sox -n -r 48000 -b 24 -c 1 "$OUT/lead.wav"   synth 8 triangle 440-880 vol 0.35
 echo "generated $OUT/{kick,bass,chords,lead}.wav (8 s each)"
 
-AT=$(( $($JAQ time --server "$SERVER") + 96000 ))
-echo "both start on JACK frame $AT (2 s from now)"
+AT=$(( $($JAQ time --server "$SERVER") + 192000 ))
+echo "both start on JACK frame $AT (4 s from now)"
 $JAQ play --server "$SERVER" --quiet --at "$AT" "$OUT/kick.wav" "$OUT/bass.wav" "$OUT/chords.wav" "$OUT/lead.wav" &
 PLAY=$!
-sleep 0.5
+# jaq record records the players' ports: wait until all four are there.
+for _ in $(seq 200); do
+  [ "$(JACK_DEFAULT_SERVER=$SERVER jack_lsp 2>/dev/null | grep -cE 'jaq-[0-9]-(kick|bass|chords|lead):out_L')" = 4 ] && break
+  sleep 0.05
+done
 $JAQ record --server "$SERVER" --at "$AT" --duration 8 --bits 24 \
     --output "$OUT/take-{take}-{n}.wav" 'jaq-[0-9]-(kick|bass|chords|lead):out_L'
 wait "$PLAY"

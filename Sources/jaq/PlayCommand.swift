@@ -305,6 +305,7 @@ struct PlayCommand: ParsableCommand {
             if !stdoutIsTerminal && !quiet && Date().timeIntervalSince(lastLog) >= 10 {
                 lastLog = Date()
                 print("playing: \(TimeSpec.clock(Int64(elapsed * 1000), rate: 1000))")
+                fflush(nil)  // a log line for a pipe, a file or journald: now, not at exit
             }
             usleep(20_000)
         }

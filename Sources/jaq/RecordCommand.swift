@@ -344,6 +344,7 @@ struct RecordCommand: ParsableCommand {
             if !stdoutIsTerminal && !quiet && Date().timeIntervalSince(lastStatus) >= 5 && state.0 != nil {
                 lastStatus = Date()
                 print("recording \(TimeSpec.clock(activeWriter.framesWritten, rate: fileRate)), buffer \(Int(activeWriter.bufferFill * 100))%, xruns \(xruns), dropped \(dropped)")
+                fflush(nil)  // a log line for a pipe, a file or journald: now, not at exit
             }
             // A live display redraws 12 times a second; otherwise a slower pace costs less.
             usleep(showMeters ? 20_000 : 100_000)
