@@ -95,6 +95,9 @@ public final class JackServer: @unchecked Sendable {
     /// The server's log so far.
     public var logText: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
+    /// The xruns the server has logged: cycles it could not run in time (a loaded machine).
+    public var xrunCount: Int { logText.split(separator: "\n").filter { $0.contains("JackEngine::XRun") }.count }
+
     /// Environment for a child process to use this server.
     public var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment

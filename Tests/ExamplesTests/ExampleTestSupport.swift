@@ -283,9 +283,7 @@ func locateRuns(_ source: [Int16], sourceChannels: Int, in recording: [Int16], c
 }
 
 /// The xruns `server` has logged: cycles it could not run in time, whose frames JACK lost.
-func xruns(_ server: JackServer) -> Int {
-    server.logText.split(separator: "\n").filter { $0.contains("JackEngine::XRun") }.count
-}
+func xruns(_ server: JackServer) -> Int { server.xrunCount }
 
 /// Runs the frame-by-frame checks of a realtime test. When the server logged xruns — the
 /// machine was too loaded to run its cycles in time (other test targets running alongside,

@@ -28,6 +28,17 @@ import SoundFile
         #expect(record.status == 0, "\(record.error)")
         #expect(waitForExit(play) == 0)
         let playLog = (try? String(contentsOfFile: "\(dir)/play.log", encoding: .utf8)) ?? ""
+        // Exact, unless the machine was too loaded for the server to run its cycles in time
+        // (it logged xruns) and jaq play said which frames it could not play: then a mismatch
+        // is a known issue naming them, not jaq's failure.
+        let xruns = server.xrunCount
+        let lossReported = playLog.contains("frames not played")
+        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns; jaq play: \(playLog)"), isIntermittent: true) {
+            try checkTakes(dir: dir, playLog: playLog, record: record)
+        } when: { xruns > 0 && lossReported }
+    }
+
+    func checkTakes(dir: String, playLog: String, record: (status: Int32, output: String, error: String)) throws {
         #expect(playLog.contains("done: every frame of every file played"), "\(playLog)")
         for i in 1...4 {
             guard FileManager.default.fileExists(atPath: "\(dir)/take-0\(i).wav") else {
