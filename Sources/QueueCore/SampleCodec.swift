@@ -121,8 +121,8 @@ public struct SampleCodec: Sendable {
                 // Whole 4-byte samples at 4-byte offsets: typed stores (buffers are aligned).
                 let out = destination.assumingMemoryBound(to: UInt32.self)
                 var c = 0
-                if !bigEndian {
-                    // Four channels at a time, transposed in registers.
+                if !bigEndian && stride == channels &* 4 {
+                    // Four channels at a time, transposed in registers (packed frames).
                     while c &+ 4 <= channels {
                         Transpose32.interleave4(UnsafeRawPointer(planes[c]), UnsafeRawPointer(planes[c &+ 1]),
                                                 UnsafeRawPointer(planes[c &+ 2]), UnsafeRawPointer(planes[c &+ 3]),
