@@ -1,3 +1,4 @@
+import Testing
 import Foundation
 import JackTestSupport
 import SoundFile
@@ -103,6 +104,20 @@ func soxInfo(_ path: String) -> (channels: Int, samples: Int)? {
     // sox must also decode the whole file.
     guard let decode = try? runProcess(["sox", path, "-n", "stat"]), decode.status == 0 else { return nil }
     return (c, s)
+}
+
+/// How far ahead of now the tests schedule a start: enough for a player and a recorder to be
+/// started and connected on a loaded 2-core machine (2 s was once missed).
+let startLead: Int64 = 4 * 48000
+
+/// Starts `jaq play --at` (with `options`) for `files` in `dir`, `startLead` frames ahead, and
+/// waits until `count` of its ports containing `ports` exist. Returns the start frame and the player.
+func playAhead(_ files: [String], options: [String] = [], server: JackServer, dir: String, ports: String, count: Int = 1,
+               sourceLocation: SourceLocation = #_sourceLocation) throws -> (at: Int64, play: Process) {
+    let at = try frameNow(server) + startLead
+    let play = try jaqInBackground(["play"] + options + ["--at", "\(at)"] + files, server: server, log: "\(dir)/play.log", directory: dir)
+    #expect(waitForPorts(server, containing: ports, count: count), "the player's ports \(ports)", sourceLocation: sourceLocation)
+    return (at, play)
 }
 
 /// Waits until `count` ports whose names contain `fragment` exist on `server`.

@@ -47,9 +47,7 @@ import SoundFile
         let signal = try writeSignal16("\(dir)/song.wav", frames: 3 * 48000 + 123, channels: 2, pad: 0)
         // jack_capture connects to the ports jaq makes before jaq plays: jaq starts on a frame
         // 4 s away (ample for two processes to start on a loaded machine).
-        let at = try frameNow(server) + 4 * 48000
-        let play = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "song.wav"], server: server, log: "\(dir)/play.log", directory: dir)
-        #expect(waitForPorts(server, containing: "jaq-1-song:out_", count: 2))
+        let (_, play) = try playAhead(["song.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-song:out_", count: 2)
         let capture = try server.spawn(["jack_capture", "--daemon", "-d", "8", "-c", "2", "--port", "jaq-1-song:out_1",
                                         "--port", "jaq-1-song:out_2", "\(dir)/captured.wav"], output: "\(dir)/capture.log")
         #expect(waitForExit(play) == 0)

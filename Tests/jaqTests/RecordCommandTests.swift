@@ -18,7 +18,7 @@ import SoundFile
         let dir = scratchDirectory("align")
         defer { removeScratch(dir) }
         for i in 1...4 { try writeRamp("\(dir)/r\(i).wav", frames: 96000, offset: Int32(i * 100_000)) }
-        let at = try frameNow(server) + 4 * 48000
+        let at = try frameNow(server) + startLead
         let play = try jaqInBackground(["play", "--at", "\(at)", "r1.wav", "r2.wav", "r3.wav", "r4.wav"],
                                        server: server, log: "\(dir)/play.log", directory: dir)
         // Every player's port under its final name (a queue's client takes the name jaq gives it).
@@ -60,7 +60,7 @@ import SoundFile
         let dir = scratchDirectory("preroll")
         defer { removeScratch(dir) }
         try writeRamp("\(dir)/ramp.wav", frames: 96000)
-        let at = try frameNow(server) + 4 * 48000
+        let at = try frameNow(server) + startLead
         // The player starts 0.5 s after the take's nominal start; the take includes 1 s before it.
         let play = try jaqInBackground(["play", "--at", "\(at + 24000)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
         #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
@@ -82,9 +82,7 @@ import SoundFile
         let dir = scratchDirectory("transport")
         defer { removeScratch(dir) }
         try writeRamp("\(dir)/ramp.wav", frames: 10 * 48000)
-        let at = try frameNow(server) + 4 * 48000
-        let play = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
-        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
+        let (at, play) = try playAhead(["ramp.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-ramp:out_L")
         let record = try jaqInBackground(["record", "--transport", "-o", "take.wav", "jaq-1-ramp:out_L"],
                                          server: server, log: "\(dir)/record.log", directory: dir)
         // The ramp is playing, and jaq record waiting for the transport, by a second after `at`.

@@ -83,9 +83,7 @@ import SoundFile
         let dir = scratchDirectory("interleaved")
         defer { removeScratch(dir) }
         try writeRamp("\(dir)/multi.wav", frames: 72000, channels: 3, offset: 7)
-        let at = try frameNow(server) + 4 * 48000
-        let play = try jaqInBackground(["play", "--at", "\(at)", "multi.wav"], server: server, log: "\(dir)/play.log", directory: dir)
-        #expect(waitForPorts(server, containing: "jaq-1-multi:out_", count: 3))
+        let (at, play) = try playAhead(["multi.wav"], server: server, dir: dir, ports: "jaq-1-multi:out_", count: 3)
         // Ports named out of order: the file's channels follow the command line.
         let record = try jaq(["record", "-q", "--at", "\(at)", "-d", "48000f", "--interleaved", "-o", "all.wav",
                               "jaq-1-multi:out_3", "jaq-1-multi:out_1", "jaq-1-multi:out_2"],
@@ -108,9 +106,7 @@ import SoundFile
         let dir = scratchDirectory("tracks")
         defer { removeScratch(dir) }
         try writeRamp("\(dir)/six.wav", frames: 72000, channels: 6, offset: 3)
-        let at = try frameNow(server) + 4 * 48000
-        let play = try jaqInBackground(["play", "--at", "\(at)", "six.wav"], server: server, log: "\(dir)/play.log", directory: dir)
-        #expect(waitForPorts(server, containing: "jaq-1-six:out_", count: 6))
+        let (at, play) = try playAhead(["six.wav"], server: server, dir: dir, ports: "jaq-1-six:out_", count: 6)
         let record = try jaq(["record", "-q", "--at", "\(at)", "-d", "48000f", "-b", "float", "-o", "t-{n}.wav", "jaq-1-six:out_"],
                              server: server, directory: dir)
         #expect(record.status == 0, "\(record.error)")
@@ -140,11 +136,7 @@ import SoundFile
         _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
         try file.close()
         for bits in ["float", "16", "24", "32"] {
-            // Four seconds ahead, as in the other tests: on a loaded machine starting two
-            // processes and their clients can take more than two.
-            let at = try frameNow(server) + 4 * 48000
-            let play = try jaqInBackground(["play", "--at", "\(at)", "hot.wav"], server: server, log: "\(dir)/play.log", directory: dir)
-            #expect(waitForPorts(server, containing: "jaq-1-hot:out_L"))
+            let (at, play) = try playAhead(["hot.wav"], server: server, dir: dir, ports: "jaq-1-hot:out_L")
             let record = try jaq(["record", "--at", "\(at)", "-d", "48000f", "-b", bits, "-o", "t\(bits)-{n}.wav", "jaq-1-hot:out_L"],
                                  server: server, directory: dir)
             #expect(record.status == 0, "\(record.error)")
