@@ -11,6 +11,10 @@ struct OutputRealtimeContext: ~Copyable {
     /// True while the queue thread has enqueued data to convert or a callback out
     /// that may enqueue more: a cycle that may wait then waits rather than starve.
     let producerBusy = Atomic<Bool>(false)
+    /// Set by a cycle that waits for data (freewheel, ManualDriver): the ring position it
+    /// needs to reach. Buffers that end before it count as played, so that they go back to
+    /// their callbacks, which may enqueue what the cycle waits for. 0 when no cycle waits.
+    let demandPosition = Atomic<Int>(0)
 }
 
 /// The realtime entry of output queues (installed on the device).
@@ -34,6 +38,8 @@ private func waitForOutputData(_ c: UnsafeMutablePointer<OutputRealtimeContext>,
     // of every cycle that did not wait, and a burst of them would otherwise use up the five
     // seconds in microseconds, and the cycle would drop what it was waiting for.
     let giveUp = HostClock.nanoseconds() + 5_000_000_000
+    c.pointee.demandPosition.store(s.pointee.ring.readIndex.load(ordering: .relaxed) + frames, ordering: .sequentiallyConsistent)
+    defer { c.pointee.demandPosition.store(0, ordering: .relaxed) }
     while HostClock.nanoseconds() < giveUp {
         let mode = s.pointee.mode
         let willPlay = mode == ModeCode.running
@@ -67,6 +73,10 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     private var resampleCapacity: Int { resamplePlanes?.capacity ?? 0 }
 
     // Guarded by `lock`.
+    /// Buffers whose frames are all in the decode ring, oldest first: each goes back to its
+    /// callback once the ring has played it (`QueueBuffer.ringEnd`), not when it was copied,
+    /// so that a program which stops after its last callback still hears what was enqueued.
+    private var awaitingPlayout: [QueueBuffer] = []
     /// Queue-rate frames written into the stream (data and gaps) since the timeline began.
     private var streamFrames: Int64 = 0
     /// Realtime starvation (device frames) counted when the timeline began.
@@ -159,7 +169,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     override func producerStateChanged() {
         let busy = lock.withLock {
-            !fifo.isEmpty || callbacksInFlight > 0 || (stopPending && !endOfStreamSent)
+            !fifo.isEmpty || !awaitingPlayout.isEmpty || callbacksInFlight > 0 || (stopPending && !endOfStreamSent)
         }
         context.pointee.producerBusy.store(busy, ordering: .releasing)
         realtimeWake.post()
@@ -402,7 +412,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         try lock.withLock {
             try checkUsable()
-            guard runState == .stopped, fifo.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
+            guard runState == .stopped, fifo.isEmpty, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
                 throw QueueError.invalidRunState("the decode buffer size can change only while stopped and empty")
             }
         }
@@ -455,6 +465,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     override func serviceQueue() {
         handleResetRequest()
+        returnPlayedBuffers()
         convert()
         handleFlushRequest()
         finishPrimeIfDone()
@@ -469,6 +480,46 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         let threshold = waiting ? min(chunk, realtime.pointee.ring.capacity / 2) : realtime.pointee.ring.capacity / 2
         realtime.pointee.wakeThreshold.store(threshold, ordering: .relaxed)
         if waiting && realtime.pointee.ring.writableFrames() >= threshold { wake.post() }
+        armReturnWake()
+    }
+
+    /// Asks the realtime side to wake this thread once the oldest held buffer has been played.
+    private func armReturnWake() {
+        let due = lock.withLock { awaitingPlayout.first.map(playedPosition) } ?? .max
+        realtime.pointee.returnWakePosition.store(due, ordering: .sequentiallyConsistent)
+        // Played meanwhile (the realtime side looked before the store): no wake is coming.
+        if due != .max && realtime.pointee.playedIndex.load(ordering: .sequentiallyConsistent) >= due { wake.post() }
+    }
+
+    /// The ring position at which `buffer` counts as played: its end, or what the ring holds
+    /// if that is less (a resampler keeps a buffer's last frames until more input or a flush
+    /// pushes them out; once the ring has played everything else, the buffer is done with).
+    private func playedPosition(_ buffer: QueueBuffer) -> Int {
+        min(buffer.ringEnd, realtime.pointee.ring.writeIndex.load(ordering: .acquiring))
+    }
+
+    /// Returns, oldest first, the held buffers the ring has played (or that a waiting cycle needs played).
+    private func returnPlayedBuffers() {
+        let played: [QueueBuffer] = lock.withLock {
+            guard resetTicket == resetDone, !awaitingPlayout.isEmpty else { return [] }
+            let position = max(realtime.pointee.playedIndex.load(ordering: .acquiring),
+                               context.pointee.demandPosition.load(ordering: .sequentiallyConsistent))
+            let count = awaitingPlayout.prefix { playedPosition($0) <= position }.count
+            guard count > 0 else { return [] }
+            let done = Array(awaitingPlayout.prefix(count))
+            awaitingPlayout.removeFirst(count)
+            for buffer in done { buffer.ownership = .returning }
+            return done
+        }
+        guard !played.isEmpty else { return }
+        for buffer in played { returnBuffer(buffer, resetBatch: false) }
+        producerStateChanged()
+    }
+
+    /// The realtime side's news first: buffers it has played go back before a stop is reported.
+    override func observeRealtime() {
+        returnPlayedBuffers()
+        super.observeRealtime()
     }
 
     private func handleResetRequest() {
@@ -478,7 +529,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         send(.discard, position: position, synchronous: true)
         resampler?.reset()
         let returning: [QueueBuffer] = lock.withLock {
-            let all = fifo
+            let all = awaitingPlayout + fifo
+            awaitingPlayout.removeAll()
             fifo.removeAll()
             for buffer in all {
                 buffer.ownership = .returning
@@ -527,12 +579,15 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             guard let head else { break }
             let finished = convertChunk(of: head)
             if finished {
+                // Held until played. Frames a resampler still holds come out `delay` frames later.
+                let end = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
+                    + Int((resampler?.delay ?? 0).rounded(.up))
                 lock.withLock {
                     if let index = fifo.firstIndex(where: { $0 === head }) { fifo.remove(at: index) }
-                    head.ownership = .returning
+                    head.ringEnd = end
+                    awaitingPlayout.append(head)
                 }
-                returnBuffer(head, resetBatch: false)
-                producerStateChanged()
+                returnPlayedBuffers()
             } else if !hasRoomForChunk() {
                 break
             }

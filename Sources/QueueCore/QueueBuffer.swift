@@ -20,6 +20,9 @@ public final class QueueBuffer: @unchecked Sendable {
     var parameters: [ParameterChange] = []
     /// Output: frames (queue rate, after trim) already taken into the ring; -1 before the start gap.
     var consumedFrames = -1
+    /// Output: the decode ring's position just past the buffer's last frame, once all of it
+    /// is in the ring; the buffer goes back to its callback when the ring has played that far.
+    var ringEnd = 0
     // Input: bytes filled so far and the queue time of the first frame.
     var filledBytes = 0
     var firstQueueFrame: Double = 0

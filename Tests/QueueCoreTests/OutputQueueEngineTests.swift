@@ -54,6 +54,60 @@ import Synchronization
         }
     }
 
+    /// Three 1000-frame buffers, all decoded into the ring before the start: none comes back
+    /// until it has been played, and each comes back in the first cycle after the one that
+    /// rendered its last frame (its port buffers have gone out then).
+    @Test func aBufferComesBackOnceItHasBeenPlayedNotWhenDecoded() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        driver.allowsWaiting = false
+        let log = BufferLog()
+        let engine = try OutputQueueEngine(format: .linearPCM(sampleRate: 48000, channels: 2, bits: 16), provider: driver,
+                                           clientName: "held", executor: .queueThread) { log.append($0.handle) }
+        defer { engine.dispose(immediate: true) }
+        let buffers = TestBuffers()
+        for _ in 0..<3 {
+            let buffer = buffers.make(bytes: 4000)
+            try engine.addBuffer(buffer)
+            try engine.enqueue(buffer.handle, byteCount: 4000)
+        }
+        #expect(try engine.prime(frames: 0) == 3000)
+        // Decoded, not played: nothing comes back however long we wait.
+        HostClock.sleep(seconds: 0.1)
+        #expect(log.count == 0)
+        try engine.start(atDeviceFrame: nil)
+        // Buffer n ends at frame 1000 n: rendered in cycle (1000 n - 1) / 256, back in the next.
+        for (cycles, expected) in [(4, 0), (1, 1), (3, 1), (1, 2), (3, 2), (1, 3)] {
+            driver.run(cycles: cycles)
+            if expected > log.count { #expect(waitUntil { log.count == expected }, "after frame \(driver.frameTime)") }
+            HostClock.sleep(seconds: 0.05)
+            #expect(log.count == expected, "after frame \(driver.frameTime)")
+        }
+        #expect(log.handles == buffers.storage.map { Int(bitPattern: $0) })
+    }
+
+    /// Reset and Stop(true) return what the queue holds, played or not, at once.
+    @Test func resetReturnsBuffersDecodedButNotPlayed() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        let log = BufferLog()
+        let engine = try OutputQueueEngine(format: .linearPCM(sampleRate: 48000, channels: 2, bits: 16), provider: driver,
+                                           clientName: "held", executor: .queueThread) { log.append($0.handle) }
+        defer { engine.dispose(immediate: true) }
+        let buffers = TestBuffers()
+        for _ in 0..<3 {
+            let buffer = buffers.make(bytes: 4000)
+            try engine.addBuffer(buffer)
+            try engine.enqueue(buffer.handle, byteCount: 4000)
+        }
+        #expect(try engine.prime(frames: 0) == 3000)
+        try engine.reset()
+        #expect(log.count == 3)
+        #expect(log.handles == buffers.storage.map { Int(bitPattern: $0) })
+        // Back with the application: each can be enqueued again.
+        for data in buffers.storage { #expect(throws: Never.self) { try engine.enqueue(data, byteCount: 4000) } }
+        try engine.stop(immediate: true)
+        #expect(log.count == 6)
+    }
+
     @Test func playsEveryFrameBitExactInOrderThenStops() throws {
         let driver = ManualDriver(periodFrames: 256)
         let player = try Player(driver: driver, frames: 48000, bufferFrames: 1000)

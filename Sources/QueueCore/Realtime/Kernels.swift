@@ -167,6 +167,8 @@ public func renderOutputCycle(
     let portCount = s.pointee.portCount
 
     if applyOutputCommands(s) { outcome |= realtimeWakeQueueThread }
+    // What earlier cycles rendered has gone out: played.
+    if publishPlayed(s, upTo: s.pointee.ring.readIndex.load(ordering: .relaxed)) { outcome |= realtimeWakeQueueThread }
 
     // Parameters requested by control threads.
     let panRequest = s.pointee.requestedPan.load(ordering: .relaxed)
@@ -197,6 +199,7 @@ public func renderOutputCycle(
         s.pointee.ring.readIndex.store(read + dropped, ordering: .releasing)
         s.pointee.publication.lostFrames.wrappingAdd(Int(missed), ordering: .relaxed)
         outcome |= realtimeWakeQueueThread
+
     }
 
     // Where in this cycle audio starts.
@@ -247,6 +250,8 @@ public func renderOutputCycle(
         s.pointee.queueFrames += Int64(count)
         s.pointee.mode = ModeCode.stopped
         s.pointee.endOfStream = .max
+        // The stream's last frames are in this cycle's port buffers: nothing more is to play.
+        _ = publishPlayed(s, upTo: read + count)
         s.pointee.publication.finishCount.wrappingAdd(1, ordering: .releasing)
         outcome |= realtimeWakeQueueThread
     } else {
@@ -262,6 +267,17 @@ public func renderOutputCycle(
     }
     publishCycle(s, frameTime: frameTime, frameCount: n, queueFramesAtCycleStart: queueFramesAtCycleStart)
     return outcome
+}
+
+/// Publishes that the ring has been played up to `position`; true if the queue thread asked
+/// to be woken by then (a buffer it holds until played can go back to its callback).
+@_noLocks
+@inline(__always)
+func publishPlayed(_ s: UnsafeMutablePointer<OutputRealtimeState>, upTo position: Int) -> Bool {
+    s.pointee.playedIndex.store(position, ordering: .sequentiallyConsistent)
+    guard position >= s.pointee.returnWakePosition.load(ordering: .sequentiallyConsistent) else { return false }
+    s.pointee.returnWakePosition.store(.max, ordering: .relaxed)
+    return true
 }
 
 /// Applies the commands control threads queued; true if any was applied.

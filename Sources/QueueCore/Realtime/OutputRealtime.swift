@@ -40,6 +40,14 @@ public struct OutputRealtimeState: ~Copyable {
     /// The queue thread wants waking once the ring has this much room (set by it, reset
     /// to .max by the realtime side when it wakes it). Commands and state changes always wake.
     public let wakeThreshold = Atomic<Int>(0)
+    /// Ring position up to which frames have been played: rendered in a cycle that is over
+    /// (its port buffers went out), or in the cycle that ended the stream. Producer: process
+    /// thread. Consumer: queue thread, which returns buffers played this far.
+    public let playedIndex = Atomic<Int>(0)
+    /// The queue thread wants waking once `playedIndex` reaches this position: the end of the
+    /// oldest buffer it holds until played (set by it, reset to .max by the realtime side
+    /// when it wakes it).
+    public let returnWakePosition = Atomic<Int>(.max)
 
     // Realtime-owned.
     /// A `RealtimeMode` raw value (ModeCode).
