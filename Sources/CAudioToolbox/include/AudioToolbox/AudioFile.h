@@ -201,7 +201,7 @@ OSStatus AudioFileSetProperty(AudioFileID inAudioFile, AudioFilePropertyID inPro
 JAQ_ASSUME_NONNULL_END
 JAQ_EXTERN_C_END
 
-_Static_assert(sizeof(AudioFramePacketTranslation) == 24, "AudioFramePacketTranslation is 24 bytes");
-_Static_assert(sizeof(AudioBytePacketTranslation) == 24, "AudioBytePacketTranslation is 24 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioFramePacketTranslation) == 24, "AudioFramePacketTranslation is 24 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioBytePacketTranslation) == 24, "AudioBytePacketTranslation is 24 bytes");
 
 #endif

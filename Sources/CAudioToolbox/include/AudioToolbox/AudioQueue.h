@@ -282,11 +282,11 @@ OSStatus AudioQueueDeviceGetNearestStartTime(AudioQueueRef inAQ, AudioTimeStamp 
 JAQ_ASSUME_NONNULL_END
 JAQ_EXTERN_C_END
 
-_Static_assert(sizeof(AudioQueueBuffer) == 56, "AudioQueueBuffer is 56 bytes");
-_Static_assert(sizeof(AudioQueueParameterEvent) == 8, "AudioQueueParameterEvent is 8 bytes");
-_Static_assert(sizeof(AudioQueueLevelMeterState) == 8, "AudioQueueLevelMeterState is 8 bytes");
-_Static_assert(__builtin_offsetof(AudioQueueBuffer, mAudioDataByteSize) == 16, "AudioQueueBuffer layout");
-_Static_assert(__builtin_offsetof(AudioQueueBuffer, mUserData) == 24, "AudioQueueBuffer layout");
-_Static_assert(__builtin_offsetof(AudioQueueBuffer, mPacketDescriptions) == 40, "AudioQueueBuffer layout");
+JAQ_STATIC_ASSERT(sizeof(AudioQueueBuffer) == 56, "AudioQueueBuffer is 56 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioQueueParameterEvent) == 8, "AudioQueueParameterEvent is 8 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioQueueLevelMeterState) == 8, "AudioQueueLevelMeterState is 8 bytes");
+JAQ_STATIC_ASSERT(__builtin_offsetof(AudioQueueBuffer, mAudioDataByteSize) == 16, "AudioQueueBuffer layout");
+JAQ_STATIC_ASSERT(__builtin_offsetof(AudioQueueBuffer, mUserData) == 24, "AudioQueueBuffer layout");
+JAQ_STATIC_ASSERT(__builtin_offsetof(AudioQueueBuffer, mPacketDescriptions) == 40, "AudioQueueBuffer layout");
 
 #endif

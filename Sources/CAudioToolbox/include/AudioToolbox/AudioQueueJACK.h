@@ -55,6 +55,6 @@ typedef struct AudioQueueRecordUnderrunInfo {
 JAQ_ASSUME_NONNULL_END
 JAQ_EXTERN_C_END
 
-_Static_assert(sizeof(AudioQueueRecordUnderrunInfo) == 24, "AudioQueueRecordUnderrunInfo is 24 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioQueueRecordUnderrunInfo) == 24, "AudioQueueRecordUnderrunInfo is 24 bytes");
 
 #endif

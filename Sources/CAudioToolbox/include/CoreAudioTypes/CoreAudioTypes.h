@@ -318,15 +318,15 @@ JAQ_ASSUME_NONNULL_END
 JAQ_EXTERN_C_END
 
 /* ---- Layout checks (Apple's sizes on 64-bit platforms) ------------------ */
-_Static_assert(sizeof(AudioStreamBasicDescription) == 40, "ASBD is 40 bytes");
-_Static_assert(sizeof(AudioStreamPacketDescription) == 16, "ASPD is 16 bytes");
-_Static_assert(sizeof(SMPTETime) == 24, "SMPTETime is 24 bytes");
-_Static_assert(sizeof(AudioTimeStamp) == 64, "AudioTimeStamp is 64 bytes");
-_Static_assert(sizeof(AudioChannelDescription) == 20, "AudioChannelDescription is 20 bytes");
-_Static_assert(sizeof(AudioChannelLayout) == 32, "AudioChannelLayout is 32 bytes");
-_Static_assert(sizeof(AudioBuffer) == 16, "AudioBuffer is 16 bytes");
-_Static_assert(sizeof(AudioBufferList) == 24, "AudioBufferList is 24 bytes");
-_Static_assert(sizeof(AudioValueRange) == 16, "AudioValueRange is 16 bytes");
-_Static_assert(sizeof(Boolean) == 1, "Boolean is one byte");
+JAQ_STATIC_ASSERT(sizeof(AudioStreamBasicDescription) == 40, "ASBD is 40 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioStreamPacketDescription) == 16, "ASPD is 16 bytes");
+JAQ_STATIC_ASSERT(sizeof(SMPTETime) == 24, "SMPTETime is 24 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioTimeStamp) == 64, "AudioTimeStamp is 64 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioChannelDescription) == 20, "AudioChannelDescription is 20 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioChannelLayout) == 32, "AudioChannelLayout is 32 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioBuffer) == 16, "AudioBuffer is 16 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioBufferList) == 24, "AudioBufferList is 24 bytes");
+JAQ_STATIC_ASSERT(sizeof(AudioValueRange) == 16, "AudioValueRange is 16 bytes");
+JAQ_STATIC_ASSERT(sizeof(Boolean) == 1, "Boolean is one byte");
 
 #endif

@@ -19,9 +19,12 @@
 #if defined(__cplusplus)
 #define JAQ_EXTERN_C_BEGIN extern "C" {
 #define JAQ_EXTERN_C_END }
+/* Layout checks: C11's keyword, C++11's spelling (the guides' code is C++). */
+#define JAQ_STATIC_ASSERT static_assert
 #else
 #define JAQ_EXTERN_C_BEGIN
 #define JAQ_EXTERN_C_END
+#define JAQ_STATIC_ASSERT _Static_assert
 #endif
 
 /* Nullability: clang (and the Swift importer) understand it; gcc ignores it. */
