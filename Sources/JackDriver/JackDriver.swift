@@ -23,7 +23,15 @@ public final class JackDriver: DeviceProvider, @unchecked Sendable {
         try JackDevice(driver: self, name: name, direction: direction, layout: layout)
     }
 
-    public func defaultTarget(for direction: DeviceDirection) -> String { "system" }
+    /// What a new queue connects to: `$JAQ_OUTPUT_DEVICE` (playback) or `$JAQ_INPUT_DEVICE`
+    /// (recording) when set, in the syntax of kAudioQueueProperty_CurrentDevice, else "system".
+    /// The variables route a program that never sets CurrentDevice (the guides' programs)
+    /// to chosen ports, as a user picks the default device on Apple platforms.
+    public func defaultTarget(for direction: DeviceDirection) -> String {
+        let variable = direction == .output ? "JAQ_OUTPUT_DEVICE" : "JAQ_INPUT_DEVICE"
+        guard let value = getenv(variable) else { return "system" }
+        return String(cString: value)
+    }
 
     /// Device time shared by every client of this process: JACK frame time extended
     /// to 64 bits. Allocated once; read and advanced by the clients' process threads.
