@@ -149,18 +149,31 @@ func noise(frames: Int, channels: Int, seed: UInt32 = 0x9E37_79B9) -> [Int16] {
 /// Writes interleaved 16-bit samples as a canonical PCM WAV file (written here byte by byte,
 /// not with the library under test).
 func writeWAV(_ path: String, _ samples: [Int16], channels: Int, rate: Int) throws {
-    var data = Data()
+    try writeCanonicalWAV(path, formatTag: 1, sampleBytes: 2, channels: channels, rate: rate, sampleCount: samples.count) { append in
+        for sample in samples { append(UInt32(UInt16(bitPattern: sample)), 2) }
+    }
+}
+
+/// Writes interleaved 32-bit float samples as a WAV file (format 3, IEEE float), byte by byte.
+func writeFloatWAV(_ path: String, _ samples: [Float], channels: Int, rate: Int) throws {
+    try writeCanonicalWAV(path, formatTag: 3, sampleBytes: 4, channels: channels, rate: rate, sampleCount: samples.count) { append in
+        for sample in samples { append(sample.bitPattern, 4) }
+    }
+}
+
+/// A 44-byte-header WAV file; `body` appends each sample's low `bytes` bytes, little-endian.
+private func writeCanonicalWAV(_ path: String, formatTag: UInt16, sampleBytes: Int, channels: Int, rate: Int,
+                               sampleCount: Int, _ body: ((UInt32, Int) -> Void) -> Void) throws {
+    var data = Data(capacity: 44 + sampleCount * sampleBytes)
     func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
-    let dataBytes = samples.count * 2
+    let dataBytes = sampleCount * sampleBytes
     data.append(contentsOf: Array("RIFF".utf8)); append(UInt32(36 + dataBytes))
     data.append(contentsOf: Array("WAVE".utf8))
     data.append(contentsOf: Array("fmt ".utf8)); append(UInt32(16))
-    append(UInt16(1)); append(UInt16(channels)); append(UInt32(rate)); append(UInt32(rate * channels * 2))
-    append(UInt16(channels * 2)); append(UInt16(16))
+    append(formatTag); append(UInt16(channels)); append(UInt32(rate)); append(UInt32(rate * channels * sampleBytes))
+    append(UInt16(channels * sampleBytes)); append(UInt16(sampleBytes * 8))
     data.append(contentsOf: Array("data".utf8)); append(UInt32(dataBytes))
-    samples.withUnsafeBufferPointer { buffer in
-        for sample in buffer { append(sample) }
-    }
+    body { value, bytes in withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0.prefix(bytes)) } }
     try data.write(to: URL(fileURLWithPath: path))
 }
 

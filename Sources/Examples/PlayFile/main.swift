@@ -186,17 +186,14 @@ repeat {                                                                // 5
     )
 } while aqData.pointee.mIsRunning && !deviceIsGone(aqData.pointee.mQueue!)
 
-// 10: the guide runs the run loop one more second "to ensure that the audio queue buffer
-// currently playing has time to finish". jaq: that is not always enough. As on Apple platforms,
-// a buffer comes back to the callback once the queue has taken its data (here into its decode
-// ring of 16384 frames), not once it has been heard; when the callback finds the end of the
-// file, up to two buffers (a second) and the ring are still to play, and Dispose(true) below
-// would cut them. So the run loop runs until the device has started (a short file can reach
-// its end before) and the queue reports that Stop(false) has played everything out.
-repeat {
-    CFRunLoopRunInMode(CFRunLoopMode.defaultMode, 0.05, false)
-} while (startDeviceFrame(aqData.pointee.mQueue!) == 0 || queueIsRunning(aqData.pointee.mQueue!))
-    && !deviceIsGone(aqData.pointee.mQueue!)
+CFRunLoopRunInMode(                                                     // 10
+    CFRunLoopMode.defaultMode,
+    1,
+    false
+)
+// jaq: as on Apple platforms, a buffer comes back to the callback once the queue has played it,
+// so when the callback finds the end of the file only the other two buffers (at most a second)
+// are left to play, and this second covers them (Docs/queues.md, "When a buffer comes back").
 
 // jaq: where the file started on the server's timeline (JACK frame time), for lining it up,
 // and whether JACK lost cycles meanwhile.
