@@ -267,6 +267,29 @@ extension SoundFile {
         if syncfs(io.fileDescriptor) != 0 { throw .system(errno, "syncfs") }
     }
 
+    /// glibc's `fallocate` (a GNU extension the Glibc module does not export), looked up once.
+    private static let fallocate: (@convention(c) (Int32, Int32, Int64, Int64) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fallocate") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32, Int64, Int64) -> Int32).self)
+    }()
+
+    /// Reserves disk space for the next `byteCount` bytes written at the end of the file,
+    /// without changing its size (`fallocate` with `FALLOC_FL_KEEP_SIZE`): once it succeeds,
+    /// writing those bytes cannot fail for want of space. Several files written in step
+    /// reserve first, so that a full disk stops them all on the same frame.
+    /// - Returns: false if the file system cannot reserve (then writes may still fail alone).
+    /// - Throws: `SoundFileError` with `errno` (ENOSPC, EFBIG) if the space is not there.
+    public func reserveSpace(byteCount: Int) throws(SoundFileError) -> Bool {
+        guard handle != nil, byteCount > 0, let fallocate = SoundFile.fallocate else { return false }
+        var status = stat()
+        guard fstat(io.fileDescriptor, &status) == 0 else { return false }
+        let keepSize: Int32 = 1  // FALLOC_FL_KEEP_SIZE
+        if fallocate(io.fileDescriptor, keepSize, Int64(status.st_size), Int64(byteCount)) == 0 { return true }
+        let code = errno
+        if code == EOPNOTSUPP || code == ENOSYS || code == EINVAL { return false }
+        throw .system(code, "fallocate")
+    }
+
     /// Whether float reads and writes of integer data are normalised to ±1.0
     /// (`SFC_SET_NORM_FLOAT`, `SFC_SET_NORM_DOUBLE`; on by default).
     public func setNormalizesFloatingPoint(_ enabled: Bool) {

@@ -365,7 +365,7 @@ struct RecordCommand: ParsableCommand {
             Log.error("the disk fell behind: \(final.droppedFrames) frames dropped (replaced by silence)")
         }
         if let error = final.error {
-            Log.error("\(error); the take is complete up to \(TimeSpec.clock(frames, rate: fileRate))")
+            Log.error("\(error); the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file)")
             exitStatus = 1
         } else {
             Log.info("\(stopReason ?? "stopped"): \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames) in \(files.map(\.path).joined(separator: ", "))"

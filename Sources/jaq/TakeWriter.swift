@@ -122,7 +122,12 @@ final class TakeWriter: @unchecked Sendable {
     private let fifo = Locked<[CapturedChunk]>([])
     private let fifoBytes = Atomic<Int>(0)
     let fifoLimitBytes: Int
+    /// Bytes of captured audio the writer gathers before it writes them out, whatever the
+    /// time: in freewheel a half second of wall time can bring minutes of audio.
+    let windowLimitBytes: Int
     private let wake = DispatchSemaphore(value: 0)
+    /// Posted by the writer when it has taken chunks out of the FIFO (room for `deliver`).
+    private let room = DispatchSemaphore(value: 0)
 
     // Shared with the main thread.
     let state = Locked(State())
@@ -176,6 +181,7 @@ final class TakeWriter: @unchecked Sendable {
         maxSkip = skip.max() ?? 0
         bytesPerFrame = format.bytesPerSample * channelCount
         fifoLimitBytes = max(Int(bufferSeconds * rate) * bytesPerFrame, 1 << 20)
+        windowLimitBytes = min(fifoLimitBytes, max(8 << 20, Int(TakeWriter.flushInterval * rate) * bytesPerFrame))
     }
 
     func start() {
@@ -185,14 +191,24 @@ final class TakeWriter: @unchecked Sendable {
         self.thread = thread
     }
 
-    /// From the input callback: a buffer of captured frames. Dropped (and counted) if the
-    /// disk has fallen `bufferSeconds` behind, so the capture never waits for the disk.
+    /// From the input callback: a buffer of captured frames.
+    ///
+    /// When the disk has fallen `bufferSeconds` behind, this waits for the writer: the
+    /// callback holds the queue's buffer, so the queue's capture ring takes up the slack (in
+    /// real time it drops what does not fit there and reports it as a gap in the timeline,
+    /// which the take fills with silence); in freewheel the server waits for the queue, so the
+    /// bounce runs at the disk's speed and loses nothing. Frames are dropped (and counted)
+    /// only once the writer has failed or finished.
     func deliver(queueFrame: Int64, bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
         let frames = bytes.count / bytesPerFrame
-        if fifoBytes.load(ordering: .relaxed) + bytes.count > fifoLimitBytes {
-            state.withLock { $0.droppedFrames += Int64(frames) }
-            return
+        while fifoBytes.load(ordering: .acquiring) + bytes.count > fifoLimitBytes {
+            if state.withLock({ $0.error != nil || $0.finished }) {
+                state.withLock { $0.droppedFrames += Int64(frames) }
+                return
+            }
+            wake.signal()
+            _ = room.wait(timeout: .now() + 0.05)
         }
         fifoBytes.add(bytes.count, ordering: .relaxed)
         fifo.withLock { $0.append(CapturedChunk(queueFrame: queueFrame, frames: frames, data: Array(bytes))) }
@@ -220,15 +236,21 @@ final class TakeWriter: @unchecked Sendable {
     private func run() {
         while true {
             _ = wake.wait(timeout: .now() + 0.1)
-            while let chunk = fifo.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
-                fifoBytes.add(-chunk.data.count, ordering: .relaxed)
+            // Up to a window's worth: a producer as fast as the writer (freewheel) would
+            // otherwise keep this loop going, and the window growing, without end.
+            let cap = windowCapBytes()
+            while (window.count - head) < cap,
+                  let chunk = fifo.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                fifoBytes.add(-chunk.data.count, ordering: .releasing)
+                room.signal()
                 if state.withLock({ $0.error }) == nil { take(chunk) }
             }
+            let windowFull = (window.count - head) >= cap
             let (inputDone, error, end) = state.withLock { ($0.inputFinished, $0.error, $0.end) }
             // Files are written in half-second batches (fewer, larger writes per track), and at
             // once when the take's last frame has arrived.
             let endArrived = end.map { end in state.withLock { $0.takeStart }.map { windowStart + windowFrames - $0 - maxSkip >= end } ?? false } ?? false
-            if Date().timeIntervalSince(lastFlush) >= TakeWriter.flushInterval || endArrived {
+            if Date().timeIntervalSince(lastFlush) >= TakeWriter.flushInterval || endArrived || windowFull {
                 lastFlush = Date()
                 flushTake(final: false)
             }
@@ -238,6 +260,7 @@ final class TakeWriter: @unchecked Sendable {
             }
             let complete = end.map { written >= $0 } ?? false
             if (inputDone && fifo.withLock({ $0.isEmpty })) || error != nil || complete { break }
+            if windowFull { wake.signal() }
         }
         flushTake(final: true)
         for file in files {
@@ -266,6 +289,15 @@ final class TakeWriter: @unchecked Sendable {
                 fail(file, error)
             }
         }
+    }
+
+    /// What the window may hold before the writer stops taking chunks and writes: a window's
+    /// worth beyond what it must keep anyway (the pre-roll, the latency skew, and the slack
+    /// for a start or stop noticed late).
+    private func windowCapBytes() -> Int {
+        let preroll = state.withLock { $0.preroll }
+        let kept = preroll + maxSkip + holdBack + Int64(TakeWriter.triggerSlackSeconds * rate)
+        return windowLimitBytes + Int(kept) * bytesPerFrame
     }
 
     /// Adds a chunk to the window, with silence for frames lost before it.
@@ -359,13 +391,32 @@ final class TakeWriter: @unchecked Sendable {
         var target = max(available, written)
         if let end { target = min(target, end) }
         if target > written {
+            // Every file gets the frames, or (disk full, a write error) none does: the tracks of
+            // a take always have the same length, and `written` is what each file holds.
+            guard reserve(frames: Int(target - written)) else { return }
             writeTake(from: written, to: target, takeStart: takeStart)
+            guard state.withLock({ $0.error }) == nil else { return }
             written = target
             writtenAtomic.store(written, ordering: .relaxed)
         }
         // Frames before take frame `written` of the earliest channel are no longer needed.
         let needed = takeStart + (skip.min() ?? 0) + written
         if needed > windowStart { dropWindow(frames: min(needed - windowStart, windowFrames)) }
+    }
+
+    /// Reserves the disk space `frames` more frames take in every file (plus a little for a
+    /// header that grows as it is updated); false, with the error set, if a file system is full.
+    private func reserve(frames: Int) -> Bool {
+        guard !format.typed else { return true }  // compressed: sizes unknown in advance
+        for file in files {
+            do {
+                _ = try file.file.reserveSpace(byteCount: frames * file.channels.count * format.bytesPerSample + 4096)
+            } catch {
+                fail(file, error)
+                return false
+            }
+        }
+        return true
     }
 
     private func dropWindow(frames: Int64) {

@@ -149,12 +149,12 @@ import SoundFile
             if mounted { _ = try? runProcess(["umount", disk]) }
             try? FileManager.default.removeItem(atPath: dir)
         }
-        try writeRamp("\(dir)/ramp.wav", frames: 20 * 48000, channels: 2)
+        try writeRamp("\(dir)/ramp.wav", frames: 20 * 48000, channels: 8)
         let play = try jaqInBackground(["play", "--quiet", "--loop", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
         defer { kill(play.processIdentifier, SIGTERM); waitForExit(play) }
-        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 2))
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 8))
         // Without a tmpfs (no privilege), a file size limit makes writes fail the same way (EFBIG).
-        let arguments = ["record", "-b", "float", "-o", "\(disk)/take-{n}.wav", "jaq-1-ramp:out_[12]"]
+        let arguments = ["record", "-b", "float", "-o", "\(disk)/take-{n}.wav", "jaq-1-ramp:out_"]
         let command = mounted ? arguments : ["prlimit", "--fsize=1000000", "--", jaqBinary] + arguments
         let start = Date()
         let result = mounted ? try jaq(command, server: server, timeout: 30)
@@ -164,9 +164,16 @@ import SoundFile
         let why = mounted ? "disk full" : "too large"
         let message = result.error.split(separator: "\n").first { $0.contains(why) } ?? ""
         #expect(message.contains("\(disk)/take-0"), "one line naming the file and why: \(result.error)")
-        for n in 1...2 {
+        var lengths: [Int] = []
+        for n in 1...8 {
             let info = try #require(soxInfo("\(disk)/take-0\(n).wav"), "sox reads track \(n)")
             #expect(info.samples > 0)
+            lengths.append(info.samples)
+        }
+        // The tracks of a take have one length, and jaq says what it is.
+        #expect(Set(lengths).count == 1, "track lengths \(lengths)")
+        if mounted {
+            #expect(result.error.contains("(\(lengths[0]) frames in every file)"), "\(result.error)")
         }
     }
 
