@@ -198,15 +198,16 @@ final class TakeWriter: @unchecked Sendable {
     /// real time it drops what does not fit there and reports it as a gap in the timeline,
     /// which the take fills with silence); in freewheel the server waits for the queue, so the
     /// bounce runs at the disk's speed and loses nothing. Frames are dropped (and counted)
-    /// only once the writer has failed or finished.
+    /// only once the writer has failed, and ignored once it has finished the take.
     func deliver(queueFrame: Int64, bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
         let frames = bytes.count / bytesPerFrame
         while fifoBytes.load(ordering: .acquiring) + bytes.count > fifoLimitBytes {
-            if state.withLock({ $0.error != nil || $0.finished }) {
-                state.withLock { $0.droppedFrames += Int64(frames) }
-                return
-            }
+            // A writer that failed loses what comes (counted); one that finished the take
+            // (its duration reached) needs none of it.
+            let (failed, finished) = state.withLock { ($0.error != nil, $0.finished) }
+            if failed { state.withLock { $0.droppedFrames += Int64(frames) } }
+            if failed || finished { return }
             wake.signal()
             _ = room.wait(timeout: .now() + 0.05)
         }
