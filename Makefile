@@ -16,7 +16,7 @@ PACKAGES := pkg-config gcc time libjack-jackd2-dev libsndfile1-dev libsoxr-dev j
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test demo bench clean
+.PHONY: all deps build release test demo bench clean fuzz-freewheel
 
 all: build
 
@@ -51,6 +51,10 @@ demo: build
 bench: release
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
+
+# Long runs (not in make test): the freewheel bounce at 64 tracks x 10 minutes of audio.
+fuzz-freewheel: build
+	JAQ_LONG=1 $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter FreewheelTests/aBounceInFreewheel
 
 clean:
 	rm -rf .build out
