@@ -21,7 +21,7 @@ PACKAGES += patchelf dpkg-dev
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test demo bench clean install install-built uninstall deb deb-built
+.PHONY: all deps build release test demo bench clean
 
 all: build
 
@@ -92,6 +92,8 @@ DEB_OUT    ?= out
 DEB_COMPRESSION ?= xz
 DEB_MAINTAINER  ?= jaq developers <jaq@localhost>
 HEADER_DIRS := AudioToolbox CoreAudioTypes CoreFoundation
+
+.PHONY: install install-built uninstall deb deb-built
 
 install: release
 	@$(MAKE) --no-print-directory install-built
