@@ -3,6 +3,8 @@
 #   make demo   set up (Debian packages), build, run the demo
 #   make test   set up, build (debug and release), run the tests
 #   make bench  set up, build release, run the benchmarks against the peer tools
+#   make install / uninstall   the C API, libAudioToolbox.so, jaq, pkg-config file (PREFIX, DESTDIR)
+#   make deb    a Debian package of the same, in out/
 
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
@@ -12,6 +14,9 @@ export DEBIAN_FRONTEND := noninteractive
 # gcc: the tests build the C example and a C helper with cc against libAudioToolbox.so.
 PACKAGES := pkg-config gcc time libjack-jackd2-dev libsndfile1-dev libsoxr-dev jackd2 sox libsox-fmt-all \
             jack-capture jack-tools sndfile-tools ecasound
+# make install and make deb: patchelf sets the installed files' soname and runpath, dpkg-dev
+# (dpkg-shlibdeps) finds the package's dependencies.
+PACKAGES += patchelf dpkg-dev
 
 SWIFT ?= swift
 SWIFT_FLAGS ?=
@@ -58,3 +63,113 @@ fuzz-freewheel: build
 
 clean:
 	rm -rf .build out
+
+# ---------------------------------------------------------------------------------------------
+# make install, make uninstall, make deb (Docs/install.md).
+#
+# What is installed, under PREFIX (/usr/local unless given; DESTDIR is prepended to every path):
+#   include/AudioToolbox, include/CoreAudioTypes, include/CoreFoundation    the C headers
+#   lib/libAudioToolbox.so.$(VERSION), .so.$(SOVERSION), .so   the library (soname .so.$(SOVERSION))
+#   lib/pkgconfig/AudioToolbox.pc                              pkg-config --cflags --libs AudioToolbox
+#   lib/jaq/swift/                the Swift runtime libraries the two need, from the toolchain
+#   bin/jaq, share/jaq/jackd.conf   the command and its private server's settings
+# The library's runpath is $ORIGIN/jaq/swift and jaq's is the same directory seen from bin/, so
+# neither needs /opt/swift at run time. SwiftPM has no per-product linker flags (a target's
+# flags go into every executable and test bundle linking it, and unsafe flags would keep other
+# packages from depending on this one), so the soname and runpaths are set on the installed
+# copies with patchelf (after strip; one change per call: patchelf 0.14 drops --set-rpath
+# given with --set-soname). `install-built` and `deb-built` take the products from BUILT as they
+# are, without building (the tests use them while `swift test` holds the build directory).
+VERSION    := 1.0.0
+SOVERSION  := 1
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR    ?= $(PREFIX)/share
+BUILT      ?= .build/release
+# STRIP=1 strips jaq, the library and the Swift runtime copies (make deb does).
+STRIP      ?=
+DEB_OUT    ?= out
+# dpkg-deb compression: xz for a package to ship; the tests pass gzip (faster).
+DEB_COMPRESSION ?= xz
+DEB_MAINTAINER  ?= jaq developers <jaq@localhost>
+HEADER_DIRS := AudioToolbox CoreAudioTypes CoreFoundation
+
+.PHONY: install install-built uninstall deb deb-built
+
+install: release
+	@$(MAKE) --no-print-directory install-built
+
+install-built:
+	@set -e; \
+	for f in $(BUILT)/libAudioToolbox.so $(BUILT)/jaq; do \
+	  [ -f $$f ] || { echo "$$f is missing: run make release (or make install)"; exit 1; }; \
+	done; \
+	command -v patchelf >/dev/null || { echo "patchelf is not installed (make deps, or apt-get install patchelf)"; exit 1; }; \
+	lib=$(DESTDIR)$(LIBDIR); runtime=$$lib/jaq/swift; \
+	install -d $(DESTDIR)$(BINDIR) $$lib/pkgconfig $$runtime $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(DATADIR)/jaq; \
+	for d in $(HEADER_DIRS); do \
+	  install -d $(DESTDIR)$(INCLUDEDIR)/$$d; \
+	  install -m 644 Sources/CAudioToolbox/include/$$d/*.h $(DESTDIR)$(INCLUDEDIR)/$$d/; \
+	done; \
+	install -m 755 $(BUILT)/libAudioToolbox.so $$lib/libAudioToolbox.so.$(VERSION); \
+	install -m 755 $(BUILT)/jaq $(DESTDIR)$(BINDIR)/jaq; \
+	if [ -n "$(STRIP)" ]; then strip --strip-unneeded $$lib/libAudioToolbox.so.$(VERSION) $(DESTDIR)$(BINDIR)/jaq; fi; \
+	patchelf --set-soname libAudioToolbox.so.$(SOVERSION) $$lib/libAudioToolbox.so.$(VERSION); \
+	patchelf --set-rpath '$$ORIGIN/jaq/swift' $$lib/libAudioToolbox.so.$(VERSION); \
+	patchelf --set-rpath "\$$ORIGIN/$$(realpath -m --relative-to=$(BINDIR) $(LIBDIR))/jaq/swift" $(DESTDIR)$(BINDIR)/jaq; \
+	ln -sf libAudioToolbox.so.$(VERSION) $$lib/libAudioToolbox.so.$(SOVERSION); \
+	ln -sf libAudioToolbox.so.$(SOVERSION) $$lib/libAudioToolbox.so; \
+	for f in $$(ldd $(BUILT)/jaq $(BUILT)/libAudioToolbox.so | awk '$$3 ~ /\/lib\/swift\/linux\// {print $$3}' | sort -u); do \
+	  install -m 644 $$f $$runtime/; \
+	done; \
+	if [ -n "$(STRIP)" ]; then strip --strip-unneeded $$runtime/*.so; fi; \
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
+	  Configs/AudioToolbox.pc.in > $$lib/pkgconfig/AudioToolbox.pc; \
+	install -m 644 Configs/jackd.conf $(DESTDIR)$(DATADIR)/jaq/jackd.conf; \
+	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi; \
+	echo "installed jaq $(VERSION) into $(DESTDIR)$(PREFIX)"
+
+# Removes what install-built put there (only jaq's own headers, the directories if left empty).
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/jaq $(DESTDIR)$(LIBDIR)/libAudioToolbox.so $(DESTDIR)$(LIBDIR)/libAudioToolbox.so.$(SOVERSION) \
+	      $(DESTDIR)$(LIBDIR)/libAudioToolbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/AudioToolbox.pc
+	rm -rf $(DESTDIR)$(LIBDIR)/jaq $(DESTDIR)$(DATADIR)/jaq
+	@for d in $(HEADER_DIRS); do \
+	  for h in Sources/CAudioToolbox/include/$$d/*.h; do rm -f $(DESTDIR)$(INCLUDEDIR)/$$d/$$(basename $$h); done; \
+	  rmdir --ignore-fail-on-non-empty $(DESTDIR)$(INCLUDEDIR)/$$d 2>/dev/null || true; \
+	done
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi
+
+deb: release
+	@$(MAKE) --no-print-directory deb-built
+
+# The package installs under /usr, the library in Debian's multiarch directory. Depends: is
+# what dpkg-shlibdeps finds for the ELF files (the private Swift runtime included), from the
+# shlibs/symbols files of the installed -dev packages' libraries.
+deb-built:
+	@set -eo pipefail; \
+	arch=$$(dpkg --print-architecture); multiarch=$$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch); \
+	mkdir -p $(DEB_OUT); root=$$(mktemp -d $(abspath $(DEB_OUT))/.deb-XXXXXX); \
+	trap 'rm -rf "$$root"' EXIT; \
+	$(MAKE) --no-print-directory install-built DESTDIR=$$root/pkg PREFIX=/usr LIBDIR=/usr/lib/$$multiarch STRIP=1 >/dev/null; \
+	mkdir -p $$root/debian $$root/pkg/DEBIAN; \
+	printf 'Source: jaq\n\nPackage: jaq\nArchitecture: any\n' > $$root/debian/control; \
+	elves=$$(find $$root/pkg -type f \( -name '*.so*' -o -path '*/bin/*' \) | sort); \
+	depends=$$(cd $$root && dpkg-shlibdeps -O -S$$root/pkg $$elves 2>$$root/shlibdeps.log | sed -n 's/^shlibs:Depends=//p') \
+	  || { cat $$root/shlibdeps.log; exit 1; }; \
+	[ -n "$$depends" ] || { echo "dpkg-shlibdeps found no dependencies:"; cat $$root/shlibdeps.log; exit 1; }; \
+	{ echo "Package: jaq"; echo "Version: $(VERSION)"; echo "Architecture: $$arch"; \
+	  echo "Maintainer: $(DEB_MAINTAINER)"; echo "Section: sound"; echo "Priority: optional"; \
+	  echo "Installed-Size: $$(du -sk --exclude=DEBIAN $$root/pkg | cut -f1)"; \
+	  echo "Depends: $$depends"; \
+	  echo "Recommends: jackd2"; \
+	  echo "Description: Apple's Audio Queue Services on JACK"; \
+	  echo " The jaq command (record and play in sync on JACK frame time), libAudioToolbox.so"; \
+	  echo " with Apple's AudioQueue and AudioFile C API, its headers and pkg-config file."; \
+	  echo " Includes the Swift runtime libraries it needs, privately."; } > $$root/pkg/DEBIAN/control; \
+	echo "activate-noawait ldconfig" > $$root/pkg/DEBIAN/triggers; \
+	dpkg-deb --root-owner-group -Z$(DEB_COMPRESSION) --build $$root/pkg $(DEB_OUT)/jaq_$(VERSION)_$$arch.deb; \
+	echo "Depends: $$depends"

@@ -4,13 +4,13 @@ import QueueCore
 // Buffers: allocate, free, enqueue (with parameters), and the run controls.
 
 @_cdecl("AudioQueueAllocateBuffer")
-func audioQueueAllocateBuffer(_ inAQ: AudioQueueRef?, _ inBufferByteSize: UInt32,
+public func audioQueueAllocateBuffer(_ inAQ: AudioQueueRef?, _ inBufferByteSize: UInt32,
                               _ outBuffer: UnsafeMutablePointer<AudioQueueBufferRef?>?) -> OSStatus {
     audioQueueAllocateBufferWithPacketDescriptions(inAQ, inBufferByteSize, 0, outBuffer)
 }
 
 @_cdecl("AudioQueueAllocateBufferWithPacketDescriptions")
-func audioQueueAllocateBufferWithPacketDescriptions(
+public func audioQueueAllocateBufferWithPacketDescriptions(
     _ inAQ: AudioQueueRef?, _ inBufferByteSize: UInt32, _ inNumberPacketDescriptions: UInt32,
     _ outBuffer: UnsafeMutablePointer<AudioQueueBufferRef?>?
 ) -> OSStatus {
@@ -23,7 +23,7 @@ func audioQueueAllocateBufferWithPacketDescriptions(
 }
 
 @_cdecl("AudioQueueFreeBuffer")
-func audioQueueFreeBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBufferRef?) -> OSStatus {
+public func audioQueueFreeBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBufferRef?) -> OSStatus {
     withStatus {
         guard let inBuffer else { throw AudioToolboxError(kAudio_ParamError, "NULL buffer") }
         try AudioQueueRegistry.object(inAQ).freeBuffer(inBuffer)
@@ -31,7 +31,7 @@ func audioQueueFreeBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBufferRe
 }
 
 @_cdecl("AudioQueueEnqueueBuffer")
-func audioQueueEnqueueBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBufferRef?, _ inNumPacketDescs: UInt32,
+public func audioQueueEnqueueBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBufferRef?, _ inNumPacketDescs: UInt32,
                              _ inPacketDescs: UnsafePointer<AudioStreamPacketDescription>?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
@@ -46,7 +46,7 @@ func audioQueueEnqueueBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBuffe
 }
 
 @_cdecl("AudioQueueEnqueueBufferWithParameters")
-func audioQueueEnqueueBufferWithParameters(
+public func audioQueueEnqueueBufferWithParameters(
     _ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBufferRef?, _ inNumPacketDescs: UInt32,
     _ inPacketDescs: UnsafePointer<AudioStreamPacketDescription>?, _ inTrimFramesAtStart: UInt32,
     _ inTrimFramesAtEnd: UInt32, _ inNumParamValues: UInt32, _ inParamValues: UnsafePointer<AudioQueueParameterEvent>?,
@@ -116,7 +116,7 @@ func deviceFrame(_ time: AudioTimeStamp, engine: QueueEngine) throws -> Int64? {
 }
 
 @_cdecl("AudioQueueStart")
-func audioQueueStart(_ inAQ: AudioQueueRef?, _ inStartTime: UnsafePointer<AudioTimeStamp>?) -> OSStatus {
+public func audioQueueStart(_ inAQ: AudioQueueRef?, _ inStartTime: UnsafePointer<AudioTimeStamp>?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         let frame = try inStartTime.flatMap { try deviceFrame($0.pointee, engine: object.engine) }
@@ -125,7 +125,7 @@ func audioQueueStart(_ inAQ: AudioQueueRef?, _ inStartTime: UnsafePointer<AudioT
 }
 
 @_cdecl("AudioQueuePrime")
-func audioQueuePrime(_ inAQ: AudioQueueRef?, _ inNumberOfFramesToPrepare: UInt32,
+public func audioQueuePrime(_ inAQ: AudioQueueRef?, _ inNumberOfFramesToPrepare: UInt32,
                      _ outNumberOfFramesPrepared: UnsafeMutablePointer<UInt32>?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
@@ -136,7 +136,7 @@ func audioQueuePrime(_ inAQ: AudioQueueRef?, _ inNumberOfFramesToPrepare: UInt32
 }
 
 @_cdecl("AudioQueueStop")
-func audioQueueStop(_ inAQ: AudioQueueRef?, _ inImmediate: UInt8) -> OSStatus {
+public func audioQueueStop(_ inAQ: AudioQueueRef?, _ inImmediate: UInt8) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         if let output = object.output { try output.stop(immediate: inImmediate != 0) }
@@ -145,12 +145,12 @@ func audioQueueStop(_ inAQ: AudioQueueRef?, _ inImmediate: UInt8) -> OSStatus {
 }
 
 @_cdecl("AudioQueuePause")
-func audioQueuePause(_ inAQ: AudioQueueRef?) -> OSStatus {
+public func audioQueuePause(_ inAQ: AudioQueueRef?) -> OSStatus {
     withStatus { try AudioQueueRegistry.object(inAQ).engine.pause() }
 }
 
 @_cdecl("AudioQueueFlush")
-func audioQueueFlush(_ inAQ: AudioQueueRef?) -> OSStatus {
+public func audioQueueFlush(_ inAQ: AudioQueueRef?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         if let output = object.output { try output.flush() }
@@ -158,7 +158,7 @@ func audioQueueFlush(_ inAQ: AudioQueueRef?) -> OSStatus {
 }
 
 @_cdecl("AudioQueueReset")
-func audioQueueReset(_ inAQ: AudioQueueRef?) -> OSStatus {
+public func audioQueueReset(_ inAQ: AudioQueueRef?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         if let output = object.output { try output.reset() }

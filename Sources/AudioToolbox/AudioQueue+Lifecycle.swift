@@ -5,6 +5,11 @@ import QueueCore
 // AudioQueueNewOutput, AudioQueueNewInput (and their dispatch-queue forms),
 // AudioQueueDispose. C and Swift callers reach the same code: the C header
 // declares these names, the implementations are exported with @_cdecl.
+//
+// Every @_cdecl function is `public`: the C symbol gets the Swift function's visibility, and
+// an internal one is hidden in release builds (debug builds export it only because SwiftPM
+// compiles them with -enable-testing). The Swift names (audioQueueNewOutput, ...) are not
+// meant for callers; Swift code calls the C names, as on Apple platforms.
 
 /// The callback executor for a run loop argument: NULL means the queue's own thread.
 private func delivery(runLoop: OpaquePointer?, mode: OpaquePointer?) -> RunLoopDelivery? {
@@ -97,7 +102,7 @@ func makeInputQueue(
 }
 
 @_cdecl("AudioQueueNewOutput")
-func audioQueueNewOutput(
+public func audioQueueNewOutput(
     _ inFormat: UnsafePointer<AudioStreamBasicDescription>?, _ inCallbackProc: AudioQueueOutputCallback?,
     _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: OpaquePointer?, _ inCallbackRunLoopMode: OpaquePointer?,
     _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?
@@ -114,7 +119,7 @@ func audioQueueNewOutput(
 }
 
 @_cdecl("AudioQueueNewInput")
-func audioQueueNewInput(
+public func audioQueueNewInput(
     _ inFormat: UnsafePointer<AudioStreamBasicDescription>?, _ inCallbackProc: AudioQueueInputCallback?,
     _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: OpaquePointer?, _ inCallbackRunLoopMode: OpaquePointer?,
     _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?
@@ -173,7 +178,7 @@ public func AudioQueueNewInputWithDispatchQueue(
 }
 
 @_cdecl("AudioQueueDispose")
-func audioQueueDispose(_ inAQ: AudioQueueRef?, _ inImmediate: UInt8) -> OSStatus {
+public func audioQueueDispose(_ inAQ: AudioQueueRef?, _ inImmediate: UInt8) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         object.engine.dispose(immediate: inImmediate != 0)

@@ -246,7 +246,7 @@ struct PropertyIOArguments {
 }
 
 @_cdecl("AudioQueueGetProperty")
-func audioQueueGetProperty(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID, _ outData: UnsafeMutableRawPointer?,
+public func audioQueueGetProperty(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID, _ outData: UnsafeMutableRawPointer?,
                            _ ioDataSize: UnsafeMutablePointer<UInt32>?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
@@ -256,13 +256,13 @@ func audioQueueGetProperty(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID,
 }
 
 @_cdecl("AudioQueueSetProperty")
-func audioQueueSetProperty(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID, _ inData: UnsafeRawPointer?,
+public func audioQueueSetProperty(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID, _ inData: UnsafeRawPointer?,
                            _ inDataSize: UInt32) -> OSStatus {
     withStatus { try AudioQueueRegistry.object(inAQ).setProperty(inID, inData, inDataSize) }
 }
 
 @_cdecl("AudioQueueGetPropertySize")
-func audioQueueGetPropertySize(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID,
+public func audioQueueGetPropertySize(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID,
                                _ outDataSize: UnsafeMutablePointer<UInt32>?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
@@ -272,7 +272,7 @@ func audioQueueGetPropertySize(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropert
 }
 
 @_cdecl("AudioQueueAddPropertyListener")
-func audioQueueAddPropertyListener(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID,
+public func audioQueueAddPropertyListener(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID,
                                    _ inProc: AudioQueuePropertyListenerProc?, _ inUserData: UnsafeMutableRawPointer?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
@@ -285,7 +285,7 @@ func audioQueueAddPropertyListener(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePro
 }
 
 @_cdecl("AudioQueueRemovePropertyListener")
-func audioQueueRemovePropertyListener(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID,
+public func audioQueueRemovePropertyListener(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID,
                                       _ inProc: AudioQueuePropertyListenerProc?, _ inUserData: UnsafeMutableRawPointer?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
@@ -306,7 +306,7 @@ func audioQueueRemovePropertyListener(_ inAQ: AudioQueueRef?, _ inID: AudioQueue
 // MARK: Parameters
 
 @_cdecl("AudioQueueGetParameter")
-func audioQueueGetParameter(_ inAQ: AudioQueueRef?, _ inParamID: AudioQueueParameterID,
+public func audioQueueGetParameter(_ inAQ: AudioQueueRef?, _ inParamID: AudioQueueParameterID,
                             _ outValue: UnsafeMutablePointer<AudioQueueParameterValue>?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
@@ -322,7 +322,7 @@ func audioQueueGetParameter(_ inAQ: AudioQueueRef?, _ inParamID: AudioQueueParam
 }
 
 @_cdecl("AudioQueueSetParameter")
-func audioQueueSetParameter(_ inAQ: AudioQueueRef?, _ inParamID: AudioQueueParameterID,
+public func audioQueueSetParameter(_ inAQ: AudioQueueRef?, _ inParamID: AudioQueueParameterID,
                             _ inValue: AudioQueueParameterValue) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)

@@ -4,7 +4,7 @@ import QueueCore
 // Timelines, queue time and device time.
 
 @_cdecl("AudioQueueCreateTimeline")
-func audioQueueCreateTimeline(_ inAQ: AudioQueueRef?, _ outTimeline: UnsafeMutablePointer<AudioQueueTimelineRef?>?) -> OSStatus {
+public func audioQueueCreateTimeline(_ inAQ: AudioQueueRef?, _ outTimeline: UnsafeMutablePointer<AudioQueueTimelineRef?>?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         guard let outTimeline else { throw AudioToolboxError(kAudio_ParamError, "NULL outTimeline") }
@@ -16,7 +16,7 @@ func audioQueueCreateTimeline(_ inAQ: AudioQueueRef?, _ outTimeline: UnsafeMutab
 }
 
 @_cdecl("AudioQueueDisposeTimeline")
-func audioQueueDisposeTimeline(_ inAQ: AudioQueueRef?, _ inTimeline: AudioQueueTimelineRef?) -> OSStatus {
+public func audioQueueDisposeTimeline(_ inAQ: AudioQueueRef?, _ inTimeline: AudioQueueTimelineRef?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         guard let inTimeline else { throw AudioToolboxError(kAudio_ParamError, "NULL timeline") }
@@ -26,7 +26,7 @@ func audioQueueDisposeTimeline(_ inAQ: AudioQueueRef?, _ inTimeline: AudioQueueT
 }
 
 @_cdecl("AudioQueueGetCurrentTime")
-func audioQueueGetCurrentTime(_ inAQ: AudioQueueRef?, _ inTimeline: AudioQueueTimelineRef?,
+public func audioQueueGetCurrentTime(_ inAQ: AudioQueueRef?, _ inTimeline: AudioQueueTimelineRef?,
                               _ outTimeStamp: UnsafeMutablePointer<AudioTimeStamp>?,
                               _ outTimelineDiscontinuity: UnsafeMutablePointer<UInt8>?) -> OSStatus {
     withStatus {
@@ -57,7 +57,7 @@ func audioQueueGetCurrentTime(_ inAQ: AudioQueueRef?, _ inTimeline: AudioQueueTi
 }
 
 @_cdecl("AudioQueueDeviceGetCurrentTime")
-func audioQueueDeviceGetCurrentTime(_ inAQ: AudioQueueRef?, _ outTimeStamp: UnsafeMutablePointer<AudioTimeStamp>?) -> OSStatus {
+public func audioQueueDeviceGetCurrentTime(_ inAQ: AudioQueueRef?, _ outTimeStamp: UnsafeMutablePointer<AudioTimeStamp>?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         guard let outTimeStamp else { throw AudioToolboxError(kAudio_ParamError, "NULL outTimeStamp") }
@@ -75,7 +75,7 @@ func audioQueueDeviceGetCurrentTime(_ inAQ: AudioQueueRef?, _ outTimeStamp: Unsa
 }
 
 @_cdecl("AudioQueueDeviceTranslateTime")
-func audioQueueDeviceTranslateTime(_ inAQ: AudioQueueRef?, _ inTime: UnsafePointer<AudioTimeStamp>?,
+public func audioQueueDeviceTranslateTime(_ inAQ: AudioQueueRef?, _ inTime: UnsafePointer<AudioTimeStamp>?,
                                    _ outTime: UnsafeMutablePointer<AudioTimeStamp>?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
@@ -101,7 +101,7 @@ func audioQueueDeviceTranslateTime(_ inAQ: AudioQueueRef?, _ inTime: UnsafePoint
 }
 
 @_cdecl("AudioQueueDeviceGetNearestStartTime")
-func audioQueueDeviceGetNearestStartTime(_ inAQ: AudioQueueRef?, _ ioRequestedStartTime: UnsafeMutablePointer<AudioTimeStamp>?,
+public func audioQueueDeviceGetNearestStartTime(_ inAQ: AudioQueueRef?, _ ioRequestedStartTime: UnsafeMutablePointer<AudioTimeStamp>?,
                                          _ inFlags: UInt32) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)

@@ -7,7 +7,7 @@ struct ServerOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Use the JACK server NAME (default: $JACK_DEFAULT_SERVER or JACK's default).", valueName: "name"))
     var server: String?
 
-    @Option(name: .long, help: ArgumentHelp("jackd arguments for the private server jaq starts when none runs (default: Configs/jackd.conf, the dummy backend).", valueName: "file"))
+    @Option(name: .long, help: ArgumentHelp("jackd arguments for the private server jaq starts when none runs (default: PREFIX/share/jaq/jackd.conf when installed, Configs/jackd.conf in the source tree: the dummy backend).", valueName: "file"))
     var serverConfig: String?
 }
 
@@ -100,7 +100,8 @@ final class ServerContext: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// jackd arguments from the config file: `--server-config`, $JAQ_SERVER_CONFIG, Configs/jackd.conf, or the built-in dummy.
+    /// jackd arguments from the config file: `--server-config`, $JAQ_SERVER_CONFIG, the installed
+    /// share/jaq/jackd.conf or the source tree's Configs/jackd.conf, or the built-in dummy.
     static func privateServerArguments(_ explicit: String?) throws -> [String] {
         let candidates: [String]
         if let explicit {
@@ -108,11 +109,15 @@ final class ServerContext: @unchecked Sendable {
         } else if let environment = ProcessInfo.processInfo.environment["JAQ_SERVER_CONFIG"] {
             candidates = [environment]
         } else {
-            let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+            // The executable's own path: argv[0] is just "jaq" when it was found on PATH.
+            let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+            let executable = URL(fileURLWithPath: path).resolvingSymlinksInPath().deletingLastPathComponent()
+            // An installed jaq (PREFIX/bin) reads PREFIX/share/jaq; one in .build/<config>
+            // reads the source tree's Configs.
             candidates = [
+                executable.appendingPathComponent("../share/jaq/jackd.conf").path,
                 executable.appendingPathComponent("../../Configs/jackd.conf").path,
                 executable.appendingPathComponent("../../../Configs/jackd.conf").path,
-                executable.appendingPathComponent("../share/jaq/jackd.conf").path,
                 FileManager.default.currentDirectoryPath + "/Configs/jackd.conf",
             ]
         }

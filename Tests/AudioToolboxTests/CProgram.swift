@@ -35,11 +35,13 @@ enum CProgram {
         return "\(scratch)/debug"
     }
 
-    /// Compiles `source` (a path relative to the package root) into `output`.
+    /// Compiles `source` (a path relative to the package root) into `output`, against the
+    /// libAudioToolbox.so in `libraries` (default: the one this test binary was built with).
     /// - Returns: cc's exit status and diagnostics.
-    static func compile(_ source: String, into output: URL, flags: [String] = []) throws -> (status: Int32, diagnostics: String) {
+    static func compile(_ source: String, into output: URL, flags: [String] = [], libraries: String? = nil) throws
+        -> (status: Int32, diagnostics: String) {
         let cc = try #require(tool("cc"), "cc is not installed (apt-get install gcc)")
-        let libraries = try libraryDirectory()
+        let libraries = try libraries ?? libraryDirectory()
         let result = try run(cc, flags + [
             packageRoot.appendingPathComponent(source).path,
             "-I", packageRoot.appendingPathComponent("Sources/CAudioToolbox/include").path,

@@ -25,18 +25,20 @@ func removeScratch(_ path: String) {
     if ProcessInfo.processInfo.environment["JAQ_KEEP"] == nil { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// Runs jaq against `server` (stdin closed, not a terminal); returns status and output.
-func jaq(_ arguments: [String], server: JackServer?, timeout: Double = 60, directory: String? = nil)
+/// Runs jaq (`binary`: the built one unless given) against `server` (stdin closed, not a
+/// terminal); returns status and output.
+func jaq(_ arguments: [String], server: JackServer?, timeout: Double = 60, directory: String? = nil, binary: String = jaqBinary)
     throws -> (status: Int32, output: String, error: String) {
     var environment = server?.environment ?? ProcessInfo.processInfo.environment
     if server == nil { environment["JACK_DEFAULT_SERVER"] = "jaq-test-none-\(getpid())" }
-    return try runProcess([jaqBinary] + arguments, environment: environment, timeout: timeout, currentDirectory: directory)
+    return try runProcess([binary] + arguments, environment: environment, timeout: timeout, currentDirectory: directory)
 }
 
-/// Starts jaq in the background against `server`, output to a log file.
-func jaqInBackground(_ arguments: [String], server: JackServer, log: String, directory: String? = nil) throws -> Process {
+/// Starts jaq (`binary`: the built one unless given) in the background against `server`, output to a log file.
+func jaqInBackground(_ arguments: [String], server: JackServer, log: String, directory: String? = nil,
+                     binary: String = jaqBinary) throws -> Process {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: jaqBinary)
+    process.executableURL = URL(fileURLWithPath: binary)
     process.arguments = arguments
     process.environment = server.environment
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
@@ -62,8 +64,8 @@ func waitForExit(_ process: Process, timeout: Double = 60) -> Int32 {
 }
 
 /// The JACK frame time now, from `jaq time`.
-func frameNow(_ server: JackServer) throws -> Int64 {
-    let result = try jaq(["time"], server: server)
+func frameNow(_ server: JackServer, binary: String = jaqBinary) throws -> Int64 {
+    let result = try jaq(["time"], server: server, binary: binary)
     guard let frame = Int64(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
         throw JackServerError("jaq time printed \(result.output) \(result.error)")
     }

@@ -9,7 +9,7 @@ import Foundation
 // MARK: - Create, open, close
 
 @_cdecl("AudioFileCreateWithURL")
-func audioFileCreateWithURL(_ inFileRef: __CFURLRef?, _ inFileType: AudioFileTypeID,
+public func audioFileCreateWithURL(_ inFileRef: __CFURLRef?, _ inFileType: AudioFileTypeID,
                             _ inFormat: UnsafePointer<AudioStreamBasicDescription>?, _ inFlags: UInt32,
                             _ outAudioFile: UnsafeMutablePointer<AudioFileID?>?) -> OSStatus {
     withStatus {
@@ -22,7 +22,7 @@ func audioFileCreateWithURL(_ inFileRef: __CFURLRef?, _ inFileType: AudioFileTyp
 }
 
 @_cdecl("AudioFileOpenURL")
-func audioFileOpenURL(_ inFileRef: __CFURLRef?, _ inPermissions: Int8, _ inFileTypeHint: AudioFileTypeID,
+public func audioFileOpenURL(_ inFileRef: __CFURLRef?, _ inPermissions: Int8, _ inFileTypeHint: AudioFileTypeID,
                       _ outAudioFile: UnsafeMutablePointer<AudioFileID?>?) -> OSStatus {
     withStatus {
         guard let outAudioFile else { throw AudioToolboxError(kAudio_ParamError, "outAudioFile is NULL") }
@@ -46,7 +46,7 @@ func openAudioFile(path: String, permissions: Int8) throws -> AudioFileID {
 }
 
 @_cdecl("AudioFileClose")
-func audioFileClose(_ inAudioFile: AudioFileID?) -> OSStatus {
+public func audioFileClose(_ inAudioFile: AudioFileID?) -> OSStatus {
     withStatus {
         let file = try AudioFileRegistry.file(inAudioFile)
         AudioFileRegistry.unregister(inAudioFile!)
@@ -55,7 +55,7 @@ func audioFileClose(_ inAudioFile: AudioFileID?) -> OSStatus {
 }
 
 @_cdecl("AudioFileOptimize")
-func audioFileOptimize(_ inAudioFile: AudioFileID?) -> OSStatus {
+public func audioFileOptimize(_ inAudioFile: AudioFileID?) -> OSStatus {
     // libsndfile's files keep their audio data where it is; they are always "optimized".
     withStatus { _ = try AudioFileRegistry.file(inAudioFile) }
 }
@@ -63,7 +63,7 @@ func audioFileOptimize(_ inAudioFile: AudioFileID?) -> OSStatus {
 // MARK: - Packets
 
 @_cdecl("AudioFileReadPacketData")
-func audioFileReadPacketData(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ ioNumBytes: UnsafeMutablePointer<UInt32>?,
+public func audioFileReadPacketData(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ ioNumBytes: UnsafeMutablePointer<UInt32>?,
                              _ outPacketDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?,
                              _ inStartingPacket: Int64, _ ioNumPackets: UnsafeMutablePointer<UInt32>?,
                              _ outBuffer: UnsafeMutableRawPointer?) -> OSStatus {
@@ -71,7 +71,7 @@ func audioFileReadPacketData(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _
 }
 
 @_cdecl("AudioFileReadPackets")
-func audioFileReadPackets(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ outNumBytes: UnsafeMutablePointer<UInt32>?,
+public func audioFileReadPackets(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ outNumBytes: UnsafeMutablePointer<UInt32>?,
                           _ outPacketDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?,
                           _ inStartingPacket: Int64, _ ioNumPackets: UnsafeMutablePointer<UInt32>?,
                           _ outBuffer: UnsafeMutableRawPointer?) -> OSStatus {
@@ -107,7 +107,7 @@ private func readPackets(_ inAudioFile: AudioFileID?, _ ioNumBytes: UnsafeMutabl
 }
 
 @_cdecl("AudioFileWritePackets")
-func audioFileWritePackets(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ inNumBytes: UInt32,
+public func audioFileWritePackets(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ inNumBytes: UInt32,
                            _ inPacketDescriptions: UnsafePointer<AudioStreamPacketDescription>?,
                            _ inStartingPacket: Int64, _ ioNumPackets: UnsafeMutablePointer<UInt32>?,
                            _ inBuffer: UnsafeRawPointer?) -> OSStatus {
@@ -130,7 +130,7 @@ func audioFileWritePackets(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ i
 // MARK: - Bytes
 
 @_cdecl("AudioFileReadBytes")
-func audioFileReadBytes(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ inStartingByte: Int64,
+public func audioFileReadBytes(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ inStartingByte: Int64,
                         _ ioNumBytes: UnsafeMutablePointer<UInt32>?, _ outBuffer: UnsafeMutableRawPointer?) -> OSStatus {
     var reachedEnd = false
     let status = withStatus {
@@ -147,7 +147,7 @@ func audioFileReadBytes(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ inSt
 }
 
 @_cdecl("AudioFileWriteBytes")
-func audioFileWriteBytes(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ inStartingByte: Int64,
+public func audioFileWriteBytes(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ inStartingByte: Int64,
                          _ ioNumBytes: UnsafeMutablePointer<UInt32>?, _ inBuffer: UnsafeRawPointer?) -> OSStatus {
     withStatus {
         let file = try AudioFileRegistry.file(inAudioFile)
@@ -163,7 +163,7 @@ func audioFileWriteBytes(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8, _ inS
 // MARK: - Properties
 
 @_cdecl("AudioFileGetPropertyInfo")
-func audioFileGetPropertyInfo(_ inAudioFile: AudioFileID?, _ inPropertyID: AudioFilePropertyID,
+public func audioFileGetPropertyInfo(_ inAudioFile: AudioFileID?, _ inPropertyID: AudioFilePropertyID,
                               _ outDataSize: UnsafeMutablePointer<UInt32>?, _ isWritable: UnsafeMutablePointer<UInt32>?) -> OSStatus {
     withStatus {
         let info = try AudioFileRegistry.file(inAudioFile).propertyInfo(inPropertyID)
@@ -173,7 +173,7 @@ func audioFileGetPropertyInfo(_ inAudioFile: AudioFileID?, _ inPropertyID: Audio
 }
 
 @_cdecl("AudioFileGetProperty")
-func audioFileGetProperty(_ inAudioFile: AudioFileID?, _ inPropertyID: AudioFilePropertyID,
+public func audioFileGetProperty(_ inAudioFile: AudioFileID?, _ inPropertyID: AudioFilePropertyID,
                           _ ioDataSize: UnsafeMutablePointer<UInt32>?, _ outPropertyData: UnsafeMutableRawPointer?) -> OSStatus {
     withStatus {
         let file = try AudioFileRegistry.file(inAudioFile)
@@ -185,7 +185,7 @@ func audioFileGetProperty(_ inAudioFile: AudioFileID?, _ inPropertyID: AudioFile
 }
 
 @_cdecl("AudioFileSetProperty")
-func audioFileSetProperty(_ inAudioFile: AudioFileID?, _ inPropertyID: AudioFilePropertyID, _ inDataSize: UInt32,
+public func audioFileSetProperty(_ inAudioFile: AudioFileID?, _ inPropertyID: AudioFilePropertyID, _ inDataSize: UInt32,
                           _ inPropertyData: UnsafeRawPointer?) -> OSStatus {
     withStatus {
         let file = try AudioFileRegistry.file(inAudioFile)

@@ -3,6 +3,7 @@
  * the guides use, on Linux, on JACK and libsndfile.
  *
  *   #include <AudioToolbox/AudioToolbox.h>
+ *   cc prog.c $(pkg-config --cflags --libs AudioToolbox)      (installed)
  *   cc prog.c -I<jaq>/Sources/CAudioToolbox/include -L<lib dir> -lAudioToolbox
  */
 #ifndef JAQ_AUDIOTOOLBOX_H
