@@ -16,16 +16,24 @@ import QueueCore
 ///   2^63 µs);
 /// - `jack_last_frame_time` and `jack_get_cycle_times` read 0 until the client runs cycles.
 /// jackd2's `jack_time_to_frames` is `frames + rint((t - current) / (next - current) × period)`;
-/// `frame(atMicroseconds:)` is that formula, so both servers give the same answers.
+/// here the period's length is the server's filtered estimate (`period_usecs`) rather than the
+/// difference of two whole microseconds, which is 1/5333 off at 256 frames and 48 kHz.
 public struct JackCycleClock: Sendable, Equatable {
     /// Frame time of the current cycle (`jack_last_frame_time` of the process thread).
     public var frames: UInt32
-    /// CLOCK_MONOTONIC microseconds at which the current cycle began.
+    /// The server's clock (`jack_get_time` microseconds) when the current cycle began.
     public var microseconds: UInt64
-    /// CLOCK_MONOTONIC microseconds at which the next cycle is due.
+    /// The server's clock when the next cycle is due.
     public var nextMicroseconds: UInt64
     /// Frames in a cycle (the period, PipeWire's quantum).
     public var periodFrames: Int
+    /// The server's estimate of a period's length in its clock's microseconds (filtered by its
+    /// DLL): finer than the difference of the two whole-microsecond cycle times.
+    public var periodMicroseconds: Double
+    /// CLOCK_MONOTONIC minus the server's clock, in microseconds. PipeWire's clock is
+    /// CLOCK_MONOTONIC (0 here); jackd2 1.9.21's is not (its `jack_get_time` ran 142 ms behind
+    /// CLOCK_MONOTONIC on the test machine), so host times are converted through this.
+    public var hostOffsetMicroseconds: Int64
 
     /// Reads the clock of `client`'s server; nil while it has no cycle to report (PipeWire
     /// before the client's first cycle: all zeros). The fields are read twice until two reads
@@ -33,8 +41,12 @@ public struct JackCycleClock: Sendable, Equatable {
     /// atomically) never gives a torn reading.
     public static func read(_ client: OpaquePointer) -> JackCycleClock? {
         for _ in 0..<8 {
-            guard let first = readOnce(client), let second = readOnce(client) else { return nil }
-            if first == second { return first }
+            guard var first = readOnce(client), let second = readOnce(client) else { return nil }
+            if first.frames == second.frames && first.microseconds == second.microseconds
+                && first.nextMicroseconds == second.nextMicroseconds && first.periodMicroseconds == second.periodMicroseconds {
+                first.hostOffsetMicroseconds = min(first.hostOffsetMicroseconds, second.hostOffsetMicroseconds)
+                return first
+            }
         }
         return nil
     }
@@ -48,32 +60,48 @@ public struct JackCycleClock: Sendable, Equatable {
               current != 0, next > current else { return nil }
         let periodFrames = Int(jack_get_buffer_size(client))
         guard periodFrames > 0 else { return nil }
-        return JackCycleClock(frames: frames, microseconds: current, nextMicroseconds: next, periodFrames: periodFrames)
+        let host = Int64(bitPattern: HostClock.nanoseconds() / 1000)
+        let offset = host &- Int64(bitPattern: jack_get_time())
+        let estimate = Double(period).isFinite && period > 0 ? Double(period) : Double(next - current)
+        return JackCycleClock(frames: frames, microseconds: current, nextMicroseconds: next, periodFrames: periodFrames,
+                              periodMicroseconds: estimate, hostOffsetMicroseconds: offset)
     }
 
-    /// Frames per microsecond, as the server's clock runs (its period over the cycle's length).
-    var framesPerMicrosecond: Double { Double(periodFrames) / Double(nextMicroseconds - microseconds) }
+    /// Frames per microsecond, as the server's clock runs (its period over the period's length).
+    var framesPerMicrosecond: Double { Double(periodFrames) / periodMicroseconds }
 
-    /// Frames from the current cycle's start to `microseconds` (negative before it).
-    public func frameOffset(atMicroseconds time: UInt64) -> Int64 {
+    /// Frames from the current cycle's start to the server's clock `time` (negative before it).
+    public func frameOffset(atServerMicroseconds time: UInt64) -> Int64 {
         let elapsed = Double(Int64(bitPattern: time &- microseconds))
         return Int64((elapsed * framesPerMicrosecond).rounded())
     }
 
-    /// The 32-bit frame time at CLOCK_MONOTONIC `microseconds` (as jackd2's `jack_time_to_frames`).
-    public func frame(atMicroseconds time: UInt64) -> UInt32 {
-        frames &+ UInt32(truncatingIfNeeded: frameOffset(atMicroseconds: time))
+    /// Frames from the current cycle's start to CLOCK_MONOTONIC `hostTime` nanoseconds.
+    public func frameOffset(atHostTime hostTime: UInt64) -> Int64 {
+        frameOffset(atServerMicroseconds: UInt64(bitPattern: Int64(bitPattern: hostTime / 1000) &- hostOffsetMicroseconds))
     }
 
-    /// CLOCK_MONOTONIC microseconds at which the frame `offset` frames after the current
-    /// cycle's first begins (as jackd2's `jack_frames_to_time`).
-    public func microseconds(atFrameOffset offset: Int64) -> UInt64 {
-        let elapsed = (Double(offset) / framesPerMicrosecond).rounded()
-        return UInt64(bitPattern: Int64(bitPattern: microseconds) &+ Int64(elapsed))
+    /// CLOCK_MONOTONIC nanoseconds at which the frame `offset` frames after the current
+    /// cycle's first begins (as jackd2's `jack_frames_to_time`, on the host clock).
+    public func hostTime(atFrameOffset offset: Int64) -> UInt64 {
+        let elapsed = Int64((Double(offset) / framesPerMicrosecond).rounded())
+        let server = Int64(bitPattern: microseconds) &+ elapsed
+        return UInt64(bitPattern: (server &+ hostOffsetMicroseconds) &* 1000)
     }
 
-    /// The frame time now.
-    public var frameNow: UInt32 { frame(atMicroseconds: HostClock.nanoseconds() / 1000) }
+    /// The 32-bit frame time now (what jackd2's `jack_frame_time` gives).
+    public var frameNow: UInt32 {
+        frames &+ UInt32(truncatingIfNeeded: frameOffset(atServerMicroseconds: jack_get_time()))
+    }
+
+    /// Whether the reading is of a cycle that is running now: not one from before the server
+    /// paused. PipeWire stops its driver while no client is active, and the first cycle after
+    /// it resumes reports the old cycle's start time with the new frame (extrapolating from it
+    /// would count the pause as frames).
+    public var isCurrent: Bool {
+        let now = jack_get_time()
+        return now >= microseconds && now - microseconds <= 2 * (nextMicroseconds - microseconds)
+    }
 }
 
 /// Which libjack this process runs on.

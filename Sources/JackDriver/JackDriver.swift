@@ -222,6 +222,13 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             Self.free(rt)
             throw QueueError.invalidDevice("cannot activate JACK client \(clientName)")
         }
+        // PipeWire's libjack reports no clock until the client's first cycle: wait for it, so
+        // device time is valid as soon as the queue exists (jackd2 reports it at once).
+        var waited = 0.0
+        while JackCycleClock.read(client)?.isCurrent != true && waited < 2 && !rt.pointee.shutDown.load(ordering: .acquiring) {
+            HostClock.sleep(seconds: 0.001)
+            waited += 0.001
+        }
         return rt
     }
 
@@ -359,12 +366,12 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
 
     func hostTime(forFrame frame: Int64) -> UInt64 {
         guard let (clock, cycleFrame) = cycleClock() else { return HostClock.nanoseconds() }
-        return clock.microseconds(atFrameOffset: frame - cycleFrame) &* 1000
+        return clock.hostTime(atFrameOffset: frame - cycleFrame)
     }
 
     func frame(forHostTime hostTime: UInt64) -> Int64 {
         guard let (clock, cycleFrame) = cycleClock() else { return lastCycleFrame }
-        return cycleFrame + clock.frameOffset(atMicroseconds: hostTime / 1000)
+        return cycleFrame + clock.frameOffset(atHostTime: hostTime)
     }
 
     func portLatency(_ index: Int) -> ClosedRange<Int> {

@@ -53,7 +53,7 @@ public final class JackSession: @unchecked Sendable {
     /// - Returns: the cycle clock, or nil if the server ran no cycle within `timeout`.
     @discardableResult
     public func waitForClock(timeout: Double = 2) -> JackCycleClock? {
-        if let clock = JackCycleClock.read(client) { return clock }
+        if let clock = JackCycleClock.read(client), clock.isCurrent { return clock }
         isActive.withLock { active in
             guard !active else { return }
             jack_set_process_callback(client, idleProcess, nil)
@@ -61,11 +61,13 @@ public final class JackSession: @unchecked Sendable {
         }
         var waited = 0.0
         while waited < timeout {
-            if let clock = JackCycleClock.read(client) { return clock }
+            if let clock = JackCycleClock.read(client), clock.isCurrent { return clock }
             HostClock.sleep(seconds: 0.002)
             waited += 0.002
         }
-        return nil
+        // A server whose cycles stall (a stopped jackd, a loaded machine): its last cycle is
+        // still the best there is.
+        return JackCycleClock.read(client)
     }
 
     /// The server's frame time now (32 bits, what `jack_frame_time` gives on jackd2), from the

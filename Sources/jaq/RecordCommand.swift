@@ -145,7 +145,7 @@ struct RecordCommand: ParsableCommand {
                     sources.append(name)
                 }
             } catch QueueError.invalidDevice(let reason) {
-                throw CLIError("port '\(port)': \(reason)")
+                throw CLIError("port '\(port)': \(reason)" + (physical.isEmpty && port == "system" ? ServerContext.noPhysicalPortsHint : ""))
             } catch {
                 throw CLIError("port '\(port)': \(error)")
             }
@@ -363,6 +363,16 @@ struct RecordCommand: ParsableCommand {
         }
         if final.droppedFrames > 0 {
             Log.error("the disk fell behind: \(final.droppedFrames) frames dropped (replaced by silence)")
+        }
+        var discontinuities: UInt32 = 0
+        var discontinuitySize = UInt32(4)
+        AudioQueueGetProperty(queue, kAudioQueueProperty_DiscontinuityCount, &discontinuities, &discontinuitySize)
+        if discontinuities > 0 {
+            // Cycles that ran late. jackd2 keeps a late client's data in order (jaq tells late
+            // readings from skipped cycles); PipeWire lets the graph run on, so a late cycle may
+            // have read the next cycle's data: say so, as the take may differ there.
+            Log.info("\(discontinuities) xruns while recording (JACK cycles ran late"
+                     + (JackLibrary.isPipeWire ? "; under PipeWire a late cycle can repeat or skip a period of what it records)" : ")"))
         }
         if let error = final.error {
             Log.error("\(error); the take is complete up to \(TimeSpec.clock(frames, rate: fileRate))")

@@ -97,6 +97,13 @@ final class ServerContext: @unchecked Sendable {
         ServerContext.running = self
     }
 
+    /// Why "system" may name no port, and what to do instead (appended to a message).
+    static var noPhysicalPortsHint: String {
+        JackLibrary.isPipeWire
+            ? " (PipeWire shows hardware as JACK ports only while a session manager such as WirePlumber runs; name the ports instead: jaq ports)"
+            : " (the server has no hardware ports; name the ports instead: jaq ports)"
+    }
+
     /// Closes the control client (when the command no longer needs it).
     func closeSession() { session = nil }
 

@@ -37,13 +37,16 @@ enum CProgram {
 
     /// Compiles `source` (a path relative to the package root) into `output`.
     /// - Returns: cc's exit status and diagnostics.
-    static func compile(_ source: String, into output: URL, flags: [String] = []) throws -> (status: Int32, diagnostics: String) {
+    /// `libraries` are linked after libAudioToolbox (e.g. "-ljack" for a program that also calls libjack).
+    static func compile(_ source: String, into output: URL, flags: [String] = [], libraries extra: [String] = []) throws
+        -> (status: Int32, diagnostics: String) {
         let cc = try #require(tool("cc"), "cc is not installed (apt-get install gcc)")
         let libraries = try libraryDirectory()
         let result = try run(cc, flags + [
             packageRoot.appendingPathComponent(source).path,
             "-I", packageRoot.appendingPathComponent("Sources/CAudioToolbox/include").path,
             "-L", libraries, "-lAudioToolbox",
+        ] + extra + [
             "-Wl,-rpath,\(libraries):\(swiftRuntimeDirectory)",
             "-o", output.path,
         ])

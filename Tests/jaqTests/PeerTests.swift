@@ -39,8 +39,9 @@ import SoundFile
         return signal
     }
 
-    @Test func jackCaptureRecordsJaqPlayBitExactTailIncluded() throws {
-        let server = try JackServer()
+    @Test(arguments: JackServer.Backend.allCases)
+    func jackCaptureRecordsJaqPlayBitExactTailIncluded(backend: JackServer.Backend) throws {
+        let server = try JackServer(backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("capture")
         defer { removeScratch(dir) }
@@ -73,8 +74,9 @@ import SoundFile
         try file.close()
     }
 
-    @Test func eightQueuesInTwoProcessesStartedForOneFrameAreAlignedToTheSample() throws {
-        let server = try JackServer(capture: 2, playback: 8)
+    @Test(arguments: JackServer.Backend.allCases)
+    func eightQueuesInTwoProcessesStartedForOneFrameAreAlignedToTheSample(backend: JackServer.Backend) throws {
+        let server = try JackServer(capture: 2, playback: 8, backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("sync8")
         defer { removeScratch(dir) }

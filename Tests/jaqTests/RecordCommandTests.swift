@@ -12,8 +12,9 @@ import SoundFile
         return Int64(digits)
     }
 
-    @Test func playAndRecordStartedOnTheSameFrameAreBitExactAndAligned() throws {
-        let server = try JackServer()
+    @Test(arguments: JackServer.Backend.allCases)
+    func playAndRecordStartedOnTheSameFrameAreBitExactAndAligned(backend: JackServer.Backend) throws {
+        let server = try JackServer(backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("align")
         defer { removeScratch(dir) }
@@ -33,9 +34,14 @@ import SoundFile
         // is a known issue naming them, not jaq's failure.
         let xruns = server.xrunCount
         let lossReported = playLog.contains("frames not played")
-        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns; jaq play: \(playLog)"), isIntermittent: true) {
+        // PipeWire runs the graph on past a late client, which then reads the next cycle's data
+        // (see Docs/queues.md, PipeWire): a mismatch is a known issue there when jaq record
+        // reported the xruns.
+        let lateUnderPipeWire = backend == .pipeWire && record.error.contains("xruns while recording")
+        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns; jaq play: \(playLog); jaq record: \(record.error)"),
+                           isIntermittent: true) {
             try checkTakes(dir: dir, playLog: playLog, record: record)
-        } when: { xruns > 0 && lossReported }
+        } when: { (xruns > 0 && lossReported) || lateUnderPipeWire }
     }
 
     func checkTakes(dir: String, playLog: String, record: (status: Int32, output: String, error: String)) throws {
@@ -54,8 +60,9 @@ import SoundFile
         }
     }
 
-    @Test func preRollIncludesTheSecondsBeforeTheStart() throws {
-        let server = try JackServer()
+    @Test(arguments: JackServer.Backend.allCases)
+    func preRollIncludesTheSecondsBeforeTheStart(backend: JackServer.Backend) throws {
+        let server = try JackServer(backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("preroll")
         defer { removeScratch(dir) }
@@ -76,8 +83,9 @@ import SoundFile
         #expect(take.samples[72000 + 47999] == 48000)
     }
 
-    @Test func transportRollingStartsTheTakeAndStoppingEndsItOnTheFrame() throws {
-        let server = try JackServer()
+    @Test(arguments: JackServer.Backend.allCases)
+    func transportRollingStartsTheTakeAndStoppingEndsItOnTheFrame(backend: JackServer.Backend) throws {
+        let server = try JackServer(backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("transport")
         defer { removeScratch(dir) }
