@@ -94,11 +94,13 @@ public struct JackCycleClock: Sendable, Equatable {
         frames &+ UInt32(truncatingIfNeeded: frameOffset(atServerMicroseconds: jack_get_time()))
     }
 
-    /// Whether the reading is of a cycle that is running now: not one from before the server
-    /// paused. PipeWire stops its driver while no client is active, and the first cycle after
-    /// it resumes reports the old cycle's start time with the new frame (extrapolating from it
-    /// would count the pause as frames).
+    /// Whether the reading can be extrapolated to now. On PipeWire, not one from before the
+    /// server paused: PipeWire stops its driver while no client is active, and a client that
+    /// joins reads the last cycle before the pause until the driver's first new cycle
+    /// (extrapolating from it would count the pause as frames). jackd2's clock never pauses,
+    /// and under load its cycles run late: its readings are always used.
     public var isCurrent: Bool {
+        guard JackLibrary.isPipeWire else { return true }
         let now = jack_get_time()
         return now >= microseconds && now - microseconds <= 2 * (nextMicroseconds - microseconds)
     }
