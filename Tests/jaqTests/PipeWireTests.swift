@@ -89,6 +89,57 @@ import SoundFile
         } when: { lateUnderPipeWire }
     }
 
+    /// A quantum change (PipeWire's buffer size) in the middle of a take: PipeWire skips the
+    /// process callback of every JACK client in the cycle where the quantum changes
+    /// (pipewire-jack.c, cycle_run → check_buffer_frames), so one cycle is lost there. jaq
+    /// record says so; outside a few cycles around the change the take is bit-exact, and it
+    /// stays aligned to the frame after it.
+    @Test func aQuantumChangeMidTakeIsReportedAndTheTakeStaysAligned() throws {
+        let server = try JackServer(backend: .pipeWire)
+        defer { server.stop() }
+        let dir = scratchDirectory("pwquantum")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 4 * 48000)
+        let (at, play) = try playAhead(["ramp.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-ramp:out_L")
+        let record = try jaqInBackground(["record", "--at", "\(at)", "-d", "3", "-o", "take.wav", "jaq-1-ramp:out_L"],
+                                         server: server, log: "\(dir)/record.log", directory: dir)
+        var waited = 0
+        while try frameNow(server) < at + 48000 && waited < 300 {
+            usleep(20_000)
+            waited += 1
+        }
+        try server.run(["pw-metadata", "-n", "settings", "0", "clock.force-quantum", "1024"])
+        let changed = try frameNow(server)
+        usleep(300_000)
+        try server.run(["pw-metadata", "-n", "settings", "0", "clock.force-quantum", "0"])
+        #expect(waitForExit(record, timeout: 30) == 0)
+        waitForExit(play)
+        let log = try String(contentsOfFile: "\(dir)/record.log", encoding: .utf8)
+        #expect(log.contains("lost 1024 frames"), "the skipped cycle is reported: \(log)")
+        let take = try readSamples24("\(dir)/take.wav").samples
+        try #require(take.count == 3 * 48000)
+        // The lost cycle is 1024 frames of silence; then a player plays two cycles one cycle
+        // late while it tells a skipped cycle from a late reading (Docs/timing.md): 3072 frames
+        // in all differ there.
+        var zeros = 0
+        let lastOfRun = take.indices.first { n in
+            zeros = take[n] == 0 ? zeros + 1 : 0
+            return zeros == 1024
+        }
+        let lost = try #require(lastOfRun, "a cycle of silence where the quantum changed") - 1023
+        #expect(abs(Int64(lost) + at - changed) < 48000, "the silence is at the change (frame \(changed)), not at \(Int64(lost) + at)")
+        let around = (lost..<min(take.count, lost + 4096)).filter { take[$0] != Int32($0 + 1) }
+        #expect(around.count <= 3072, "\(around.count) frames differ at the change")
+        #expect(take[(take.count - 48000)...].enumerated().allSatisfy { $0.element == Int32(take.count - 48000 + $0.offset + 1) },
+                "the last second is exact: the take is aligned after the change")
+        // Elsewhere the take is exact, unless a cycle ran late (a loaded machine): see
+        // "a late client" in Docs/queues.md, PipeWire.
+        let elsewhere = take.indices.filter { ($0 < lost || $0 >= lost + 4096) && take[$0] != Int32($0 + 1) }
+        withKnownIssue(Comment(rawValue: log), isIntermittent: true) {
+            #expect(elsewhere.isEmpty, "\(elsewhere.count) frames differ away from the change, from \(elsewhere.first ?? -1)")
+        } when: { log.contains("xruns while recording") && !elsewhere.isEmpty }
+    }
+
     /// Silence with one full-scale sample at frame `at` (16-bit full scale, exact in 24 bits).
     func writeImpulse(_ path: String, at position: Int, frames: Int) throws {
         let info = SoundFile.Info(sampleRate: 48000, channelCount: 1, format: SoundFile.Format(.wav, .pcm24))
