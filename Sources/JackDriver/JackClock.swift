@@ -5,9 +5,9 @@ import QueueCore
 /// The server's cycle clock as `jack_get_cycle_times` reports it: the frame time of the
 /// current cycle and the CLOCK_MONOTONIC microseconds at which it and the next one begin.
 ///
-/// Every conversion between frames and host time outside the process callback goes through
-/// this one reading, with jaq's own arithmetic, because it is the only clock call that jackd2
-/// and PipeWire's libjack (`pw-jack`) implement the same way from any thread. PipeWire 0.3.65
+/// Under PipeWire's libjack (`pw-jack`) every conversion between frames and host time outside
+/// the process callback goes through this one reading, with jaq's own arithmetic: it is the
+/// clock call that jackd2 and PipeWire implement the same way from any thread. PipeWire 0.3.65
 /// differs in the others:
 /// - `jack_frame_time` on a client that has not been activated (or has not run a cycle yet)
 ///   returns CLOCK_MONOTONIC × sample rate, not a frame time (its position is all zeros);
@@ -16,8 +16,7 @@ import QueueCore
 ///   2^63 µs);
 /// - `jack_last_frame_time` and `jack_get_cycle_times` read 0 until the client runs cycles.
 /// jackd2's `jack_time_to_frames` is `frames + rint((t - current) / (next - current) × period)`;
-/// here the period's length is the server's filtered estimate (`period_usecs`) rather than the
-/// difference of two whole microseconds, which is 1/5333 off at 256 frames and 48 kHz.
+/// jaq computes the same, with PipeWire's exact `period_usecs` for `next - current` there.
 public struct JackCycleClock: Sendable, Equatable {
     /// Frame time of the current cycle (`jack_last_frame_time` of the process thread).
     public var frames: UInt32
@@ -27,8 +26,9 @@ public struct JackCycleClock: Sendable, Equatable {
     public var nextMicroseconds: UInt64
     /// Frames in a cycle (the period, PipeWire's quantum).
     public var periodFrames: Int
-    /// The server's estimate of a period's length in its clock's microseconds (filtered by its
-    /// DLL): finer than the difference of the two whole-microsecond cycle times.
+    /// A period's length in the server's clock's microseconds: PipeWire's `period_usecs` (exact,
+    /// where the two whole-microsecond cycle times are 1/5333 off at 256 frames and 48 kHz), and
+    /// jackd2's next − current wake-up, as its `jack_time_to_frames` uses.
     public var periodMicroseconds: Double
     /// CLOCK_MONOTONIC minus the server's clock, in microseconds. PipeWire's clock is
     /// CLOCK_MONOTONIC (0 here); jackd2 1.9.21's is not (its `jack_get_time` ran 142 ms behind
@@ -60,11 +60,18 @@ public struct JackCycleClock: Sendable, Equatable {
               current != 0, next > current else { return nil }
         let periodFrames = Int(jack_get_buffer_size(client))
         guard periodFrames > 0 else { return nil }
-        let host = Int64(bitPattern: HostClock.nanoseconds() / 1000)
-        let offset = host &- Int64(bitPattern: jack_get_time())
-        let estimate = Double(period).isFinite && period > 0 ? Double(period) : Double(next - current)
+        let offset = hostOffsetMicroseconds()
+        // PipeWire computes period_usecs from the quantum, the rate and its rate correction:
+        // exact. jackd2's own conversions use next - current (its DLL's wake-ups), and under
+        // load its frame clock really runs at that pace: use what each server's conversions use.
+        let estimate = JackLibrary.isPipeWire && Double(period).isFinite && period > 0 ? Double(period) : Double(next - current)
         return JackCycleClock(frames: frames, microseconds: current, nextMicroseconds: next, periodFrames: periodFrames,
                               periodMicroseconds: estimate, hostOffsetMicroseconds: offset)
+    }
+
+    /// CLOCK_MONOTONIC minus the server's clock (`jack_get_time`), in microseconds, now.
+    public static func hostOffsetMicroseconds() -> Int64 {
+        Int64(bitPattern: HostClock.nanoseconds() / 1000) &- Int64(bitPattern: jack_get_time())
     }
 
     /// Frames per microsecond, as the server's clock runs (its period over the period's length).

@@ -360,16 +360,35 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         return reference == .min ? 0 : reference
     }
 
+    // Device time. On jackd2, libjack's own conversions (correct there, and what every other
+    // client of the server computes, in freewheel too), moved onto CLOCK_MONOTONIC; on PipeWire,
+    // jaq's from the cycle times, as its conversions are wrong (see JackCycleClock).
+
     func currentFrame() -> Int64 {
-        frame(forHostTime: HostClock.nanoseconds())
+        guard let rt else { return 0 }
+        guard JackLibrary.isPipeWire else {
+            return extendFrameTime(jack_frame_time(rt.pointee.client), reference: driver.frameReference.pointee.load(ordering: .relaxed))
+        }
+        return frame(forHostTime: HostClock.nanoseconds())
     }
 
     func hostTime(forFrame frame: Int64) -> UInt64 {
+        guard let rt else { return HostClock.nanoseconds() }
+        guard JackLibrary.isPipeWire else {
+            let usecs = jack_frames_to_time(rt.pointee.client, UInt32(truncatingIfNeeded: frame))
+            return UInt64(bitPattern: (Int64(bitPattern: usecs) &+ JackCycleClock.hostOffsetMicroseconds()) &* 1000)
+        }
         guard let (clock, cycleFrame) = cycleClock() else { return HostClock.nanoseconds() }
         return clock.hostTime(atFrameOffset: frame - cycleFrame)
     }
 
     func frame(forHostTime hostTime: UInt64) -> Int64 {
+        guard let rt else { return 0 }
+        guard JackLibrary.isPipeWire else {
+            let usecs = Int64(bitPattern: hostTime / 1000) &- JackCycleClock.hostOffsetMicroseconds()
+            let frames = jack_time_to_frames(rt.pointee.client, jack_time_t(bitPattern: usecs))
+            return extendFrameTime(frames, reference: driver.frameReference.pointee.load(ordering: .relaxed))
+        }
         guard let (clock, cycleFrame) = cycleClock() else { return lastCycleFrame }
         return cycleFrame + clock.frameOffset(atHostTime: hostTime)
     }

@@ -70,10 +70,12 @@ public final class JackSession: @unchecked Sendable {
         return JackCycleClock.read(client)
     }
 
-    /// The server's frame time now (32 bits, what `jack_frame_time` gives on jackd2), from the
-    /// cycle clock (see `JackCycleClock`); throws `.invalidDevice` if the server runs no cycles.
+    /// The server's frame time now (32 bits): jackd2's `jack_frame_time`; under PipeWire from
+    /// the cycle clock (see `JackCycleClock`); throws `.invalidDevice` if PipeWire runs no cycles.
     public var frameTime: UInt32 {
         get throws {
+            // jackd2's own jack_frame_time is right for any client (and in freewheel).
+            guard JackLibrary.isPipeWire else { return jack_frame_time(client) }
             guard let clock = waitForClock() else {
                 throw QueueError.invalidDevice("the JACK server reports no frame time (it runs no cycles: "
                     + (JackLibrary.isPipeWire ? "PipeWire has no driver node for its JACK clients)" : "is it stalled?)"))

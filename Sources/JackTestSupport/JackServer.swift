@@ -147,7 +147,12 @@ public final class JackServer: @unchecked Sendable {
     public var logText: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// The xruns the server has logged: cycles it could not run in time (a loaded machine).
-    public var xrunCount: Int { logText.split(separator: "\n").filter { $0.contains("JackEngine::XRun") }.count }
+    public var xrunCount: Int {
+        switch backend {
+        case .jackd: return logText.split(separator: "\n").filter { $0.contains("JackEngine::XRun") }.count
+        case .pipeWire: return pipeWireXrunCount
+        }
+    }
 
     /// Environment for a child process to use this server (with PipeWire's libjack for PipeWire).
     public var environment: [String: String] {

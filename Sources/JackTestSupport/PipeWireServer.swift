@@ -29,7 +29,9 @@ extension JackServer {
         }
         let settings = ["default.clock.rate": "\(sampleRate)", "default.clock.allowed-rates": "[ \(sampleRate) ]",
                         "default.clock.quantum": "\(periodFrames)", "default.clock.min-quantum": "\(periodFrames)",
-                        "default.clock.max-quantum": "\(periodFrames)"]
+                        "default.clock.max-quantum": "\(periodFrames)",
+                        // Info level: PipeWire logs "client too slow!" and "XRun!" there (xrunCount).
+                        "log.level": "3"]
         text = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
             let key = line.split(separator: "=").first?.trimmingCharacters(in: .whitespaces) ?? ""
             guard let value = settings[key] else { return String(line) }
@@ -64,6 +66,11 @@ extension JackServer {
         let path = environment["LD_LIBRARY_PATH"].map { ":" + $0 } ?? ""
         environment["LD_LIBRARY_PATH"] = Self.pipeWireJackLibraryDirectory + path
         for key in ["JACK_DEFAULT_SERVER", "PIPEWIRE_REMOTE"] { environment.removeValue(forKey: key) }
+    }
+
+    /// Cycles PipeWire logged as late ("client too slow!", "XRun!"): a loaded machine.
+    var pipeWireXrunCount: Int {
+        logText.split(separator: "\n").filter { $0.contains("client too slow!") || $0.contains("XRun!") }.count
     }
 
     /// Ready when the daemon lists its dummy driver (its socket answers and the graph has a clock).
