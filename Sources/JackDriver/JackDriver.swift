@@ -210,11 +210,13 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         rt.initialize(to: JackClientRealtime(
             client: client, isOutput: direction == .output, portCount: portCount, ports: ports, buffers: buffers,
             frameReference: driver.frameReference))
-        // The shared device time starts from this server's frame time.
-        let reference = driver.frameReference.pointee.load(ordering: .relaxed)
-        if reference == .min {
+        // The shared device time starts from this server's frame time: the cycle clock where the
+        // server reports one (jackd2 does for any client); PipeWire's reports nothing before the
+        // client's first cycle (and its jack_frame_time is not a frame time then), so there the
+        // first cycle sets it.
+        if driver.frameReference.pointee.load(ordering: .relaxed) == .min, let clock = JackCycleClock.read(client) {
             _ = driver.frameReference.pointee.compareExchange(
-                expected: .min, desired: Int64(jack_frame_time(client)), ordering: .relaxed)
+                expected: .min, desired: Int64(clock.frames), ordering: .relaxed)
         }
         let argument = UnsafeMutableRawPointer(rt)
         jack_set_process_callback(client, jackProcess, argument)
@@ -227,6 +229,13 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             jack_client_close(client)
             Self.free(rt)
             throw QueueError.invalidDevice("cannot activate JACK client \(clientName)")
+        }
+        // PipeWire's libjack reports no clock until the client's first cycle: wait for it, so
+        // device time is valid as soon as the queue exists (jackd2 reports it at once).
+        var waited = 0.0
+        while JackCycleClock.read(client)?.isCurrent != true && waited < 2 && !rt.pointee.shutDown.load(ordering: .acquiring) {
+            HostClock.sleep(seconds: 0.001)
+            waited += 0.001
         }
         return rt
     }
@@ -346,22 +355,50 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         return names
     }
 
+    /// The server's cycle clock with its frame extended to 64 bits; nil before the first cycle
+    /// on PipeWire (see `JackCycleClock`).
+    private func cycleClock() -> (clock: JackCycleClock, frame: Int64)? {
+        guard let rt, let clock = JackCycleClock.read(rt.pointee.client) else { return nil }
+        return (clock, extendFrameTime(clock.frames, reference: driver.frameReference.pointee.load(ordering: .relaxed)))
+    }
+
+    /// The frame the last cycle began on, for when the server has no clock to report yet.
+    private var lastCycleFrame: Int64 {
+        let reference = driver.frameReference.pointee.load(ordering: .relaxed)
+        return reference == .min ? 0 : reference
+    }
+
+    // Device time. On jackd2, libjack's own conversions (correct there, and what every other
+    // client of the server computes, in freewheel too), moved onto CLOCK_MONOTONIC; on PipeWire,
+    // jaq's from the cycle times, as its conversions are wrong (see JackCycleClock).
+
     func currentFrame() -> Int64 {
         guard let rt else { return 0 }
-        let reference = driver.frameReference.pointee.load(ordering: .relaxed)
-        return extendFrameTime(jack_frame_time(rt.pointee.client), reference: reference)
+        guard JackLibrary.isPipeWire else {
+            return extendFrameTime(jack_frame_time(rt.pointee.client), reference: driver.frameReference.pointee.load(ordering: .relaxed))
+        }
+        return frame(forHostTime: HostClock.nanoseconds())
     }
 
     func hostTime(forFrame frame: Int64) -> UInt64 {
         guard let rt else { return HostClock.nanoseconds() }
-        let usecs = jack_frames_to_time(rt.pointee.client, UInt32(truncatingIfNeeded: frame))
-        return usecs &* 1000
+        guard JackLibrary.isPipeWire else {
+            let usecs = jack_frames_to_time(rt.pointee.client, UInt32(truncatingIfNeeded: frame))
+            return UInt64(bitPattern: (Int64(bitPattern: usecs) &+ JackCycleClock.hostOffsetMicroseconds()) &* 1000)
+        }
+        guard let (clock, cycleFrame) = cycleClock() else { return HostClock.nanoseconds() }
+        return clock.hostTime(atFrameOffset: frame - cycleFrame)
     }
 
     func frame(forHostTime hostTime: UInt64) -> Int64 {
         guard let rt else { return 0 }
-        let frames = jack_time_to_frames(rt.pointee.client, hostTime / 1000)
-        return extendFrameTime(frames, reference: driver.frameReference.pointee.load(ordering: .relaxed))
+        guard JackLibrary.isPipeWire else {
+            let usecs = Int64(bitPattern: hostTime / 1000) &- JackCycleClock.hostOffsetMicroseconds()
+            let frames = jack_time_to_frames(rt.pointee.client, jack_time_t(bitPattern: usecs))
+            return extendFrameTime(frames, reference: driver.frameReference.pointee.load(ordering: .relaxed))
+        }
+        guard let (clock, cycleFrame) = cycleClock() else { return lastCycleFrame }
+        return cycleFrame + clock.frameOffset(atHostTime: hostTime)
     }
 
     func portLatency(_ index: Int) -> ClosedRange<Int> {

@@ -22,6 +22,8 @@ public final class JackSession: @unchecked Sendable {
     let client: OpaquePointer
     public let serverName: String?
     private let watcher: UnsafeMutablePointer<TransportWatch>
+    /// Whether the client takes part in cycles (it follows the transport, or PipeWire needed it).
+    private let isActive: Mutex<Bool>
 
     /// Opens a control client; throws `.invalidDevice` if no server runs.
     /// - Parameter watchTransport: also follow the transport cycle by cycle (`transportChanges`);
@@ -37,9 +39,48 @@ public final class JackSession: @unchecked Sendable {
         self.serverName = serverName
         watcher = .allocate(capacity: 1)
         watcher.initialize(to: TransportWatch(client: client))
+        isActive = Mutex(watchTransport)
         if watchTransport {
             jack_set_process_callback(client, transportProcess, UnsafeMutableRawPointer(watcher))
             jack_activate(client)
+        }
+    }
+
+    /// Makes sure the server reports its clock and transport to this client, and waits (up to
+    /// `timeout` seconds) until it does. jackd2 reports them to any client; PipeWire's libjack
+    /// only to one that runs cycles (before that its clock reads 0 and its transport calls are
+    /// ignored), so there the client is activated, with no ports, on first need.
+    /// - Returns: the cycle clock, or nil if the server ran no cycle within `timeout`.
+    @discardableResult
+    public func waitForClock(timeout: Double = 2) -> JackCycleClock? {
+        if let clock = JackCycleClock.read(client), clock.isCurrent { return clock }
+        isActive.withLock { active in
+            guard !active else { return }
+            jack_set_process_callback(client, idleProcess, nil)
+            active = jack_activate(client) == 0
+        }
+        var waited = 0.0
+        while waited < timeout {
+            if let clock = JackCycleClock.read(client), clock.isCurrent { return clock }
+            HostClock.sleep(seconds: 0.002)
+            waited += 0.002
+        }
+        // A server whose cycles stall (a stopped jackd, a loaded machine): its last cycle is
+        // still the best there is.
+        return JackCycleClock.read(client)
+    }
+
+    /// The server's frame time now (32 bits): jackd2's `jack_frame_time`; under PipeWire from
+    /// the cycle clock (see `JackCycleClock`); throws `.invalidDevice` if PipeWire runs no cycles.
+    public var frameTime: UInt32 {
+        get throws {
+            // jackd2's own jack_frame_time is right for any client (and in freewheel).
+            guard JackLibrary.isPipeWire else { return jack_frame_time(client) }
+            guard let clock = waitForClock() else {
+                throw QueueError.invalidDevice("the JACK server reports no frame time (it runs no cycles: "
+                    + (JackLibrary.isPipeWire ? "PipeWire has no driver node for its JACK clients)" : "is it stalled?)"))
+            }
+            return clock.frameNow
         }
     }
 
@@ -60,9 +101,6 @@ public final class JackSession: @unchecked Sendable {
 
     public var sampleRate: Double { Double(jack_get_sample_rate(client)) }
     public var periodFrames: Int { Int(jack_get_buffer_size(client)) }
-
-    /// The server's frame time now (32 bits, as `jack_frame_time`).
-    public var frameTime: UInt32 { jack_frame_time(client) }
 
     /// Every port, sorted naturally, with its latencies and connections.
     public func ports(matching pattern: String? = nil) -> [JackPortInfo] {
@@ -95,6 +133,7 @@ public final class JackSession: @unchecked Sendable {
 
     /// The transport: rolling or not, and its frame.
     public func transport() -> (rolling: Bool, frame: UInt32) {
+        if JackLibrary.isPipeWire { waitForClock() }
         var position = jack_position_t()
         let state = jack_transport_query(client, &position)
         return (state == JackTransportRolling, position.frame)
@@ -107,14 +146,42 @@ public final class JackSession: @unchecked Sendable {
          watcher.pointee.rolling.load(ordering: .relaxed))
     }
 
-    /// Starts the transport rolling (`jack_transport_start`).
-    public func startTransport() { jack_transport_start(client) }
+    /// Starts the transport rolling (`jack_transport_start`) and waits (up to `timeout` s) until
+    /// it rolls, so a command that exits right after has had its effect.
+    public func startTransport(timeout: Double = 1) {
+        if JackLibrary.isPipeWire { waitForClock() }
+        jack_transport_start(client)
+        waitForTransport(timeout: timeout) { rolling, _ in rolling }
+    }
 
-    /// Stops the transport (`jack_transport_stop`).
-    public func stopTransport() { jack_transport_stop(client) }
+    /// Stops the transport (`jack_transport_stop`) and waits (up to `timeout` s) until it stops.
+    public func stopTransport(timeout: Double = 1) {
+        if JackLibrary.isPipeWire { waitForClock() }
+        jack_transport_stop(client)
+        waitForTransport(timeout: timeout) { rolling, _ in !rolling }
+    }
 
-    /// Moves the transport to `frame` (`jack_transport_locate`).
-    public func locateTransport(_ frame: UInt32) { jack_transport_locate(client, frame) }
+    /// Moves the transport to `frame` (`jack_transport_locate`) and waits (up to `timeout` s)
+    /// until it is there. PipeWire takes the request from this client's own shared memory in a
+    /// later cycle: a client that closed right after asking would lose it.
+    public func locateTransport(_ frame: UInt32, timeout: Double = 1) {
+        if JackLibrary.isPipeWire { waitForClock() }
+        jack_transport_locate(client, frame)
+        let period = UInt32(max(periodFrames, 1))
+        waitForTransport(timeout: timeout) { rolling, now in
+            rolling ? now &- frame < 64 &* period : now == frame
+        }
+    }
+
+    private func waitForTransport(timeout: Double, until done: (_ rolling: Bool, _ frame: UInt32) -> Bool) {
+        var waited = 0.0
+        while waited < timeout {
+            let state = transport()
+            if done(state.rolling, state.frame) { return }
+            HostClock.sleep(seconds: 0.002)
+            waited += 0.002
+        }
+    }
 
     /// Connects two ports by name (output first).
     public func connect(_ source: String, _ destination: String) throws {
@@ -124,6 +191,9 @@ public final class JackSession: @unchecked Sendable {
         }
     }
 }
+
+/// The process callback of a control client that runs cycles only so the server reports its clock.
+private func idleProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 { 0 }
 
 /// The transport as seen by a process callback, cycle by cycle.
 struct TransportWatch: ~Copyable {

@@ -1,11 +1,25 @@
 import Foundation
 import Glibc
 
-/// A private JACK server for tests: `jackd -n <unique> --no-realtime -d dummy`,
-/// started on creation, stopped (by its pid) on `stop()` or deinit. Never
-/// relies on a server that is already running.
+/// A private JACK server for tests: `jackd -n <unique> --no-realtime -d dummy`, or a private
+/// PipeWire daemon whose JACK clients use PipeWire's libjack (`backend: .pipeWire`, see
+/// PipeWireServer.swift); started on creation, stopped (by its pid) on `stop()` or deinit.
+/// Never relies on a server that is already running.
 public final class JackServer: @unchecked Sendable {
+    /// Which server runs, and so which libjack the programs started with `environment` load.
+    public enum Backend: String, Sendable, CaseIterable, CustomStringConvertible {
+        /// jackd2 with the dummy backend; programs use jackd2's libjack.
+        case jackd
+        /// PipeWire with its dummy driver; programs use PipeWire's libjack, as under `pw-jack`.
+        case pipeWire
+        public var description: String { rawValue }
+    }
+
+    public let backend: Backend
+    /// The server's name: jackd's `-n`; for PipeWire its socket name (pipewire-0) in `runtimeDirectory`.
     public let name: String
+    /// PipeWire's private XDG_RUNTIME_DIR (where its socket is); nil for jackd.
+    public let runtimeDirectory: String?
     public let sampleRate: Int
     public let periodFrames: Int
     public let process: Process
@@ -39,33 +53,38 @@ public final class JackServer: @unchecked Sendable {
     ///   - capture, playback: physical (system) ports of the dummy backend.
     ///   - realtime: run the server and its clients' process threads with realtime
     ///     scheduling (`jackd -R`, needs the privilege); tests use `--no-realtime`.
+    ///   - backend: jackd (default) or PipeWire (which has no physical ports: `capture` and
+    ///     `playback` are ignored, and `realtime` too).
     public init(sampleRate: Int = 48000, periodFrames: Int = 256, capture: Int = 2, playback: Int = 2,
-                realtime: Bool = false, function: String = #function) throws {
+                realtime: Bool = false, backend: Backend = .jackd, function: String = #function) throws {
         // One server at a time per test process: libjack keeps process-wide state tied to the
         // server it talks to, so clients of two servers in one process interfere.
         JackServer.exclusive.lock()
         holdsLock = true
         self.sampleRate = sampleRate
         self.periodFrames = periodFrames
+        self.backend = backend
         let unique = "jaqtest-\(getpid())-\(JackServer.counter.next())"
-        name = unique
-        let jackd = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let jackd else {
+        let launch: ServerLaunch
+        do {
+            launch = backend == .jackd
+                ? try Self.jackdLaunch(name: unique, sampleRate: sampleRate, periodFrames: periodFrames,
+                                       capture: capture, playback: playback, realtime: realtime)
+                : try Self.pipeWireLaunch(unique: unique, sampleRate: sampleRate, periodFrames: periodFrames)
+        } catch {
             JackServer.exclusive.unlock()
             holdsLock = false
-            throw JackServerError("jackd is not installed (apt-get install jackd2)")
+            throw error
         }
+        name = launch.name
+        runtimeDirectory = launch.runtimeDirectory
         logPath = NSTemporaryDirectory() + "/\(unique).log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         log = FileHandle(forWritingAtPath: logPath)
         process = Process()
-        process.executableURL = URL(fileURLWithPath: jackd)
-        process.arguments = ["-n", unique, realtime ? "--realtime" : "--no-realtime", "-d", "dummy", "-r", "\(sampleRate)",
-                             "-p", "\(periodFrames)", "-C", "\(capture)", "-P", "\(playback)"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["JACK_NO_AUDIO_RESERVATION"] = "1"
-        environment.removeValue(forKey: "JACK_DEFAULT_SERVER")
-        process.environment = environment
+        process.executableURL = URL(fileURLWithPath: launch.executable)
+        process.arguments = launch.arguments
+        process.environment = launch.environment
         process.standardOutput = log
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
@@ -74,35 +93,75 @@ public final class JackServer: @unchecked Sendable {
             throw error
         }
         startWatchdog()
-        // Ready when jack_lsp can list the system ports.
         var waited = 0.0
         while waited < 10 {
             if !process.isRunning {
                 stop()
                 let servers = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/shm"))?.filter { $0.hasPrefix("jack-") }.count ?? 0
-                throw JackServerError("jackd exited: \(logText)" + (servers > 0 ? " (JACK allows 8 servers at once; \(servers) jack-* entries in /dev/shm)" : ""))
+                throw JackServerError("\(launch.executable) exited: \(logText)"
+                                      + (backend == .jackd && servers > 0 ? " (JACK allows 8 servers at once; \(servers) jack-* entries in /dev/shm)" : ""))
             }
-            if (try? run(["jack_lsp"]))?.contains("system:") == true || (capture == 0 && playback == 0 && waited > 1) {
-                return
-            }
+            if isReady(waited: waited, portsExpected: capture + playback > 0) { return }
             usleep(50_000)
             waited += 0.05
         }
         stop()
-        throw JackServerError("jackd \(unique) did not come up: \(logText)")
+        throw JackServerError("\(launch.executable) \(unique) did not come up: \(logText)")
+    }
+
+    /// How to start one server.
+    struct ServerLaunch {
+        var name: String
+        var executable: String
+        var arguments: [String]
+        var environment: [String: String]
+        var runtimeDirectory: String?
+    }
+
+    private static func jackdLaunch(name: String, sampleRate: Int, periodFrames: Int, capture: Int, playback: Int,
+                                    realtime: Bool) throws -> ServerLaunch {
+        let jackd = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let jackd else { throw JackServerError("jackd is not installed (apt-get install jackd2)") }
+        var environment = ProcessInfo.processInfo.environment
+        environment["JACK_NO_AUDIO_RESERVATION"] = "1"
+        environment.removeValue(forKey: "JACK_DEFAULT_SERVER")
+        return ServerLaunch(
+            name: name, executable: jackd,
+            arguments: ["-n", name, realtime ? "--realtime" : "--no-realtime", "-d", "dummy", "-r", "\(sampleRate)",
+                        "-p", "\(periodFrames)", "-C", "\(capture)", "-P", "\(playback)"],
+            environment: environment)
+    }
+
+    /// Ready when clients can connect: jackd when jack_lsp lists the system ports (or after a
+    /// second when it has none), PipeWire when its dummy driver is there.
+    private func isReady(waited: Double, portsExpected: Bool) -> Bool {
+        switch backend {
+        case .jackd:
+            return (try? run(["jack_lsp"]))?.contains("system:") == true || (!portsExpected && waited > 1)
+        case .pipeWire:
+            return pipeWireIsReady()
+        }
     }
 
     /// The server's log so far.
     public var logText: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// The xruns the server has logged: cycles it could not run in time (a loaded machine).
-    public var xrunCount: Int { logText.split(separator: "\n").filter { $0.contains("JackEngine::XRun") }.count }
+    public var xrunCount: Int {
+        switch backend {
+        case .jackd: return logText.split(separator: "\n").filter { $0.contains("JackEngine::XRun") }.count
+        case .pipeWire: return pipeWireXrunCount
+        }
+    }
 
-    /// Environment for a child process to use this server.
+    /// Environment for a child process to use this server (with PipeWire's libjack for PipeWire).
     public var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
-        environment["JACK_DEFAULT_SERVER"] = name
         environment["JACK_NO_AUDIO_RESERVATION"] = "1"
+        switch backend {
+        case .jackd: environment["JACK_DEFAULT_SERVER"] = name
+        case .pipeWire: addPipeWireClientEnvironment(&environment)
+        }
         return environment
     }
 
@@ -179,6 +238,7 @@ public final class JackServer: @unchecked Sendable {
     /// Stops the server and removes its log (kept when `JAQ_KEEP` is set, for debugging).
     deinit {
         stop()
+        if let runtimeDirectory { try? FileManager.default.removeItem(atPath: runtimeDirectory) }
         if ProcessInfo.processInfo.environment["JAQ_KEEP"] == nil { try? FileManager.default.removeItem(atPath: logPath) }
     }
 

@@ -240,6 +240,11 @@ struct PlayCommand: ParsableCommand {
         }
         defer { for player in players { AudioQueueDispose(player.queue, true) } }
 
+        if targets.count < players.count, !session.ports().contains(where: { $0.isInput && $0.isPhysical }) {
+            Log.info("no physical (system) ports to play to: the players' ports stay unconnected until something connects them (or use --to)"
+                     + ServerContext.noPhysicalPortsHint)
+        }
+
         // The common start frame.
         let rate = session.sampleRate
         var now = AudioTimeStamp()

@@ -45,6 +45,7 @@ struct PortsCommand: ParsableCommand {
             ports = ports.filter { (try? regex.firstMatch(in: $0.name)) != nil }
         }
         ports = ports.filter { !$0.name.hasPrefix("jaq-ports:") }
+        let frame = try? session.frameTime
         if json {
             let entries = ports.map { port -> [String: Any] in
                 ["name": port.name, "direction": port.isInput ? "input" : "output", "physical": port.isPhysical,
@@ -53,13 +54,13 @@ struct PortsCommand: ParsableCommand {
                  "connections": port.connections]
             }
             let object: [String: Any] = ["server": server.name ?? "default", "sample_rate": session.sampleRate,
-                                         "period_frames": session.periodFrames, "frame_time": session.frameTime,
+                                         "period_frames": session.periodFrames, "frame_time": frame.map { $0 as Any } ?? NSNull(),
                                          "ports": entries]
             let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
             print(String(decoding: data, as: UTF8.self))
             return
         }
-        print("server \(server.name ?? "default"): \(Int(session.sampleRate)) Hz, \(session.periodFrames) frames per period, frame \(session.frameTime)")
+        print("server \(server.name ?? "default"): \(Int(session.sampleRate)) Hz, \(session.periodFrames) frames per period, frame \(frame.map { "\($0)" } ?? "unknown (the server runs no cycles)")")
         let width = max(20, ports.map(\.name.count).max() ?? 20)
         for port in ports {
             let kind = (port.isInput ? "in " : "out") + (port.isPhysical ? " physical" : "         ")
@@ -105,7 +106,12 @@ struct TimeCommand: ParsableCommand {
             throw ExitCode(error.exitCode)
         }
         let session = server.session!
-        print(verbose ? "\(session.frameTime) frames at \(Int(session.sampleRate)) Hz, \(session.periodFrames) per period" : "\(session.frameTime)")
+        let frame: UInt32
+        do { frame = try session.frameTime } catch {
+            Log.error("\(error)")
+            throw ExitCode(1)
+        }
+        print(verbose ? "\(frame) frames at \(Int(session.sampleRate)) Hz, \(session.periodFrames) per period" : "\(frame)")
     }
 }
 

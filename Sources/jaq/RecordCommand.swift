@@ -145,7 +145,7 @@ struct RecordCommand: ParsableCommand {
                     sources.append(name)
                 }
             } catch QueueError.invalidDevice(let reason) {
-                throw CLIError("port '\(port)': \(reason)")
+                throw CLIError("port '\(port)': \(reason)" + (physical.isEmpty && port == "system" ? ServerContext.noPhysicalPortsHint : ""))
             } catch {
                 throw CLIError("port '\(port)': \(error)")
             }
@@ -287,8 +287,12 @@ struct RecordCommand: ParsableCommand {
         var exitStatus: Int32 = 0
         var lastStatus = Date()
         var transportStopped = false
+        var discontinuitiesAtTakeStart: UInt32?
         while true {
             let state = activeWriter.state.withLock { ($0.takeStart, $0.end, $0.error, $0.finished) }
+            if state.0 != nil && discontinuitiesAtTakeStart == nil {
+                discontinuitiesAtTakeStart = Self.discontinuities(queue)
+            }
             if let error = state.2 {
                 stopReason = error
                 exitStatus = 1
@@ -364,6 +368,14 @@ struct RecordCommand: ParsableCommand {
         if final.droppedFrames > 0 {
             Log.error("the disk fell behind: \(final.droppedFrames) frames dropped (replaced by silence)")
         }
+        let discontinuities = Self.discontinuities(queue) &- (discontinuitiesAtTakeStart ?? Self.discontinuities(queue))
+        if discontinuities > 0 {
+            // Cycles that ran late. jackd2 keeps a late client's data in order (jaq tells late
+            // readings from skipped cycles); PipeWire lets the graph run on, so a late cycle may
+            // have read the next cycle's data: say so, as the take may differ there.
+            Log.info("\(discontinuities) xruns while recording (JACK cycles ran late"
+                     + (JackLibrary.isPipeWire ? "; under PipeWire a late cycle can repeat or skip a period of what it records)" : ")"))
+        }
         if let error = final.error {
             Log.error("\(error); the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file)")
             exitStatus = 1
@@ -379,6 +391,14 @@ struct RecordCommand: ParsableCommand {
         _ = Watchdog(seconds: Watchdog.teardownSeconds, status: exitStatus,
                      message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; the take is complete")
         if exitStatus != 0 { throw ExitCode(exitStatus) }
+    }
+
+    /// The queue's timeline discontinuities so far (xruns, lost data, rate changes).
+    private static func discontinuities(_ queue: AudioQueueRef) -> UInt32 {
+        var count: UInt32 = 0
+        var size = UInt32(4)
+        AudioQueueGetProperty(queue, kAudioQueueProperty_DiscontinuityCount, &count, &size)
+        return count
     }
 
     /// A 32-bit JACK frame time (from the transport watcher) as a 64-bit device frame.

@@ -25,12 +25,30 @@ final class ServerContext: @unchecked Sendable {
     /// `noServer` is the error).
     init(_ options: ServerOptions, announce: Bool = true, clientName: String, watchTransport: Bool = false,
          privateServer: Bool = true, noServer: String = "no JACK server is running") throws {
+        let pipeWire = JackLibrary.isPipeWire
         if let server = options.server {
             guard let session = try? JackSession(serverName: server, clientName: clientName, watchTransport: watchTransport) else {
-                throw CLIError("JACK server \"\(server)\" is not running")
+                throw CLIError(pipeWire ? "PipeWire server \"\(server)\" is not running (with PipeWire's libjack, --server names "
+                               + "a PipeWire socket in $XDG_RUNTIME_DIR, such as pipewire-0)"
+                               : "JACK server \"\(server)\" is not running")
             }
-            setenv("JACK_DEFAULT_SERVER", server, 1)
+            // The queues' clients open the default server: make it this one. jackd2's libjack
+            // reads JACK_DEFAULT_SERVER, PipeWire's reads PIPEWIRE_REMOTE.
+            setenv(pipeWire ? "PIPEWIRE_REMOTE" : "JACK_DEFAULT_SERVER", server, 1)
             name = server
+            self.session = session
+            return
+        }
+        if pipeWire {
+            // PipeWire's libjack ignores JACK_DEFAULT_SERVER (as every JACK program under pw-jack
+            // does): its server is $PIPEWIRE_REMOTE or pipewire-0. No jackd is started: PipeWire's
+            // libjack could not talk to it.
+            let remote = ProcessInfo.processInfo.environment["PIPEWIRE_REMOTE"] ?? "pipewire-0"
+            guard let session = try? JackSession(serverName: nil, clientName: clientName, watchTransport: watchTransport) else {
+                throw CLIError("no PipeWire server is running (libjack is PipeWire's, as under pw-jack: \(JackLibrary.version)); "
+                               + "start pipewire (socket \(remote) in $XDG_RUNTIME_DIR), or run jaq without pw-jack to use jackd")
+            }
+            name = remote
             self.session = session
             return
         }
@@ -77,6 +95,13 @@ final class ServerContext: @unchecked Sendable {
             Log.info("no JACK server running: started private server \(privateName) (jackd \(arguments.joined(separator: " "))); it stops when jaq exits")
         }
         ServerContext.running = self
+    }
+
+    /// Why "system" may name no port, and what to do instead (appended to a message).
+    static var noPhysicalPortsHint: String {
+        JackLibrary.isPipeWire
+            ? " (PipeWire shows hardware as JACK ports only while a session manager such as WirePlumber runs; name the ports instead: jaq ports)"
+            : " (the server has no hardware ports; name the ports instead: jaq ports)"
     }
 
     /// Closes the control client (when the command no longer needs it).

@@ -38,7 +38,9 @@ enum CProgram {
     /// Compiles `source` (a path relative to the package root) into `output`, against the
     /// libAudioToolbox.so in `libraries` (default: the one this test binary was built with).
     /// - Returns: cc's exit status and diagnostics.
-    static func compile(_ source: String, into output: URL, flags: [String] = [], libraries: String? = nil) throws
+    /// `linking` are linked after libAudioToolbox (e.g. "-ljack" for a program that also calls libjack).
+    static func compile(_ source: String, into output: URL, flags: [String] = [], libraries: String? = nil,
+                        linking extra: [String] = []) throws
         -> (status: Int32, diagnostics: String) {
         let cc = try #require(tool("cc"), "cc is not installed (apt-get install gcc)")
         let libraries = try libraries ?? libraryDirectory()
@@ -46,6 +48,7 @@ enum CProgram {
             packageRoot.appendingPathComponent(source).path,
             "-I", packageRoot.appendingPathComponent("Sources/CAudioToolbox/include").path,
             "-L", libraries, "-lAudioToolbox",
+        ] + extra + [
             "-Wl,-rpath,\(libraries):\(swiftRuntimeDirectory)",
             "-o", output.path,
         ])

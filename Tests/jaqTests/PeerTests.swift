@@ -39,8 +39,9 @@ import SoundFile
         return signal
     }
 
-    @Test func jackCaptureRecordsJaqPlayBitExactTailIncluded() throws {
-        let server = try JackServer()
+    @Test(arguments: JackServer.Backend.allCases)
+    func jackCaptureRecordsJaqPlayBitExactTailIncluded(backend: JackServer.Backend) throws {
+        let server = try JackServer(backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("capture")
         defer { removeScratch(dir) }
@@ -53,14 +54,18 @@ import SoundFile
         #expect(waitForExit(play) == 0)
         #expect(waitForExit(capture, timeout: 20) == 0)
         let recording = try readFloats("\(dir)/captured.wav")
-        for c in 0..<2 {
-            let got = channel(c, of: recording)
-            let first = try #require(got.firstIndex { $0 != 0 }, "channel \(c) has audio")
-            let expected = signal[c].map { Float($0) / 32768 }
-            #expect(got.count >= first + expected.count, "nothing missing at the end")
-            #expect(Array(got[first..<min(got.count, first + expected.count)]) == expected, "channel \(c) bit-exact")
-            #expect(got[min(got.count, first + expected.count)...].allSatisfy { $0 == 0 }, "nothing after the last frame")
-        }
+        // Under PipeWire a cycle that ran late can repeat or miss a period (Docs/queues.md).
+        let xruns = server.xrunCount
+        try withKnownIssue(Comment(rawValue: "PipeWire logged \(xruns) late cycles"), isIntermittent: true) {
+            for c in 0..<2 {
+                let got = channel(c, of: recording)
+                let first = try #require(got.firstIndex { $0 != 0 }, "channel \(c) has audio")
+                let expected = signal[c].map { Float($0) / 32768 }
+                #expect(got.count >= first + expected.count, "nothing missing at the end")
+                #expect(Array(got[first..<min(got.count, first + expected.count)]) == expected, "channel \(c) bit-exact")
+                #expect(got[min(got.count, first + expected.count)...].allSatisfy { $0 == 0 }, "nothing after the last frame")
+            }
+        } when: { backend == .pipeWire && xruns > 0 }
     }
 
     /// Impulse files: silence with one full-scale sample at frame `at`.

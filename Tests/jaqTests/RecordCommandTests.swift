@@ -12,8 +12,9 @@ import SoundFile
         return Int64(digits)
     }
 
-    @Test func playAndRecordStartedOnTheSameFrameAreBitExactAndAligned() throws {
-        let server = try JackServer()
+    @Test(arguments: JackServer.Backend.allCases)
+    func playAndRecordStartedOnTheSameFrameAreBitExactAndAligned(backend: JackServer.Backend) throws {
+        let server = try JackServer(backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("align")
         defer { removeScratch(dir) }
@@ -33,9 +34,14 @@ import SoundFile
         // is a known issue naming them, not jaq's failure.
         let xruns = server.xrunCount
         let lossReported = playLog.contains("frames not played")
-        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns; jaq play: \(playLog)"), isIntermittent: true) {
+        // PipeWire runs the graph on past a late client, which then reads the next cycle's data
+        // (see Docs/queues.md, PipeWire): a mismatch is a known issue there when jaq record
+        // reported the xruns.
+        let lateUnderPipeWire = backend == .pipeWire && record.error.contains("xruns while recording")
+        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns; jaq play: \(playLog); jaq record: \(record.error)"),
+                           isIntermittent: true) {
             try checkTakes(dir: dir, playLog: playLog, record: record)
-        } when: { xruns > 0 && lossReported }
+        } when: { (xruns > 0 && lossReported) || lateUnderPipeWire || (backend == .pipeWire && xruns > 0) }
     }
 
     func checkTakes(dir: String, playLog: String, record: (status: Int32, output: String, error: String)) throws {
@@ -54,8 +60,9 @@ import SoundFile
         }
     }
 
-    @Test func preRollIncludesTheSecondsBeforeTheStart() throws {
-        let server = try JackServer()
+    @Test(arguments: JackServer.Backend.allCases)
+    func preRollIncludesTheSecondsBeforeTheStart(backend: JackServer.Backend) throws {
+        let server = try JackServer(backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("preroll")
         defer { removeScratch(dir) }
@@ -70,14 +77,19 @@ import SoundFile
         waitForExit(play)
         let take = try readSamples24("\(dir)/take.wav")
         #expect(take.samples.count == 3 * 48000, "pre-roll (1 s) plus duration (2 s)")
-        // Take frame 0 is JACK frame at - 48000; the ramp starts at at + 24000.
-        #expect(take.samples[0..<72000].allSatisfy { $0 == 0 })
-        #expect(take.samples[72000] == 1)
-        #expect(take.samples[72000 + 47999] == 48000)
+        // Under PipeWire a cycle that ran late can repeat or miss a period (Docs/queues.md).
+        let xruns = server.xrunCount
+        withKnownIssue(Comment(rawValue: "PipeWire logged \(xruns) late cycles"), isIntermittent: true) {
+            // Take frame 0 is JACK frame at - 48000; the ramp starts at at + 24000.
+            #expect(take.samples[0..<72000].allSatisfy { $0 == 0 })
+            #expect(take.samples[72000] == 1)
+            #expect(take.samples[72000 + 47999] == 48000)
+        } when: { backend == .pipeWire && xruns > 0 }
     }
 
-    @Test func transportRollingStartsTheTakeAndStoppingEndsItOnTheFrame() throws {
-        let server = try JackServer()
+    @Test(arguments: JackServer.Backend.allCases)
+    func transportRollingStartsTheTakeAndStoppingEndsItOnTheFrame(backend: JackServer.Backend) throws {
+        let server = try JackServer(backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("transport")
         defer { removeScratch(dir) }

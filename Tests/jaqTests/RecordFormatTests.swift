@@ -77,8 +77,9 @@ import SoundFile
         }
     }
 
-    @Test func interleavedTakesHoldEveryTrackInOneFileInPortOrder() throws {
-        let server = try JackServer()
+    @Test(arguments: JackServer.Backend.allCases)
+    func interleavedTakesHoldEveryTrackInOneFileInPortOrder(backend: JackServer.Backend) throws {
+        let server = try JackServer(backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("interleaved")
         defer { removeScratch(dir) }
@@ -100,8 +101,9 @@ import SoundFile
 
     /// One float file per track from a 6-channel player: tracks are taken from the window four
     /// at a time, then one by one; each file holds its own port's samples.
-    @Test func floatTracksEachHoldTheirOwnPort() throws {
-        let server = try JackServer()
+    @Test(arguments: JackServer.Backend.allCases)
+    func floatTracksEachHoldTheirOwnPort(backend: JackServer.Backend) throws {
+        let server = try JackServer(backend: backend)
         defer { server.stop() }
         let dir = scratchDirectory("tracks")
         defer { removeScratch(dir) }
