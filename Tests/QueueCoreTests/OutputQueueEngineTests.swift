@@ -54,16 +54,12 @@ import Synchronization
         }
     }
 
-    /// Three 1000-frame buffers, all decoded into the ring before the start: none comes back
-    /// until it has been played, and each comes back in the first cycle after the one that
-    /// rendered its last frame (its port buffers have gone out then).
-    @Test func aBufferComesBackOnceItHasBeenPlayedNotWhenDecoded() throws {
-        let driver = ManualDriver(periodFrames: 256)
-        driver.allowsWaiting = false
+    /// A stereo 16-bit queue whose callback logs the buffers it gets back, with three 1000-frame
+    /// buffers enqueued and all decoded into the ring (primed).
+    func primedWithThreeBuffers(_ driver: ManualDriver) throws -> (OutputQueueEngine, BufferLog, TestBuffers) {
         let log = BufferLog()
         let engine = try OutputQueueEngine(format: .linearPCM(sampleRate: 48000, channels: 2, bits: 16), provider: driver,
                                            clientName: "held", executor: .queueThread) { log.append($0.handle) }
-        defer { engine.dispose(immediate: true) }
         let buffers = TestBuffers()
         for _ in 0..<3 {
             let buffer = buffers.make(bytes: 4000)
@@ -71,6 +67,17 @@ import Synchronization
             try engine.enqueue(buffer.handle, byteCount: 4000)
         }
         #expect(try engine.prime(frames: 0) == 3000)
+        return (engine, log, buffers)
+    }
+
+    /// Three 1000-frame buffers, all decoded into the ring before the start: none comes back
+    /// until it has been played, and each comes back in the first cycle after the one that
+    /// rendered its last frame (its port buffers have gone out then).
+    @Test func aBufferComesBackOnceItHasBeenPlayedNotWhenDecoded() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        driver.allowsWaiting = false
+        let (engine, log, buffers) = try primedWithThreeBuffers(driver)
+        defer { engine.dispose(immediate: true) }
         // Decoded, not played: nothing comes back however long we wait.
         HostClock.sleep(seconds: 0.1)
         #expect(log.count == 0)
@@ -88,17 +95,8 @@ import Synchronization
     /// Reset and Stop(true) return what the queue holds, played or not, at once.
     @Test func resetReturnsBuffersDecodedButNotPlayed() throws {
         let driver = ManualDriver(periodFrames: 256)
-        let log = BufferLog()
-        let engine = try OutputQueueEngine(format: .linearPCM(sampleRate: 48000, channels: 2, bits: 16), provider: driver,
-                                           clientName: "held", executor: .queueThread) { log.append($0.handle) }
+        let (engine, log, buffers) = try primedWithThreeBuffers(driver)
         defer { engine.dispose(immediate: true) }
-        let buffers = TestBuffers()
-        for _ in 0..<3 {
-            let buffer = buffers.make(bytes: 4000)
-            try engine.addBuffer(buffer)
-            try engine.enqueue(buffer.handle, byteCount: 4000)
-        }
-        #expect(try engine.prime(frames: 0) == 3000)
         try engine.reset()
         #expect(log.count == 3)
         #expect(log.handles == buffers.storage.map { Int(bitPattern: $0) })

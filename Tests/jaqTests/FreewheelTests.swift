@@ -117,9 +117,7 @@ import SoundFile
         let (record, play) = try bounce(dir: dir, server: server, channels: channels, loopSeconds: 10,
                                         recordArguments: ["-d", "3600"])
         // Interrupted once the take holds a minute of audio (while the server still freewheels).
-        let minute = 60 * 48000 * 3
-        let deadline = Date().addingTimeInterval(120)
-        while Date() < deadline && record.isRunning && fileSize("\(dir)/take-01.wav") < minute { usleep(20_000) }
+        waitForTake(dir, seconds: 60, while: record)
         #expect(record.isRunning, "still recording: \(log("\(dir)/record.log"))")
         record.interrupt()
         #expect(waitForExit(record, timeout: 60) == 0, "\(log("\(dir)/record.log"))")
@@ -144,9 +142,7 @@ import SoundFile
                                         recordArguments: ["-d", "25"])
         // Back to real time once the take holds 20 s; no client has left (jackd 1.9.21 hangs
         // on `jack_freewheel n` only after one did).
-        let twenty = 20 * 48000 * 3
-        let deadline = Date().addingTimeInterval(120)
-        while Date() < deadline && record.isRunning && fileSize("\(dir)/take-01.wav") < twenty { usleep(5_000) }
+        waitForTake(dir, seconds: 20, while: record)
         try server.run(["jack_freewheel", "n"])
         #expect(waitForExit(record, timeout: 60) == 0, "\(log("\(dir)/record.log"))")
         play.interrupt()
@@ -169,6 +165,12 @@ import SoundFile
     /// The peak RSS (KiB) /usr/bin/time wrote to `dir`/`name`.
     func peakRSS(_ dir: String, _ name: String) -> Int {
         Int(log("\(dir)/\(name)").trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last ?? "") ?? 0
+    }
+
+    /// Waits (up to two minutes) until the first track holds `seconds` of 24-bit audio, or the recorder ends.
+    func waitForTake(_ dir: String, seconds: Int, while record: Process) {
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline && record.isRunning && fileSize("\(dir)/take-01.wav") < seconds * 48000 * 3 { usleep(5_000) }
     }
 
     func fileSize(_ path: String) -> Int {
