@@ -65,17 +65,26 @@ public final class SoundFile {
     public convenience init(path: String, mode: Mode, format: Info? = nil, replacing: Bool = true) throws(SoundFileError) {
         var flags = (mode == .read ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK
         if format != nil {
+            // A FIFO, device or socket in the way is refused before O_TRUNC can touch it.
+            var existing = stat()
+            if replacing, stat(path, &existing) == 0 {
+                try Self.requireRegularFile(mode: existing.st_mode)
+            }
             flags |= O_CREAT | (replacing ? O_TRUNC : O_EXCL)
         }
         let fd = Glibc.open(path, flags, 0o666)
         guard fd >= 0 else { throw .system(errno, path) }
+        var isRegular = false
         do throws(SoundFileError) {
             try Self.requireRegularFile(fd)
+            isRegular = true
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
             try self.init(fileDescriptor: fd, mode: mode, format: format, closesDescriptor: true)
         } catch {
             Glibc.close(fd)
-            if format != nil, error.errno != EISDIR { unlink(path) }
+            // Only a regular file this call made (or emptied) is removed: never a node that
+            // appeared at the path in between (a FIFO, /dev/null).
+            if format != nil, isRegular { unlink(path) }
             throw error
         }
     }
@@ -243,7 +252,11 @@ public final class SoundFile {
     private static func requireRegularFile(_ fd: Int32) throws(SoundFileError) {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw .system(errno, "fstat") }
-        switch status.st_mode & S_IFMT {
+        try requireRegularFile(mode: status.st_mode)
+    }
+
+    private static func requireRegularFile(mode: mode_t) throws(SoundFileError) {
+        switch mode & S_IFMT {
         case S_IFREG: return
         case S_IFDIR: throw .system(EISDIR)
         default: throw SoundFileError(code: .system, reason: "not a regular file", errno: EINVAL)

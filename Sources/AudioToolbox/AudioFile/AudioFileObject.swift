@@ -109,7 +109,7 @@ extension AudioFileObject {
         guard canRead || canWrite, permissions & ~3 == 0 else {
             throw AudioToolboxError(kAudio_ParamError, "permissions must be read, write or read-write")
         }
-        try HeaderCheck.check(path: path)
+        try HeaderCheck.check(path: path, forWriting: false)
         var sound: SoundFile
         do {
             sound = try SoundFile(path: path, mode: .read)
@@ -133,6 +133,7 @@ extension AudioFileObject {
                 throw AudioToolboxError(kAudioFileOperationNotSupportedError,
                                         "\(sound.info.format) files can be opened for reading only")
             }
+            try HeaderCheck.check(path: path, forWriting: true)
             try sound.close()
             do {
                 sound = try SoundFile(path: path, mode: .readWrite)

@@ -10,14 +10,17 @@ import Glibc
 /// - AIFF SSND chunks whose offset puts the audio data outside the chunk or the file: opened
 ///   read-write, libsndfile's header buffer is overrun (heap overflow in the virtual-I/O reads
 ///   and writes).
+/// - For read-write, any AIFF SSND offset but 0: libsndfile rewrites the header as if it were
+///   0 and corrupts its heap ("free(): invalid size") when it is not. Such files open read-only.
 ///
-/// Files that fail are damaged: kAudioFileInvalidFileError ('dta?'). Files that cannot be read
-/// here are left to the open that follows, which reports why.
+/// Files that fail are damaged: kAudioFileInvalidFileError ('dta?'); read-write opens of files
+/// libsndfile cannot rewrite safely: kAudioFileOperationNotSupportedError ('op??'). Files that
+/// cannot be read here are left to the open that follows, which reports why.
 enum HeaderCheck {
     /// The most chunks a header walk looks at before giving up (a file of empty chunks).
     static let chunkLimit = 4096
 
-    static func check(path: String) throws(AudioToolboxError) {
+    static func check(path: String, forWriting: Bool) throws(AudioToolboxError) {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return }
         defer { Glibc.close(fd) }
@@ -25,7 +28,7 @@ enum HeaderCheck {
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return }
         let file = Reader(fd: fd, size: Int64(status.st_size))
         switch file.tag(at: 0) {
-        case "FORM": try checkAIFF(file)
+        case "FORM": try checkAIFF(file, forWriting: forWriting)
         case "caff": try checkCAF(file)
         default: return
         }
@@ -35,7 +38,7 @@ enum HeaderCheck {
         AudioToolboxError(kAudioFileInvalidFileError, "damaged header: \(reason)")
     }
 
-    private static func checkAIFF(_ file: Reader) throws(AudioToolboxError) {
+    private static func checkAIFF(_ file: Reader, forWriting: Bool) throws(AudioToolboxError) {
         guard let form = file.tag(at: 8), form == "AIFF" || form == "AIFC" else { return }
         var offset: Int64 = 12
         var channels: UInt32?
@@ -51,6 +54,10 @@ enum HeaderCheck {
                 let start = data + 8 + Int64(dataOffset)
                 guard Int64(dataOffset) + 8 <= Int64(size), start <= file.size else {
                     throw damaged("the SSND chunk's data offset \(dataOffset) is outside its \(size)-byte chunk")
+                }
+                guard !forWriting || dataOffset == 0 else {
+                    throw AudioToolboxError(kAudioFileOperationNotSupportedError,
+                                            "AIFF files whose SSND data offset is not 0 (here \(dataOffset)) can be opened for reading only")
                 }
             default: break
             }

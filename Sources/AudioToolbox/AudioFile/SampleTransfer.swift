@@ -100,7 +100,17 @@ enum SampleTransfer: Equatable, Sendable {
         if bigEndian {
             scratch.withUnsafeMutableBytes { swapBytes($0.baseAddress!, count: samples, width: MemoryLayout<Sample>.size) }
         }
+        // Float samples go to the lossy encoders only (MP3, Vorbis, Opus), which abort
+        // (libmp3lame: "calc_energy: Assertion `el >= 0'") or write noise on NaN and infinity.
+        for index in scratch.indices where !scratch[index].isFinite {
+            scratch[index] = Self.finite(scratch[index])
+        }
         return scratch.withUnsafeBufferPointer { file.writeFrames($0) }
+    }
+
+    /// What a non-finite sample is written as: NaN is silence (0), ±infinity full scale (±1).
+    static func finite<Sample: BinaryFloatingPoint>(_ sample: Sample) -> Sample {
+        sample.isNaN ? 0 : sample > 0 ? 1 : -1
     }
 
     /// Reverses the byte order of `count` values of `width` bytes in place.

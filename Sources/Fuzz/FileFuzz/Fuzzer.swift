@@ -85,7 +85,7 @@ enum FuzzSignals {
                 Glibc.signal(number, SIG_DFL)
                 raise(number)
             }
-            action.sa_flags = Int32(SA_RESETHAND)
+            action.sa_flags = Int32(truncatingIfNeeded: SA_RESETHAND)
             sigaction(signal, &action, nil)
         }
     }
