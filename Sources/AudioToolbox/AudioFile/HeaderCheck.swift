@@ -7,6 +7,8 @@ import Glibc
 /// - AIFF/AIFC and CAF channel layouts (CHAN, chan) whose layout tag names fewer channels than
 ///   COMM/desc: libsndfile keeps a channel map of the smaller size and copies the larger one
 ///   out of it (heap read overflow in `sf_command(SFC_GET_CHANNEL_MAP_INFO)`).
+/// - Channel layout chunks whose size is not that of their descriptions (12 + 20 per
+///   description): libsndfile skips by the size and, read-write, corrupts its heap.
 /// - AIFF SSND chunks whose offset puts the audio data outside the chunk or the file: opened
 ///   read-write, libsndfile's header buffer is overrun (heap overflow in the virtual-I/O reads
 ///   and writes).
@@ -48,7 +50,7 @@ enum HeaderCheck {
             let data = offset + 8
             switch id {
             case "COMM": channels = file.bigEndian(UInt16.self, at: data).map(UInt32.init)
-            case "CHAN": layoutChannels = file.bigEndian(UInt32.self, at: data).flatMap(channelCount(ofLayoutTag:))
+            case "CHAN": layoutChannels = try layoutChunk(file, at: data, size: UInt64(size), "CHAN")
             case "SSND":
                 guard let dataOffset = file.bigEndian(UInt32.self, at: data) else { break }
                 let start = data + 8 + Int64(dataOffset)
@@ -75,7 +77,7 @@ enum HeaderCheck {
             let data = offset + 12
             switch id {
             case "desc": channels = file.bigEndian(UInt32.self, at: data + 24)
-            case "chan": layoutChannels = file.bigEndian(UInt32.self, at: data).flatMap(channelCount(ofLayoutTag:))
+            case "chan": layoutChannels = try layoutChunk(file, at: data, size: size, "chan")
             default: break
             }
             // -1 is the size of a data chunk that runs to the end of the file.
@@ -83,6 +85,14 @@ enum HeaderCheck {
             offset = data + Int64(size)
         }
         try requireAgreement(channels, layoutChannels, "desc", "chan")
+    }
+
+    /// Checks a channel layout chunk's size; returns the channel count its tag names.
+    private static func layoutChunk(_ file: Reader, at data: Int64, size: UInt64, _ name: String) throws(AudioToolboxError) -> UInt32? {
+        guard let tag = file.bigEndian(UInt32.self, at: data), let descriptions = file.bigEndian(UInt32.self, at: data + 8),
+              size == 12 + 20 * UInt64(descriptions)
+        else { throw damaged("the \(name) chunk's size \(size) does not fit its channel descriptions") }
+        return channelCount(ofLayoutTag: tag)
     }
 
     /// The channel count a layout tag names (its low 16 bits), nil for the two tags that
