@@ -14,12 +14,14 @@ import Glibc
 //   FileFuzz nonfinite DIR              NaN and ±inf samples written to MP3, Ogg Vorbis, Opus
 //   FileFuzz formats DIR                hostile ASBDs to AudioQueueNewOutput/NewInput and
 //                                       AudioFileCreateWithURL
+//   FileFuzz queue                      hostile times, parameters and property sizes on an
+//                                       output queue (needs a JACK server)
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 
 func usage() -> Never {
     FileHandle.standardError.write(Data(("usage: FileFuzz walk [--write] FILE... | fuzz --seed S --iterations N [--start I]"
-        + " [--corpus DIR]... --crashes DIR | nonfinite DIR | formats DIR\n").utf8))
+        + " [--corpus DIR]... --crashes DIR | nonfinite DIR | formats DIR | queue\n").utf8))
     exit(2)
 }
 
@@ -58,6 +60,8 @@ case "nonfinite":
 case "formats":
     guard let directory = arguments.first else { usage() }
     HostileFormats.run(in: directory)
+case "queue":
+    HostileQueueCalls.run()
 default:
     usage()
 }
