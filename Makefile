@@ -52,5 +52,21 @@ bench: release
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
 
+.PHONY: fuzz asan
+
+# make fuzz: mutants of seed files of every container and of the kept crashers; a crash or hang saves the
+# mutant in out/fuzz-crashes and fails. Docs/audiofile.md, "Hostile input".
+FUZZ_SEED ?= 1
+FUZZ_ITERATIONS ?= 100000
+fuzz: deps
+	$(SWIFT) build $(SWIFT_FLAGS) --product FileFuzz
+	JACK_NO_START_SERVER=1 .build/debug/FileFuzz fuzz --seed $(FUZZ_SEED) --iterations $(FUZZ_ITERATIONS) \
+	  --corpus Tests/HostileInputTests/Fixtures --crashes out/fuzz-crashes
+
+# make asan: the hostile-input tests (crashers, non-files, hostile formats and calls, a fuzz run) with every
+# Swift target built with AddressSanitizer, in a scratch path of their own.
+asan: deps
+	$(SWIFT) test --sanitize=address --scratch-path .build-asan --no-parallel $(SWIFT_FLAGS) --filter HostileInputTests
+
 clean:
 	rm -rf .build out
