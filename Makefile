@@ -66,6 +66,7 @@ fuzz: deps
 # make asan: the hostile-input tests (crashers, non-files, hostile formats and calls, a fuzz run) with every
 # Swift target built with AddressSanitizer, in a scratch path of their own.
 asan: deps
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/HostileInputTests/lsan.supp \
 	$(SWIFT) test --sanitize=address --scratch-path .build-asan --no-parallel $(SWIFT_FLAGS) --filter HostileInputTests
 
 clean:

@@ -70,6 +70,6 @@ let package = Package(
                                                           "PlayFile", "RecordFile", "Recorder"]),
         // Crashers found by fuzzing and by hand, run through FileFuzz in a child process; Fixtures/ holds them.
         .testTarget(name: "HostileInputTests", dependencies: ["AudioToolbox", "FileFuzz", "JackTestSupport"],
-                    exclude: ["Fixtures"]),
+                    exclude: ["Fixtures", "lsan.supp"]),
     ]
 )

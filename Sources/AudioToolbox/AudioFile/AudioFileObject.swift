@@ -176,14 +176,16 @@ extension AudioFileObject {
         }
         // An encoded frame takes at least a few bits, except in FLAC's constant blocks (a
         // 65535-frame block of silence is a few bytes): 65536 frames a byte is beyond any codec.
-        let (limit, overflow) = max(fileBytes, 1).multipliedReportingOverflow(by: 65536)
-        if frames < 0 || frames == Int64.max || (!overflow && frames > limit) {
+        let (limit, limitOverflows) = max(fileBytes, 1).multipliedReportingOverflow(by: 65536)
+        if frames < 0 || frames == Int64.max || (!limitOverflows && frames > limit) {
             frames = sound.countFramesByDecoding()
             let mode = sound.mode
             try sound.close()
             sound = try SoundFile(path: path, mode: mode)
         }
-        guard !frames.multipliedReportingOverflow(by: bytesPerFrame).overflow else {
+        // 2^62 bytes at most, so that byte positions plus a UInt32 count never overflow.
+        let (bytes, overflow) = frames.multipliedReportingOverflow(by: bytesPerFrame)
+        guard !overflow, bytes <= 1 << 62 else {
             throw AudioToolboxError(kAudioFileInvalidFileError, "damaged header: \(frames) frames")
         }
         return frames

@@ -65,3 +65,4 @@ case "queue":
 default:
     usage()
 }
+fflush(nil)  // before LeakSanitizer's exit under make asan, which skips stdio's
