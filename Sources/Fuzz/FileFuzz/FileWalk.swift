@@ -21,6 +21,27 @@ struct FileWalk {
 
     var line: String { results.map { "\($0.0)=\($0.1)" }.joined(separator: " ") }
 
+    /// Apple's result codes for Audio File Services, as `statusText` writes them.
+    static let resultCodes: Set<String> = [
+        "0", "wht?", "typ?", "fmt?", "pty?", "!siz", "prm?", "optm", "chk?", "off?", "pck?", "dep?", "dta?", "op??",
+        "!pth", "-38", "-39", "-40", "-43", "-48", "-54", "-50", "-36", "-34", "-42", "-108",
+    ]
+    /// The words that carry values rather than result codes.
+    static let valueNames: Set<String> = ["pcnt", "bcnt", "psze", "pkub", "brat", "edur", "doff", "packets"]
+
+    /// What a caller could not rely on: a word that is neither a result code nor a value, and
+    /// sizes that disagree (AudioDataByteCount ≠ packets × MaximumPacketSize).
+    var violations: [String] {
+        var found = results.filter { !Self.resultCodes.contains($0.1) && !(Self.valueNames.contains($0.0) && Double($0.1) != nil) }
+            .map { "\($0.0)=\($0.1)" }
+        let values = Dictionary(results, uniquingKeysWith: { first, _ in first })
+        if let packets = values["pcnt"].flatMap({ Int64($0) }), let size = values["psze"].flatMap({ Int64($0) }),
+           let bytes = values["bcnt"].flatMap({ Int64($0) }), packets.multipliedReportingOverflow(by: size) != (bytes, false) {
+            found.append("bcnt=\(bytes) for \(packets) packets of \(size) bytes")
+        }
+        return found
+    }
+
     /// Walks the file at `path`; `writes` also opens it read-write and overwrites packets.
     mutating func walk(_ path: String, writes: Bool) {
         let url = URL(fileURLWithPath: path)

@@ -33,12 +33,15 @@ final class Fuzzer {
 
     deinit { try? FileManager.default.removeItem(atPath: work) }
 
-    /// Walks mutants `start..<start+count`; prints a summary of the result codes seen.
+    /// Walks mutants `start..<start+count`; prints a summary of the result codes seen. A mutant
+    /// whose walk returned something that is not a result code, or sizes that disagree, is
+    /// saved as odd-S-i.bin and makes the run exit 1 at the end.
     func run(from start: Int, count: Int) {
         let pending = "\(crashDirectory)/.pending"
         let mutantPath = "\(work)/mutant"
         FuzzSignals.install(pending: pending)
         var outcomes: [String: Int] = [:]
+        var oddities = 0
         let began = Date()
         for index in start..<start + count {
             var random = SplitMix64(seed: seed ^ (UInt64(index) &* 0x9E37_79B9_7F4A_7C15))
@@ -51,12 +54,22 @@ final class Fuzzer {
             var walk = FileWalk()
             walk.walk(mutantPath, writes: true)
             alarm(0)
+            if !walk.violations.isEmpty {
+                // Saved like a crash, but the run goes on; it fails at the end.
+                let saved = "\(crashDirectory)/odd-\(seed)-\(index).bin"
+                rename(pending, saved)
+                print("FileFuzz: mutant \(index) of seed \(seed) (from \(input.name)): \(walk.violations.joined(separator: ", ")); input saved as \(saved)")
+                oddities += 1
+            }
             let opened = walk.results.first?.1 ?? "?"
             outcomes["open=\(opened)", default: 0] += 1
         }
         unlink(pending)
         let summary = outcomes.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: " ")
-        print("mutants=\(count) seed=\(seed) inputs=\(inputs.count) seconds=\(String(format: "%.1f", Date().timeIntervalSince(began))) \(summary)")
+        print("mutants=\(count) seed=\(seed) inputs=\(inputs.count) seconds=\(String(format: "%.1f", Date().timeIntervalSince(began))) "
+              + "odd=\(oddities) \(summary)")
+        fflush(nil)
+        if oddities > 0 { exit(1) }
     }
 }
 
