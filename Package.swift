@@ -55,7 +55,7 @@ let package = Package(
         .executableTarget(name: "jaq-bench", dependencies: ["JackTestSupport", "SoundFile"], path: "Sources/Benchmarks/RecordBench"),
 
         // Hostile input for Audio File Services in a process of its own (make fuzz, HostileInputTests).
-        .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox"], path: "Sources/Fuzz/FileFuzz"),
+        .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
 
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),

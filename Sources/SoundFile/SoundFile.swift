@@ -180,10 +180,16 @@ public final class SoundFile {
         if frame < readFrame {
             sf_close(handle)
             handle = nil
-            guard lseek(io.fileDescriptor, 0, SEEK_SET) == 0 else { throw .system(errno, "lseek") }
-            var cInfo = SF_INFO()
-            handle = try Self.openHandle(io, mode: mode, info: &cInfo)
             readFrame = 0
+            do throws(SoundFileError) {
+                guard lseek(io.fileDescriptor, 0, SEEK_SET) == 0 else { throw .system(errno, "lseek") }
+                var cInfo = SF_INFO()
+                handle = try Self.openHandle(io, mode: mode, info: &cInfo)
+            } catch {
+                // The file changed under us: it stays closed (reads say so), its descriptor too.
+                if io.closesDescriptor { Glibc.close(io.fileDescriptor) }
+                throw error
+            }
         }
         var scratch = [Float](repeating: 0, count: 4096 * max(info.channelCount, 1))
         while readFrame < frame {

@@ -1,5 +1,6 @@
 import AudioToolbox
 import Foundation
+import SoundFile
 
 /// Small files of every container jaq reads, written with jaq's own AudioFile writer: the
 /// fuzzer's seeds.
@@ -29,13 +30,34 @@ enum SeedFiles {
         ("seed.mp3", kAudioFileMP3Type, format(rate: 44100, channels: 1, bits: 16), 3000),
     ]
 
+    /// Types and encodings AudioFileCreateWithURL does not write but AudioFileOpenURL reads:
+    /// written with libsndfile directly (mono, 8 kHz, which every one of them takes).
+    static let libsndfileKinds: [(name: String, format: SoundFile.Format)] = [
+        ("seed.voc", .init(.voc, .pcm16)), ("seed.nist", .init(.nist, .pcm16)), ("seed.ircam", .init(.ircam, .float)),
+        ("seed.avr", .init(.avr, .pcm16)), ("seed.paf", .init(.paf, .pcm24)), ("seed.svx", .init(.svx, .pcm16)),
+        ("seed.mat5", .init(.mat5, .double)), ("seed.mat4", .init(.mat4, .double)), ("seed.sd2", .init(.sd2, .pcm16)),
+        ("seed-ima.wav", .init(.wav, .imaADPCM)), ("seed-ms.wav", .init(.wav, .msADPCM)), ("seed-gsm.wav", .init(.wav, .gsm610)),
+        ("seed-ulaw.w64", .init(.w64, .ulaw)), ("seed-alac.caf", .init(.caf, .alac16)), ("seed-dwvw.aiff", .init(.aiff, .dwvw16)),
+        ("seed.xi", .init(.xi, .dpcm16)), ("seed.htk", .init(.htk, .pcm16)), ("seed.wve", .init(.wve, .alaw)),
+        ("seed.mpc2k", .init(.mpc2k, .pcm16)), ("seed.sds", .init(.sds, .pcm16)), ("seed.pvf", .init(.pvf, .pcm16)),
+        ("seed-u8.wav", .init(.wav, .pcmU8)), ("seed-alaw.aifc", .init(.aiff, .alaw)), ("seed-wavex.wav", .init(.wavex, .pcm24)),
+    ]
+
     /// Writes each kind in `directory` and returns the bytes of those that could be written.
     static func make(in directory: String) -> [(name: String, bytes: [UInt8])] {
-        kinds.compactMap { kind in
+        let written = kinds.compactMap { kind -> (String, [UInt8])? in
             let path = "\(directory)/\(kind.name)"
-            guard write(path, type: kind.type, format: kind.format, frames: kind.frames) == noErr,
-                  let data = FileManager.default.contents(atPath: path) else { return nil }
-            return (kind.name, Array(data))
+            guard write(path, type: kind.type, format: kind.format, frames: kind.frames) == noErr else { return nil }
+            return FileManager.default.contents(atPath: path).map { (kind.name, Array($0)) }
+        }
+        let samples = (0..<400).map { Int16(8000 * sin(Double($0) * 0.07)) }
+        return written + libsndfileKinds.compactMap { kind -> (String, [UInt8])? in
+            let path = "\(directory)/\(kind.name)"
+            let info = SoundFile.Info(sampleRate: 8000, channelCount: 1, format: kind.format)
+            guard info.isWritable, let file = try? SoundFile(path: path, mode: .write, format: info) else { return nil }
+            _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+            guard (try? file.close()) != nil else { return nil }
+            return FileManager.default.contents(atPath: path).map { (kind.name, Array($0)) }
         }
     }
 
