@@ -101,6 +101,9 @@ import Testing
         #expect(output.contains("mutants=600"), "\(output)")
         let saved = (try? FileManager.default.contentsOfDirectory(atPath: crashes))?.filter { !$0.hasPrefix(".") } ?? []
         #expect(saved.isEmpty, "crashing inputs: \(saved)")
+        // libsndfile writes an SD2 resource fork as "._" in the current directory, which then
+        // stops it recognising MP3 files without an ID3 tag: nothing may leave one behind.
+        #expect(!FileManager.default.fileExists(atPath: FileManager.default.currentDirectoryPath + "/._"))
     }
 
     private var stereo16: AudioStreamBasicDescription {

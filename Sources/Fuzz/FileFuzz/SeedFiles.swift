@@ -31,11 +31,14 @@ enum SeedFiles {
     ]
 
     /// Types and encodings AudioFileCreateWithURL does not write but AudioFileOpenURL reads:
-    /// written with libsndfile directly (mono, 8 kHz, which every one of them takes).
+    /// written with libsndfile directly (mono, 8 kHz, which every one of them takes). Not SD2:
+    /// libsndfile writes its resource fork through virtual I/O as a file named "._" in the
+    /// current directory, and while that file exists it no longer recognises MP3 files
+    /// without an ID3 tag ("bad resource fork").
     static let libsndfileKinds: [(name: String, format: SoundFile.Format)] = [
         ("seed.voc", .init(.voc, .pcm16)), ("seed.nist", .init(.nist, .pcm16)), ("seed.ircam", .init(.ircam, .float)),
         ("seed.avr", .init(.avr, .pcm16)), ("seed.paf", .init(.paf, .pcm24)), ("seed.svx", .init(.svx, .pcm16)),
-        ("seed.mat5", .init(.mat5, .double)), ("seed.mat4", .init(.mat4, .double)), ("seed.sd2", .init(.sd2, .pcm16)),
+        ("seed.mat5", .init(.mat5, .double)), ("seed.mat4", .init(.mat4, .double)),
         ("seed-ima.wav", .init(.wav, .imaADPCM)), ("seed-ms.wav", .init(.wav, .msADPCM)), ("seed-gsm.wav", .init(.wav, .gsm610)),
         ("seed-ulaw.w64", .init(.w64, .ulaw)), ("seed-alac.caf", .init(.caf, .alac16)), ("seed-dwvw.aiff", .init(.aiff, .dwvw16)),
         ("seed.xi", .init(.xi, .dpcm16)), ("seed.htk", .init(.htk, .pcm16)), ("seed.wve", .init(.wve, .alaw)),
