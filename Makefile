@@ -22,7 +22,7 @@ PACKAGES += patchelf dpkg-dev
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test demo bench clean fuzz-freewheel
+.PHONY: all deps build release test demo bench clean
 
 all: build
 
@@ -58,9 +58,29 @@ bench: release
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
 
-# Long runs (not in make test): the freewheel bounce at 64 tracks x 10 minutes of audio.
+.PHONY: fuzz fuzz-files fuzz-freewheel asan
+
+# make fuzz: the long runs that make test runs short versions of.
+fuzz: fuzz-files fuzz-freewheel
+
+# Mutants of seed files of every container and of the kept crashers; a crash or hang saves the
+# mutant in out/fuzz-crashes and fails. Docs/audiofile.md, "Hostile input".
+FUZZ_SEED ?= 1
+FUZZ_ITERATIONS ?= 100000
+fuzz-files: deps
+	$(SWIFT) build $(SWIFT_FLAGS) --product FileFuzz
+	JACK_NO_START_SERVER=1 .build/debug/FileFuzz fuzz --seed $(FUZZ_SEED) --iterations $(FUZZ_ITERATIONS) \
+	  --corpus Tests/HostileInputTests/Fixtures --crashes out/fuzz-crashes
+
+# The freewheel bounce at 64 tracks x 10 minutes of audio (Docs/cli.md, "Freewheel").
 fuzz-freewheel: build
 	JAQ_LONG=1 $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter FreewheelTests/aBounceInFreewheel
+
+# make asan: the hostile-input tests (crashers, non-files, hostile formats and calls, a fuzz run) with every
+# Swift target built with AddressSanitizer, in a scratch path of their own.
+asan: deps
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/HostileInputTests/lsan.supp \
+	$(SWIFT) test --sanitize=address --scratch-path .build-asan --no-parallel $(SWIFT_FLAGS) --filter HostileInputTests
 
 clean:
 	rm -rf .build out

@@ -54,6 +54,9 @@ let package = Package(
         // make bench: jaq record against jack_capture, side by side.
         .executableTarget(name: "jaq-bench", dependencies: ["JackTestSupport", "SoundFile"], path: "Sources/Benchmarks/RecordBench"),
 
+        // Hostile input for Audio File Services in a process of its own (make fuzz, HostileInputTests).
+        .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
+
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
@@ -65,5 +68,8 @@ let package = Package(
         // Runs the guides' example programs (Sources/Examples) against private servers and peer tools.
         .testTarget(name: "ExamplesTests", dependencies: ["AudioToolbox", "JackDriver", "JackTestSupport", "ExampleSupport",
                                                           "PlayFile", "RecordFile", "Recorder"]),
+        // Crashers found by fuzzing and by hand, run through FileFuzz in a child process; Fixtures/ holds them.
+        .testTarget(name: "HostileInputTests", dependencies: ["AudioToolbox", "FileFuzz", "JackTestSupport"],
+                    exclude: ["Fixtures", "lsan.supp"]),
     ]
 )

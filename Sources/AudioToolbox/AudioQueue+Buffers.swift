@@ -60,6 +60,9 @@ public func audioQueueEnqueueBufferWithParameters(
         if inNumParamValues > 0 {
             guard let inParamValues else { throw AudioToolboxError(kAudio_ParamError, "NULL parameter events") }
             for event in UnsafeBufferPointer(start: inParamValues, count: Int(inNumParamValues)) {
+                guard event.mValue.isFinite else {
+                    throw AudioToolboxError(kAudio_ParamError, "parameter \(event.mID) value \(event.mValue)")
+                }
                 switch event.mID {
                 case kAudioQueueParam_Volume: changes.append(ParameterChange(.volume, event.mValue))
                 case kAudioQueueParam_Pan: changes.append(ParameterChange(.pan, event.mValue))
@@ -73,10 +76,8 @@ public func audioQueueEnqueueBufferWithParameters(
             guard time.mFlags.contains(.sampleTimeValid) else {
                 throw AudioToolboxError(kAudio_ParamError, "buffer start times are queue sample times (mSampleTime)")
             }
-            guard time.mSampleTime.isFinite, time.mSampleTime >= 0 else {
-                throw AudioToolboxError(kAudio_ParamError, "start time \(time.mSampleTime)")
-            }
-            start = Int64(time.mSampleTime.rounded())
+            guard time.mSampleTime >= 0 else { throw AudioToolboxError(kAudio_ParamError, "start time \(time.mSampleTime)") }
+            start = try sampleFrame(time.mSampleTime.rounded())
         }
         let actual = try output.enqueue(
             UnsafeMutableRawPointer(inBuffer), byteCount: Int(inBuffer.pointee.mAudioDataByteSize),
@@ -96,11 +97,23 @@ public func audioQueueEnqueueBufferWithParameters(
 
 // MARK: Run controls
 
+/// The largest sample time a time stamp may carry: 2^48 frames, 185 years at 48 kHz. Beyond
+/// it, frame arithmetic (differences, host-time conversion) would overflow 64 bits.
+let sampleTimeLimit = Double(1 << 48)
+
+/// The whole frame a caller's mSampleTime names (rounded down).
+/// - Throws: kAudio_ParamError for NaN, infinity and times beyond ±``sampleTimeLimit``.
+func sampleFrame(_ sampleTime: Double) throws(AudioToolboxError) -> Int64 {
+    guard sampleTime.isFinite, abs(sampleTime) < sampleTimeLimit else {
+        throw AudioToolboxError(kAudio_ParamError, "sample time \(sampleTime)")
+    }
+    return Int64(sampleTime.rounded(.down))
+}
+
 /// The device frame an AudioTimeStamp names: mSampleTime (device time), or mHostTime when only it is valid.
 func deviceFrame(_ time: AudioTimeStamp, engine: QueueEngine) throws -> Int64? {
     if time.mFlags.contains(.sampleTimeValid) {
-        guard time.mSampleTime.isFinite else { throw AudioToolboxError(kAudio_ParamError, "start time \(time.mSampleTime)") }
-        let frame = Int64(time.mSampleTime.rounded(.down))
+        let frame = try sampleFrame(time.mSampleTime)
         // A frame more than 2^31 away from now is a 32-bit JACK frame time (from another
         // process, or jack_frame_time): take the value congruent to it nearest now.
         let now = engine.device.currentFrame()

@@ -20,15 +20,18 @@ private struct PropertyIO {
         size.pointee = needed
     }
 
-    /// Stores a variable-size value (truncated to the buffer; ioDataSize says how much).
+    /// Stores a variable-size value; kAudioQueueErr_InvalidPropertySize if the buffer is
+    /// smaller than the value (nothing is truncated silently).
     func put(bytes: [UInt8]) throws {
         guard let data else {
             if bytes.isEmpty { size.pointee = 0; return }
             throw AudioToolboxError(kAudio_ParamError, "NULL outData")
         }
-        let count = min(Int(size.pointee), bytes.count)
-        bytes.withUnsafeBytes { data.copyMemory(from: $0.baseAddress!, byteCount: count) }
-        size.pointee = UInt32(count)
+        guard Int(size.pointee) >= bytes.count else {
+            throw AudioToolboxError(kAudioQueueErr_InvalidPropertySize, "the value is \(bytes.count) bytes, not \(size.pointee)")
+        }
+        bytes.withUnsafeBytes { data.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        size.pointee = UInt32(bytes.count)
     }
 }
 
@@ -133,11 +136,7 @@ extension AudioQueueObject {
         case kAudioQueueProperty_MaximumOutputPacketSize: try out.put(UInt32(format.mBytesPerFrame))
         case kAudioQueueProperty_StreamDescription: try out.put(format)
         case kAudioQueueProperty_ChannelLayout:
-            let layout = state.withLock { $0.channelLayout } ?? defaultChannelLayout(channels: format.mChannelsPerFrame)
-            guard Int(io.size.pointee) >= layout.count else {
-                throw AudioToolboxError(kAudioQueueErr_InvalidPropertySize, "the layout is \(layout.count) bytes")
-            }
-            try out.put(bytes: layout)
+            try out.put(bytes: state.withLock { $0.channelLayout } ?? defaultChannelLayout(channels: format.mChannelsPerFrame))
         case kAudioQueueProperty_EnableLevelMetering: try out.put(UInt32(meteringEnabled ? 1 : 0))
         case kAudioQueueProperty_CurrentLevelMeter, kAudioQueueProperty_CurrentLevelMeterDB:
             guard meteringEnabled else {
@@ -330,7 +329,10 @@ public func audioQueueSetParameter(_ inAQ: AudioQueueRef?, _ inParamID: AudioQue
         guard inValue.isFinite else { throw AudioToolboxError(kAudio_ParamError, "parameter value \(inValue)") }
         switch inParamID {
         case kAudioQueueParam_Volume: output.volume = inValue
-        case kAudioQueueParam_VolumeRampTime: output.volumeRampTime = inValue
+        case kAudioQueueParam_VolumeRampTime:
+            // The engine counts the ramp in frames: a day is far longer than any fade.
+            guard inValue <= 86_400 else { throw AudioToolboxError(kAudio_ParamError, "volume ramp time \(inValue) s") }
+            output.volumeRampTime = inValue
         case kAudioQueueParam_Pan: output.pan = inValue
         default: throw AudioToolboxError(kAudioQueueErr_InvalidParameter, "parameter \(inParamID) is not supported")
         }

@@ -84,8 +84,7 @@ public func audioQueueDeviceTranslateTime(_ inAQ: AudioQueueRef?, _ inTime: Unsa
         let source = inTime.pointee
         var time = AudioTimeStamp()
         if source.mFlags.contains(.sampleTimeValid) {
-            guard source.mSampleTime.isFinite else { throw AudioToolboxError(kAudio_ParamError, "sample time \(source.mSampleTime)") }
-            let frame = Int64(source.mSampleTime.rounded(.down))
+            let frame = try sampleFrame(source.mSampleTime)
             time.mSampleTime = source.mSampleTime
             time.mHostTime = object.engine.device.hostTime(forFrame: frame)
         } else if source.mFlags.contains(.hostTimeValid) {

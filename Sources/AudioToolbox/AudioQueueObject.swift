@@ -236,12 +236,17 @@ func streamFormat(_ asbd: AudioStreamBasicDescription, allowsZeroRate: Bool) thr
         throw QueueError.unsupportedFormat("format \(fourCharString(OSStatus(bitPattern: asbd.mFormatID))) (queues take linear PCM, µ-law and A-law)")
     }
     let flags = asbd.mFormatFlags
+    if encoding == .linearPCM, flags & kAudioFormatFlagIsFloat != 0, flags & kAudioFormatFlagIsSignedInteger != 0 {
+        throw QueueError.unsupportedFormat("kAudioFormatFlagIsFloat and kAudioFormatFlagIsSignedInteger together")
+    }
+    // In 64 bits: mBytesPerFrame × 8 overflows 32 for the values a hostile caller passes.
+    let bitsPerFrame = UInt64(asbd.mBytesPerFrame) * 8
     let format = StreamFormat(
         sampleRate: asbd.mSampleRate, encoding: encoding,
         isFloat: encoding == .linearPCM && flags & kAudioFormatFlagIsFloat != 0,
         isBigEndian: flags & kAudioFormatFlagIsBigEndian != 0,
         isSignedInteger: flags & kAudioFormatFlagIsSignedInteger != 0,
-        isPacked: flags & kAudioFormatFlagIsPacked != 0 || asbd.mBitsPerChannel == (asbd.mBytesPerFrame * 8) / max(asbd.mChannelsPerFrame, 1),
+        isPacked: flags & kAudioFormatFlagIsPacked != 0 || UInt64(asbd.mBitsPerChannel) == bitsPerFrame / UInt64(max(asbd.mChannelsPerFrame, 1)),
         isAlignedHigh: flags & kAudioFormatFlagIsAlignedHigh != 0,
         isNonInterleaved: flags & kAudioFormatFlagIsNonInterleaved != 0,
         bytesPerFrame: Int(asbd.mBytesPerFrame), channelCount: Int(asbd.mChannelsPerFrame),

@@ -65,17 +65,26 @@ public final class SoundFile {
     public convenience init(path: String, mode: Mode, format: Info? = nil, replacing: Bool = true) throws(SoundFileError) {
         var flags = (mode == .read ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK
         if format != nil {
+            // A FIFO, device or socket in the way is refused before O_TRUNC can touch it.
+            var existing = stat()
+            if replacing, stat(path, &existing) == 0 {
+                try Self.requireRegularFile(mode: existing.st_mode)
+            }
             flags |= O_CREAT | (replacing ? O_TRUNC : O_EXCL)
         }
         let fd = Glibc.open(path, flags, 0o666)
         guard fd >= 0 else { throw .system(errno, path) }
+        var isRegular = false
         do throws(SoundFileError) {
             try Self.requireRegularFile(fd)
+            isRegular = true
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
             try self.init(fileDescriptor: fd, mode: mode, format: format, closesDescriptor: true)
         } catch {
             Glibc.close(fd)
-            if format != nil, error.errno != EISDIR { unlink(path) }
+            // Only a regular file this call made (or emptied) is removed: never a node that
+            // appeared at the path in between (a FIFO, /dev/null).
+            if format != nil, isRegular { unlink(path) }
             throw error
         }
     }
@@ -89,18 +98,30 @@ public final class SoundFile {
         self.mode = mode
         io = DescriptorIO(fileDescriptor: fileDescriptor, closesDescriptor: closesDescriptor)
         var cInfo = format?.cValue ?? SF_INFO()
-        var callbacks = DescriptorIO.callbacks
-        handle = sf_open_virtual(&callbacks, mode.cValue, &cInfo, Unmanaged.passUnretained(io).toOpaque())
-        guard handle != nil else {
-            throw io.takeError() ?? SoundFileError.library(nil)
-        }
+        handle = try Self.openHandle(io, mode: mode, info: &cInfo)
         guard let opened = Info(cInfo) else {
             sf_close(handle)
             handle = nil
             throw SoundFileError(code: .unsupportedEncoding, reason: "format 0x\(String(cInfo.format, radix: 16)) is unknown to jaq")
         }
         info = opened
+        seeksByDecoding = mode == .read && opened.format.major == .ogg
     }
+
+    private static func openHandle(_ io: DescriptorIO, mode: Mode, info: inout SF_INFO) throws(SoundFileError) -> OpaquePointer {
+        var callbacks = DescriptorIO.callbacks
+        guard let handle = sf_open_virtual(&callbacks, mode.cValue, &info, Unmanaged.passUnretained(io).toOpaque()) else {
+            throw io.takeError() ?? SoundFileError.library(nil)
+        }
+        return handle
+    }
+
+    /// Whether a seek decodes from the start instead of calling `sf_seek`: libsndfile's Ogg
+    /// page search hands damaged pages to libvorbis, which crashes (SIGSEGV in
+    /// `vorbis_synthesis_trackonly`) where decoding the same stream in order stops cleanly.
+    private let seeksByDecoding: Bool
+    /// The frame the next read starts at, kept while `seeksByDecoding`.
+    private var readFrame: Int64 = 0
 
     deinit {
         if handle != nil { try? close() }
@@ -146,9 +167,38 @@ public final class SoundFile {
             }
         }
         io.resetError()
+        if seeksByDecoding { return try seekByDecoding(to: frame) }
         let position = sf_seek(handle, frame, whence)
         guard position >= 0 else { throw io.takeError() ?? .library(handle) }
         return position
+    }
+
+    /// Moves the read position by decoding: backwards by opening the stream again at its start,
+    /// forwards by reading and dropping frames. Costs the decoding of the frames skipped.
+    private func seekByDecoding(to frame: Int64) throws(SoundFileError) -> Int64 {
+        guard frame >= 0 else { throw SoundFileError(code: .system, reason: "seek to frame \(frame)", errno: EINVAL) }
+        if frame < readFrame {
+            sf_close(handle)
+            handle = nil
+            readFrame = 0
+            do throws(SoundFileError) {
+                guard lseek(io.fileDescriptor, 0, SEEK_SET) == 0 else { throw .system(errno, "lseek") }
+                var cInfo = SF_INFO()
+                handle = try Self.openHandle(io, mode: mode, info: &cInfo)
+            } catch {
+                // The file changed under us: it stays closed (reads say so), its descriptor too.
+                if io.closesDescriptor { Glibc.close(io.fileDescriptor) }
+                throw error
+            }
+        }
+        var scratch = [Float](repeating: 0, count: 4096 * max(info.channelCount, 1))
+        while readFrame < frame {
+            let wanted = Int(min(frame - readFrame, 4096)) * max(info.channelCount, 1)
+            let moved = scratch.withUnsafeMutableBufferPointer { readFrames(into: UnsafeMutableBufferPointer(rebasing: $0[..<wanted])) }
+            if let error = moved.error { throw error }
+            if moved.count == 0 { throw SoundFileError(code: .malformedFile, reason: "the stream ends before frame \(frame)") }
+        }
+        return readFrame
     }
 
     /// Reads the file's sample bytes as they are stored (`sf_read_raw`); `buffer.count` must be
@@ -167,7 +217,7 @@ public final class SoundFile {
     public func readFrames<Sample: SoundFileSample>(into buffer: UnsafeMutableBufferPointer<Sample>) -> Transfer {
         let frames = sf_count_t(buffer.count / max(info.channelCount, 1))
         let base = UnsafeMutableRawPointer(buffer.baseAddress)
-        return transfer {
+        let moved = transfer {
             switch Sample.kind {
             case .int16: sf_readf_short(handle, base?.assumingMemoryBound(to: Int16.self), frames)
             case .int32: sf_readf_int(handle, base?.assumingMemoryBound(to: Int32.self), frames)
@@ -175,6 +225,8 @@ public final class SoundFile {
             case .double: sf_readf_double(handle, base?.assumingMemoryBound(to: Double.self), frames)
             }
         }
+        readFrame += Int64(moved.count)
+        return moved
     }
 
     /// Writes interleaved frames of `Sample` (`sf_writef_short/int/float/double`); libsndfile
@@ -206,7 +258,11 @@ public final class SoundFile {
     private static func requireRegularFile(_ fd: Int32) throws(SoundFileError) {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw .system(errno, "fstat") }
-        switch status.st_mode & S_IFMT {
+        try requireRegularFile(mode: status.st_mode)
+    }
+
+    private static func requireRegularFile(mode: mode_t) throws(SoundFileError) {
+        switch mode & S_IFMT {
         case S_IFREG: return
         case S_IFDIR: throw .system(EISDIR)
         default: throw SoundFileError(code: .system, reason: "not a regular file", errno: EINVAL)
@@ -320,11 +376,17 @@ extension SoundFile {
         return sf_command(handle, Int32(SFC_SET_CHANNEL_MAP_INFO), &map, Int32(map.count * MemoryLayout<Int32>.size)) != 0
     }
 
-    /// The bit rate libsndfile estimates for the file, in bytes per second (`sf_current_byterate`),
-    /// or nil when it cannot tell.
-    public var byteRate: Int? {
-        let rate = sf_current_byterate(handle)
-        return rate > 0 ? Int(rate) : nil
+    /// Counts the frames from the current read position to the end by decoding them, for files
+    /// whose header does not say how many there are: the frames that decode, up to the end or
+    /// to damage that stops decoding. Leaves the read position there.
+    public func countFramesByDecoding() -> Int64 {
+        var scratch = [Float](repeating: 0, count: 4096 * max(info.channelCount, 1))
+        var total: Int64 = 0
+        while true {
+            let moved = scratch.withUnsafeMutableBufferPointer { readFrames(into: $0) }
+            total += Int64(moved.count)
+            if moved.error != nil || moved.count == 0 { return total }
+        }
     }
 
     /// The size of the whole file in bytes.

@@ -113,9 +113,16 @@ extension AudioFileObject {
             var translation = input.count >= MemoryLayout<AudioBytePacketTranslation>.size
                 ? input.loadUnaligned(as: AudioBytePacketTranslation.self) : AudioBytePacketTranslation()
             if id == kAudioFilePropertyPacketToByte {
-                translation.mByte = translation.mPacket * bpf
+                let (byte, overflow) = translation.mPacket.multipliedReportingOverflow(by: bpf)
+                guard translation.mPacket >= 0, !overflow else {
+                    throw AudioToolboxError(kAudioFileInvalidPacketOffsetError, "packet \(translation.mPacket) has no byte offset")
+                }
+                translation.mByte = byte
                 translation.mByteOffsetInPacket = 0
             } else {
+                guard translation.mByte >= 0 else {
+                    throw AudioToolboxError(kAudioFilePositionError, "byte \(translation.mByte) is before the audio data")
+                }
                 let (packet, offset) = translation.mByte.quotientAndRemainder(dividingBy: bpf)
                 translation.mPacket = packet
                 translation.mByteOffsetInPacket = UInt32(truncatingIfNeeded: offset)
@@ -127,16 +134,20 @@ extension AudioFileObject {
         }
     }
 
-    /// Bits per second: exact for stored PCM, the file's average for encoded files.
+    /// Bits per second: exact for stored PCM, the file's average for encoded files, 0 for an
+    /// encoded file without frames (libsndfile's `sf_current_byterate` divides by zero on those).
     private static func bitRate(_ state: State) -> UInt32 {
         let rate = state.layout.sampleRate
         guard state.transfer != .raw, let sound = state.sound else {
-            return UInt32(clamping: Int64(rate * Double(state.bytesPerFrame * 8)))
+            return clampedUInt32(rate * Double(state.bytesPerFrame * 8))
         }
-        if state.frameCount > 0 {
-            return UInt32(clamping: Int64(Double(sound.fileByteCount * 8) * rate / Double(state.frameCount)))
-        }
-        return UInt32(clamping: (sound.byteRate ?? 0) * 8)
+        guard state.frameCount > 0 else { return 0 }
+        return clampedUInt32(Double(sound.fileByteCount) * 8 * rate / Double(state.frameCount))
+    }
+
+    /// `value` rounded down into 0...UInt32.max; NaN is 0.
+    private static func clampedUInt32(_ value: Double) -> UInt32 {
+        value >= Double(UInt32.max) ? .max : value >= 0 ? UInt32(value) : 0
     }
 
     /// Where the audio data starts: the header's size (stored PCM only).

@@ -109,6 +109,7 @@ extension AudioFileObject {
         guard canRead || canWrite, permissions & ~3 == 0 else {
             throw AudioToolboxError(kAudio_ParamError, "permissions must be read, write or read-write")
         }
+        try HeaderCheck.check(path: path, forWriting: false)
         var sound: SoundFile
         do {
             sound = try SoundFile(path: path, mode: .read)
@@ -123,6 +124,7 @@ extension AudioFileObject {
         let header = leadingBytes(path)
         let hostIsLittleEndian = 1.littleEndian == 1
         let presentation = FilePresentation.of(sound.info, rawBigEndian: sound.rawDataNeedsEndianSwap == hostIsLittleEndian)
+        let frameCount = try plausibleFrameCount(&sound, path: path, presentation)
         let fileType = FilePresentation.fileTypeID(sound.info.format, header: header)
         if canWrite {
             guard presentation.transfer == .raw, FilePresentation.readWriteMajors.contains(sound.info.format.major),
@@ -131,6 +133,7 @@ extension AudioFileObject {
                 throw AudioToolboxError(kAudioFileOperationNotSupportedError,
                                         "\(sound.info.format) files can be opened for reading only")
             }
+            try HeaderCheck.check(path: path, forWriting: true)
             try sound.close()
             do {
                 sound = try SoundFile(path: path, mode: .readWrite)
@@ -143,7 +146,49 @@ extension AudioFileObject {
         return AudioFileObject(State(
             sound: sound, path: path, fileType: fileType, container: canWrite ? WritableContainer(typeID: fileType) : nil,
             layout: presentation.layout, transfer: presentation.transfer, soundFormat: sound.info.format,
-            canRead: canRead, canWrite: canWrite, frameCount: sound.info.frameCount))
+            canRead: canRead, canWrite: canWrite, frameCount: frameCount))
+    }
+
+    /// The number of frames in a file libsndfile opened, checked against what the file can
+    /// hold, so that every size computed from it (bytes = frames × bytes per frame) fits.
+    ///
+    /// libsndfile reports 2^63 − 1 frames when a header does not say (a FLAC STREAMINFO whose
+    /// total is 0, an Ogg cut inside its last page); then, and when the header claims more
+    /// frames than an encoded file of this size can hold, the frames are counted by decoding
+    /// the file once and `sound` is reopened at its start. Stored PCM claiming more frames than
+    /// the file has bytes for is cut to the whole frames present (a truncated recording).
+    /// - Throws: 'dta?' for a rate, channel count or frame count no file can have.
+    private static func plausibleFrameCount(_ sound: inout SoundFile, path: String,
+                                            _ presentation: (layout: PCMLayout, transfer: SampleTransfer)) throws -> Int64 {
+        let info = sound.info
+        guard info.sampleRate > 0, (1...1024).contains(info.channelCount) else {
+            throw AudioToolboxError(kAudioFileInvalidFileError,
+                                    "damaged header: \(info.channelCount) channels at \(info.sampleRate) Hz")
+        }
+        let bytesPerFrame = Int64(presentation.layout.bytesPerFrame)
+        let fileBytes = sound.fileByteCount
+        var frames = info.frameCount
+        if presentation.transfer == .raw {
+            guard frames >= 0, frames != Int64.max else {
+                throw AudioToolboxError(kAudioFileInvalidFileError, "damaged header: \(frames) frames")
+            }
+            return min(frames, fileBytes / bytesPerFrame)
+        }
+        // An encoded frame takes at least a few bits, except in FLAC's constant blocks (a
+        // 65535-frame block of silence is a few bytes): 65536 frames a byte is beyond any codec.
+        let (limit, limitOverflows) = max(fileBytes, 1).multipliedReportingOverflow(by: 65536)
+        if frames < 0 || frames == Int64.max || (!limitOverflows && frames > limit) {
+            frames = sound.countFramesByDecoding()
+            let mode = sound.mode
+            try sound.close()
+            sound = try SoundFile(path: path, mode: mode)
+        }
+        // 2^62 bytes at most, so that byte positions plus a UInt32 count never overflow.
+        let (bytes, overflow) = frames.multipliedReportingOverflow(by: bytesPerFrame)
+        guard !overflow, bytes <= 1 << 62 else {
+            throw AudioToolboxError(kAudioFileInvalidFileError, "damaged header: \(frames) frames")
+        }
+        return frames
     }
 
     /// The first bytes of the file at `path` (fewer if it is shorter or unreadable).

@@ -100,7 +100,25 @@ enum SampleTransfer: Equatable, Sendable {
         if bigEndian {
             scratch.withUnsafeMutableBytes { swapBytes($0.baseAddress!, count: samples, width: MemoryLayout<Sample>.size) }
         }
+        // Float samples go to the lossy encoders only (MP3, Vorbis, Opus), which abort
+        // (libmp3lame: "calc_energy: Assertion `el >= 0'") or write noise on NaN, infinity
+        // and values whose energy overflows a float (FLT_MAX).
+        for index in scratch.indices {
+            scratch[index] = Self.encodable(scratch[index])
+        }
         return scratch.withUnsafeBufferPointer { file.writeFrames($0) }
+    }
+
+    /// The most a sample given to a lossy encoder may be: +24 dBFS, room for over-range
+    /// masters, far from where the encoders' arithmetic overflows.
+    static let encoderPeak = 16.0
+
+    /// What a sample is written to a lossy encoder as: NaN is silence (0), ±infinity is full
+    /// scale (±1), finite samples beyond ±``encoderPeak`` are clamped to it.
+    static func encodable<Sample: BinaryFloatingPoint>(_ sample: Sample) -> Sample {
+        if sample.isNaN { return 0 }
+        if sample.isInfinite { return sample > 0 ? 1 : -1 }
+        return min(max(sample, -Sample(encoderPeak)), Sample(encoderPeak))
     }
 
     /// Reverses the byte order of `count` values of `width` bytes in place.

@@ -1,0 +1,68 @@
+import AudioToolbox
+import Foundation
+import Glibc
+
+// FileFuzz: hostile input for Audio File Services, run in a process of its own so that a
+// crash is one failed run, not a dead test runner. Docs/audiofile.md ("Hostile input").
+//
+//   FileFuzz walk [--write] FILE...     walk each file (FileWalk), one line of results each
+//   FileFuzz fuzz --seed S --iterations N [--start I] [--corpus DIR]... --crashes DIR
+//                                       mutate seed files (written here with jaq's own
+//                                       AudioFile writer, plus every file of each corpus) and
+//                                       walk each mutant; a signal or a hang saves the mutant
+//                                       as DIR/crash-S-I.bin (hang-S-I.bin) and names it
+//   FileFuzz nonfinite DIR              NaN and ±inf samples written to MP3, Ogg Vorbis, Opus
+//   FileFuzz formats DIR                hostile ASBDs to AudioQueueNewOutput/NewInput and
+//                                       AudioFileCreateWithURL
+//   FileFuzz queue                      hostile times, parameters and property sizes on an
+//                                       output queue (needs a JACK server)
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+
+func usage() -> Never {
+    FileHandle.standardError.write(Data(("usage: FileFuzz walk [--write] FILE... | fuzz --seed S --iterations N [--start I]"
+        + " [--corpus DIR]... --crashes DIR | nonfinite DIR | formats DIR | queue\n").utf8))
+    exit(2)
+}
+
+/// The value after `name` in the arguments, removed from them.
+func option(_ name: String, in arguments: inout [String]) -> String? {
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    let value = arguments[index + 1]
+    arguments.removeSubrange(index...index + 1)
+    return value
+}
+
+guard let mode = arguments.first else { usage() }
+arguments.removeFirst()
+
+switch mode {
+case "walk":
+    let writes = arguments.contains("--write")
+    for path in arguments where path != "--write" {
+        var walk = FileWalk()
+        walk.walk(path, writes: writes)
+        print("\((path as NSString).lastPathComponent): \(walk.line)")
+        fflush(nil)  // what was printed survives a crash on the next file
+    }
+case "fuzz":
+    var corpora: [String] = []
+    while let corpus = option("--corpus", in: &arguments) { corpora.append(corpus) }
+    guard let seed = option("--seed", in: &arguments).flatMap(UInt64.init), let iterations = option("--iterations", in: &arguments).flatMap(Int.init),
+          let crashes = option("--crashes", in: &arguments)
+    else { usage() }
+    let start = option("--start", in: &arguments).flatMap(Int.init) ?? 0
+    let fuzzer = try Fuzzer(seed: seed, crashDirectory: crashes, corpora: corpora)
+    fuzzer.run(from: start, count: iterations)
+case "nonfinite":
+    guard let directory = arguments.first else { usage() }
+    NonFiniteSamples.run(in: directory)
+case "formats":
+    guard let directory = arguments.first else { usage() }
+    HostileFormats.run(in: directory)
+case "queue":
+    HostileQueueCalls.run()
+default:
+    usage()
+}
+fflush(nil)  // before LeakSanitizer's exit under make asan, which skips stdio's
