@@ -105,6 +105,18 @@ private func jackProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutable
     return 0
 }
 
+/// Runs on the client's process thread before its first cycle. On a server without realtime
+/// scheduling (`jackd --no-realtime`, a desktop without rtprio) that thread is an ordinary one,
+/// and every other thread of the machine (the queue's own, the writer's, a compiler) may
+/// preempt it mid-cycle: the server then names the client as late (an xrun). It is given the
+/// priority the system allows (nice -10 with CAP_SYS_NICE or RLIMIT_NICE, else unchanged);
+/// a realtime (SCHED_FIFO/RR) thread is left alone.
+private func jackThreadInit(_ argument: UnsafeMutableRawPointer?) {
+    guard sched_getscheduler(0) == SCHED_OTHER else { return }
+    // PRIO_PROCESS with who 0 is the calling thread on Linux (nice is per thread).
+    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, -10)
+}
+
 /// Shutdown: like a signal handler, only a flag and a semaphore post.
 private func jackShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ argument: UnsafeMutableRawPointer?) {
     guard let argument else { return }
@@ -220,6 +232,7 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         }
         let argument = UnsafeMutableRawPointer(rt)
         jack_set_process_callback(client, jackProcess, argument)
+        jack_set_thread_init_callback(client, jackThreadInit, nil)
         jack_on_info_shutdown(client, jackShutdown, argument)
         jack_set_xrun_callback(client, jackXrun, argument)
         jack_set_sample_rate_callback(client, jackSampleRate, argument)

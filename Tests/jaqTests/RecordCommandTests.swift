@@ -306,3 +306,38 @@ import SoundFile
         if !command.isEmpty { #expect(text.contains("Examples") || text.contains("EXAMPLES") || text.contains("example"), "\(command)") }
     }
 }
+
+/// On a server without realtime scheduling, the JACK process threads of jaq's clients run at
+/// nice -10 where the system allows it (root here), so that ordinary threads, jaq's own writer
+/// among them, do not preempt a cycle and make the client late.
+@Suite(.serialized) struct ProcessThreadPriorityTests {
+    @Test func processThreadsOutrankOrdinaryThreadsOnANonRealtimeServer() throws {
+        guard getuid() == 0 else { return }  // nice -10 needs CAP_SYS_NICE; without it nothing changes
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("nice")
+        defer { removeScratch(dir) }
+        let record = try jaqInBackground(["record", "-q", "-d", "10", "-o", "t-{n}.wav", "system:capture_1"],
+                                         server: server, log: "\(dir)/record.log", directory: dir)
+        defer { record.interrupt(); waitForExit(record) }
+        func niceValues() -> [Int] {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(record.processIdentifier)/task")) ?? []
+            return tasks.compactMap { tid in
+                // Field 19 of /proc/PID/task/TID/stat is the nice value (after the ")" of the name).
+                guard let stat = try? String(contentsOfFile: "/proc/\(record.processIdentifier)/task/\(tid)/stat", encoding: .utf8),
+                      let close = stat.lastIndex(of: ")") else { return nil }
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                return fields.count > 16 ? Int(fields[16]) : nil
+            }
+        }
+        #expect(waitUntilTrue(10) { niceValues().contains(-10) }, "thread nice values: \(niceValues())")
+        // The others keep the default.
+        #expect(niceValues().contains(0))
+    }
+
+    func waitUntilTrue(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline { if condition() { return true }; usleep(50_000) }
+        return condition()
+    }
+}
