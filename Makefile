@@ -58,7 +58,11 @@ bench: release
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
 
-.PHONY: fuzz fuzz-files fuzz-freewheel asan
+# Late cycles on a non-realtime server, jaq record against jack_capture (Docs/queues.md, "Realtime").
+bench-late: release
+	Sources/Benchmarks/late-cycles.sh
+
+.PHONY: bench-late fuzz fuzz-files fuzz-freewheel asan
 
 # make fuzz: the long runs that make test runs short versions of.
 fuzz: fuzz-files fuzz-freewheel
