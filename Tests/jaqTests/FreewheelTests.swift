@@ -67,8 +67,11 @@ import SoundFile
                                        ports: "jaq-1-src:out_", count: channels)
         let record = try recordInBackground(["--at", "\(at)", "-o", "take-{n}.wav"] + recordArguments + ["jaq-1-src:out_"],
                                             server: server, dir: dir, measured: measured)
-        // Real time until the take has begun, then freewheel.
-        let started = Date().addingTimeInterval(30)
+        // Real time until the take has begun, then freewheel. (The recorder must be connected
+        // first: JACK2 gives no cycles to a client that arrives while it freewheels —
+        // "JackFreewheelDriver::Process: SuspendRefNum error" — jack_capture hangs there, jaq exits 1.)
+        let started = Date().addingTimeInterval(60)
+        while Date() < started && !log("\(dir)/record.log").contains("tracks from JACK frame") && record.isRunning { usleep(20_000) }
         while try Date() < started && frameNow(server) < at + 4800 { usleep(20_000) }
         try server.run(["jack_freewheel", "y"])
         return (record, play)
