@@ -77,8 +77,8 @@ fuzz-files: deps
 	  --corpus Tests/HostileInputTests/Fixtures --crashes out/fuzz-crashes
 
 # The freewheel bounce at 64 tracks x 10 minutes of audio (Docs/cli.md, "Freewheel").
-fuzz-freewheel: build
-	JAQ_LONG=1 $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter FreewheelTests/aBounceInFreewheel
+fuzz-freewheel: release
+	JAQ_LONG=1 JAQ_BINARY=$(CURDIR)/.build/release/jaq $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter FreewheelTests/aBounceInFreewheel
 
 # make asan: the hostile-input tests (crashers, non-files, hostile formats and calls, a fuzz run) with every
 # Swift target built with AddressSanitizer, in a scratch path of their own.

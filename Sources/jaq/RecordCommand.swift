@@ -288,6 +288,7 @@ struct RecordCommand: ParsableCommand {
         var lastStatus = Date()
         var transportStopped = false
         var discontinuitiesAtTakeStart: UInt32?
+        var serverGone = false
         while true {
             let state = activeWriter.state.withLock { ($0.takeStart, $0.end, $0.error, $0.finished) }
             if state.0 != nil && discontinuitiesAtTakeStart == nil {
@@ -295,6 +296,12 @@ struct RecordCommand: ParsableCommand {
             }
             if let error = state.2 {
                 stopReason = error
+                exitStatus = 1
+                break
+            }
+            if !Self.serverIsAlive(queue) {
+                // Shut down or gone: nothing more will come; what was captured is written.
+                serverGone = true
                 exitStatus = 1
                 break
             }
@@ -379,11 +386,14 @@ struct RecordCommand: ParsableCommand {
         if let error = final.error {
             Log.error("\(error); the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file)")
             exitStatus = 1
+        } else if serverGone {
+            Log.error("the JACK server went away; the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) "
+                      + "(\(frames) frames in every file): \(files.map(\.path).joined(separator: ", "))")
         } else {
             Log.info("\(stopReason ?? "stopped"): \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames) in \(files.map(\.path).joined(separator: ", "))"
                      + (final.clippedSamples > 0 ? "; \(final.clippedSamples) samples clipped" : ""))
         }
-        if frames == 0 && final.error == nil && stopReason != "duration reached" {
+        if frames == 0 && final.error == nil && !serverGone && stopReason != "duration reached" {
             removeFiles(files)
             Log.info("nothing was recorded; no files kept")
         }
@@ -394,6 +404,13 @@ struct RecordCommand: ParsableCommand {
     }
 
     /// The queue's timeline discontinuities so far (xruns, lost data, rate changes).
+    /// Whether the queue's JACK server is still there (DeviceGetCurrentTime gives a sample
+    /// time only while it is): a server that shut down or died ends the take.
+    static func serverIsAlive(_ queue: AudioQueueRef) -> Bool {
+        var now = AudioTimeStamp()
+        return AudioQueueDeviceGetCurrentTime(queue, &now) == noErr && now.mFlags.contains(.sampleTimeValid)
+    }
+
     private static func discontinuities(_ queue: AudioQueueRef) -> UInt32 {
         var count: UInt32 = 0
         var size = UInt32(4)

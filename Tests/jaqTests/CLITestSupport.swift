@@ -5,6 +5,10 @@ import SoundFile
 
 /// The built `jaq` binary (the test target depends on it, so it sits next to the test bundle).
 let jaqBinary: String = {
+    // `make fuzz-freewheel` runs the long bounce with the release build.
+    if let chosen = ProcessInfo.processInfo.environment["JAQ_BINARY"], FileManager.default.isExecutableFile(atPath: chosen) {
+        return chosen
+    }
     let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     for candidate in [bundle.appendingPathComponent("jaq"), bundle.deletingLastPathComponent().appendingPathComponent("jaq")] {
         if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate.path }

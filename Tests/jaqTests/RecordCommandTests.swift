@@ -341,3 +341,26 @@ import SoundFile
         return condition()
     }
 }
+
+/// The server goes away in the middle of a take: jaq record writes what it captured, says what
+/// every file holds, exits 1 — and does not wait for frames that will never come.
+@Suite(.serialized) struct ServerGoneTests {
+    @Test func aServerThatGoesAwayEndsTheTakeWithValidFilesOfEqualLength() throws {
+        let server = try JackServer(capture: 4)
+        let dir = scratchDirectory("gone")
+        defer { removeScratch(dir) }
+        let record = try jaqInBackground(["record", "-d", "60", "-o", "t-{n}.wav", "system"],
+                                         server: server, log: "\(dir)/record.log", directory: dir)
+        func said() -> String { (try? String(contentsOfFile: "\(dir)/record.log", encoding: .utf8)) ?? "" }
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && !said().contains("tracks from JACK frame") && record.isRunning { usleep(20_000) }
+        usleep(1_500_000)
+        server.stop()
+        let stopped = Date()
+        #expect(waitForExit(record, timeout: 30) == 1, "\(said())")
+        #expect(Date().timeIntervalSince(stopped) < 10, "jaq record ended within seconds of the server")
+        let lengths = (1...4).map { soxInfo("\(dir)/t-0\($0).wav")?.samples ?? -1 }
+        #expect(Set(lengths).count == 1 && lengths[0] > 0, "track lengths \(lengths)")
+        #expect(said().contains("the JACK server went away") && said().contains("(\(lengths[0]) frames in every file)"), "\(said())")
+    }
+}
