@@ -191,9 +191,32 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         JackEventWatcher.shared.add(self)
     }
 
-    /// Opens, registers the ports, installs the callbacks and activates a client.
+    /// Opens, registers the ports, installs the callbacks and activates a client. A port
+    /// registration or an activation that fails on a client that opened is tried again on a new
+    /// client a few times: PipeWire's libjack (0.3.65) fails every later request of a client
+    /// once another client's port vanished while it was binding it (CJack.c), though the
+    /// server is fine and a new client gets through.
     private static func openClient(driver: JackDriver, name: String, direction: DeviceDirection,
                                    layout: PortLayout) throws -> UnsafeMutablePointer<JackClientRealtime> {
+        var attempt = 1
+        while true {
+            do {
+                return try openClientOnce(driver: driver, name: name, direction: direction, layout: layout)
+            } catch let failure as ClientSetupFailure {
+                guard attempt < 5 else { throw failure.error }
+                attempt += 1
+                HostClock.sleep(seconds: 0.005)
+            }
+        }
+    }
+
+    /// A client that opened but could not register its ports or activate.
+    private struct ClientSetupFailure: Error {
+        let error: QueueError
+    }
+
+    private static func openClientOnce(driver: JackDriver, name: String, direction: DeviceDirection,
+                                       layout: PortLayout) throws -> UnsafeMutablePointer<JackClientRealtime> {
         var status = jack_status_t(0)
         let limit = Int(jack_client_name_size()) - 1
         let clientName = String(name.prefix(max(limit, 1)))
@@ -214,7 +237,7 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             if ports[i] == nil {
                 jack_client_close(client)
                 ports.deallocate()
-                throw QueueError.invalidDevice("cannot register JACK port \(short)")
+                throw ClientSetupFailure(error: .invalidDevice("cannot register JACK port \(short)"))
             }
         }
         let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(portCount, 1))
@@ -241,7 +264,7 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         guard jack_activate(client) == 0 else {
             jack_client_close(client)
             Self.free(rt)
-            throw QueueError.invalidDevice("cannot activate JACK client \(clientName)")
+            throw ClientSetupFailure(error: .invalidDevice("cannot activate JACK client \(clientName)"))
         }
         // PipeWire's libjack reports no clock until the client's first cycle: wait for it, so
         // device time is valid as soon as the queue exists (jackd2 reports it at once).

@@ -218,7 +218,9 @@ struct PlayCommand: ParsableCommand {
             guard status == noErr, let queue else { throw CLIError("\(player.path): \(describe(status, file: false))") }
             player.queue = queue
             let stem = URL(fileURLWithPath: player.path).deletingPathExtension().lastPathComponent
-            setStringProperty(queue, kAudioQueueProperty_JACKClientName, "jaq-\(player.index)-\(sanitized(stem, limit: 40))")
+            let clientName = "jaq-\(player.index)-\(sanitized(stem, limit: 40))"
+            let renamed = setStringProperty(queue, kAudioQueueProperty_JACKClientName, clientName)
+            guard renamed == noErr else { throw CLIError("\(player.path): cannot open JACK client \(clientName) (\(describe(renamed, file: false)))") }
             if let target = targets[player.index - 1] {
                 let result = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, target)
                 guard result == noErr else { throw CLIError("\(player.path): --to \(target): no JACK port matches (\(describe(result, file: false)))") }

@@ -174,7 +174,11 @@ struct RecordCommand: ParsableCommand {
             throw CLIError("cannot create the recording queue: \(describe(created, file: false))")
         }
         defer { AudioQueueDispose(queue, true) }
-        setStringProperty(queue, kAudioQueueProperty_JACKClientName, "jaq-record")
+        let renamed = setStringProperty(queue, kAudioQueueProperty_JACKClientName, "jaq-record")
+        guard renamed == noErr else {
+            removeFiles(files)
+            throw CLIError("cannot open JACK client jaq-record: \(describe(renamed, file: false))")
+        }
         let connected = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, sources.joined(separator: ","))
         guard connected == noErr else {
             removeFiles(files)

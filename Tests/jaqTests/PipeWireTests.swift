@@ -140,6 +140,65 @@ import SoundFile
         } when: { log.contains("xruns while recording") && !elsewhere.isEmpty }
     }
 
+    /// A plain JACK client that, until a file "stop" appears in its directory (or argv[1]
+    /// seconds pass), opens a client with a port, activates it and closes it again, as fast as
+    /// it can: ports that come and go, as a program's queues' do when they are renamed
+    /// (AudioQueueNewOutput opens "<program>-out"; kAudioQueueProperty_JACKClientName reopens it).
+    static let portChurner = """
+        #include <jack/jack.h>
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <time.h>
+        #include <unistd.h>
+        static int process(jack_nframes_t n, void *a) { (void)n; (void)a; return 0; }
+        int main(int argc, char **argv) {
+            time_t end = time(NULL) + (argc > 1 ? atoi(argv[1]) : 5);
+            int opened = 0;
+            while (time(NULL) < end && access("stop", F_OK) != 0) {
+                jack_client_t *c = jack_client_open("churn", JackNoStartServer, NULL);
+                if (!c) continue;
+                jack_port_register(c, "out", JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput, 0);
+                jack_set_process_callback(c, process, NULL);
+                jack_activate(c);
+                usleep(2000);
+                jack_client_close(c);
+                opened++;
+            }
+            printf("%d\\n", opened);
+            return 0;
+        }
+        """
+
+    /// PipeWire's libjack (0.3.65) fails a client's open with JackInitFailure when another
+    /// client's port vanishes while the new client is binding it (it then treats the whole
+    /// connection as failed); two `jaq play` processes starting at once did that to each other
+    /// two runs in three. jaq tries such an open again: beside a client whose ports come and go
+    /// all the time, every `jaq play` of four files and every `jaq time` still works.
+    @Test func jaqOpensItsClientsWhileOtherPortsComeAndGo() throws {
+        let server = try JackServer(backend: .pipeWire)
+        defer { server.stop() }
+        let dir = scratchDirectory("pwchurn")
+        defer { removeScratch(dir) }
+        try Self.portChurner.write(toFile: "\(dir)/churn.c", atomically: true, encoding: .utf8)
+        let build = try runProcess(["cc", "-Wall", "-o", "\(dir)/churn", "\(dir)/churn.c", "-ljack"])
+        try #require(build.status == 0, "cc: \(build.error)")
+        for name in ["a", "b", "c", "d"] { try writeRamp("\(dir)/\(name).wav", frames: 2400) }
+        let churn = try jaqInBackground(["60"], server: server, log: "\(dir)/churn.log", directory: dir, binary: "\(dir)/churn")
+        defer {
+            FileManager.default.createFile(atPath: "\(dir)/stop", contents: nil)
+            waitForExit(churn)
+        }
+        for run in 1...4 {
+            let play = try jaq(["play", "--quiet", "a.wav", "b.wav", "c.wav", "d.wav"], server: server, directory: dir)
+            #expect(play.status == 0, "run \(run): \(play.error)")
+            for _ in 0..<5 {
+                let time = try jaq(["time"], server: server)
+                #expect(time.status == 0, "run \(run): jaq time: \(time.error)")
+            }
+        }
+        #expect(churn.isRunning, "the churning client ran beside every jaq run")
+    }
+
     /// Silence with one full-scale sample at frame `at` (16-bit full scale, exact in 24 bits).
     func writeImpulse(_ path: String, at position: Int, frames: Int) throws {
         let info = SoundFile.Info(sampleRate: 48000, channelCount: 1, format: SoundFile.Format(.wav, .pcm24))

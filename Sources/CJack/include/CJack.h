@@ -17,6 +17,15 @@
 jack_client_t *jaq_jack_client_open(const char *client_name, jack_options_t options, jack_status_t *status,
                                     const char *server_name);
 
+/*
+ * How many times jaq_jack_client_open tries when PipeWire's libjack reports a transient
+ * failure (JackInitFailure on a running server; see CJack.c), 5 ms apart.
+ */
+#define JAQ_JACK_OPEN_ATTEMPTS 40
+
+/* Whether a failed open's status is PipeWire's transient JackInitFailure (worth another try). */
+int jaq_jack_open_failure_is_transient(jack_status_t status);
+
 /* JACK_DEFAULT_AUDIO_TYPE is a macro string Swift does not import. */
 const char *jaq_jack_default_audio_type(void);
 
