@@ -38,6 +38,7 @@ func audioQueueEnqueueBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQueueBuffe
         guard let inBuffer else { throw QueueError.invalidBuffer }
         let handle = UnsafeMutableRawPointer(inBuffer)
         if let output = object.output {
+            // Read only once the engine knows the buffer (it may have been freed).
             try output.enqueue(handle, byteCount: Int(inBuffer.pointee.mAudioDataByteSize))
         } else if let input = object.input {
             try input.enqueue(handle)
@@ -73,10 +74,8 @@ func audioQueueEnqueueBufferWithParameters(
             guard time.mFlags.contains(.sampleTimeValid) else {
                 throw AudioToolboxError(kAudio_ParamError, "buffer start times are queue sample times (mSampleTime)")
             }
-            guard time.mSampleTime.isFinite, time.mSampleTime >= 0 else {
-                throw AudioToolboxError(kAudio_ParamError, "start time \(time.mSampleTime)")
-            }
-            start = Int64(time.mSampleTime.rounded())
+            guard time.mSampleTime >= 0 else { throw AudioToolboxError(kAudio_ParamError, "start time \(time.mSampleTime)") }
+            start = try wholeFrames(time.mSampleTime, "start time", rounding: .toNearestOrAwayFromZero)
         }
         let actual = try output.enqueue(
             UnsafeMutableRawPointer(inBuffer), byteCount: Int(inBuffer.pointee.mAudioDataByteSize),
@@ -96,11 +95,23 @@ func audioQueueEnqueueBufferWithParameters(
 
 // MARK: Run controls
 
+/// The largest sample time a time stamp may name: a Float64 holds every whole frame up to
+/// 2^52 (three thousand years at 48 kHz), and frame arithmetic at any queue rate stays in Int64.
+let maximumSampleTime = Double(Int64(1) << 52)
+
+/// A time stamp's `mSampleTime` as whole frames; kAudio_ParamError for NaN, ±inf and
+/// anything beyond ±2^52 (no device or queue time gets there).
+func wholeFrames(_ sampleTime: Double, _ what: String, rounding rule: FloatingPointRoundingRule) throws -> Int64 {
+    guard sampleTime.isFinite, abs(sampleTime) <= maximumSampleTime else {
+        throw AudioToolboxError(kAudio_ParamError, "\(what) \(sampleTime) is not a frame time")
+    }
+    return Int64(sampleTime.rounded(rule))
+}
+
 /// The device frame an AudioTimeStamp names: mSampleTime (device time), or mHostTime when only it is valid.
 func deviceFrame(_ time: AudioTimeStamp, engine: QueueEngine) throws -> Int64? {
     if time.mFlags.contains(.sampleTimeValid) {
-        guard time.mSampleTime.isFinite else { throw AudioToolboxError(kAudio_ParamError, "start time \(time.mSampleTime)") }
-        let frame = Int64(time.mSampleTime.rounded(.down))
+        let frame = try wholeFrames(time.mSampleTime, "start time", rounding: .down)
         // A frame more than 2^31 away from now is a 32-bit JACK frame time (from another
         // process, or jack_frame_time): take the value congruent to it nearest now.
         let now = engine.device.currentFrame()

@@ -84,8 +84,7 @@ func audioQueueDeviceTranslateTime(_ inAQ: AudioQueueRef?, _ inTime: UnsafePoint
         let source = inTime.pointee
         var time = AudioTimeStamp()
         if source.mFlags.contains(.sampleTimeValid) {
-            guard source.mSampleTime.isFinite else { throw AudioToolboxError(kAudio_ParamError, "sample time \(source.mSampleTime)") }
-            let frame = Int64(source.mSampleTime.rounded(.down))
+            let frame = try wholeFrames(source.mSampleTime, "sample time", rounding: .down)
             time.mSampleTime = source.mSampleTime
             time.mHostTime = object.engine.device.hostTime(forFrame: frame)
         } else if source.mFlags.contains(.hostTimeValid) {

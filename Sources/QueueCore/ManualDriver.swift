@@ -267,7 +267,8 @@ public final class ManualDevice: AudioDevice, @unchecked Sendable {
     public func currentFrame() -> Int64 { driver.frameTime }
 
     public func hostTime(forFrame frame: Int64) -> UInt64 {
-        UInt64(max(0, (Double(frame) * 1e9 / driver.sampleRate).rounded())) + 1_000_000_000
+        // Clamped: a far-off frame (a caller's time stamp) must not trap the conversion.
+        UInt64(min(max(0, (Double(frame) * 1e9 / driver.sampleRate).rounded()), 1e18)) + 1_000_000_000
     }
 
     public func frame(forHostTime hostTime: UInt64) -> Int64 {
