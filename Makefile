@@ -3,6 +3,8 @@
 #   make demo   set up (Debian packages), build, run the demo
 #   make test   set up, build (debug and release), run the tests
 #   make bench  set up, build release, run the benchmarks against the peer tools
+#   make fuzz   the long fuzz runs (fuzz-api: 10^5 random queue API calls, 10^4 on JACK)
+#   make asan-api / tsan-api   the API walk and misuse tests under AddressSanitizer / ThreadSanitizer
 
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
@@ -16,7 +18,7 @@ PACKAGES := pkg-config gcc time libjack-jackd2-dev libsndfile1-dev libsoxr-dev j
 SWIFT ?= swift
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test demo bench clean
+.PHONY: all deps build release test demo bench clean fuzz fuzz-api asan-api tsan-api
 
 all: build
 
@@ -52,5 +54,26 @@ bench: release
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
 
+# The queue API walk (Tests/AudioToolboxTests/AudioQueueAPIWalk.swift), ten times longer than
+# in `make test`. JAQ_API_WALK_SEED=<n> replays a seed a failure printed.
+API_WALK_TESTS := AudioQueueAPIWalkTests|AudioQueueMisuseTests
+FUZZ_API_CALLS ?= 100000
+FUZZ_API_JACK_CALLS ?= 10000
+
+fuzz: fuzz-api
+
+fuzz-api: deps
+	JAQ_API_WALK_CALLS=$(FUZZ_API_CALLS) JAQ_API_WALK_JACK_CALLS=$(FUZZ_API_JACK_CALLS) \
+	  $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter '$(API_WALK_TESTS)'
+
+# The same under the sanitizers, each in its own scratch path; any report fails the run.
+asan-api: deps
+	ASAN_OPTIONS=halt_on_error=1:detect_leaks=0 $(SWIFT) test --no-parallel --sanitize=address \
+	  --scratch-path .build-asan $(SWIFT_FLAGS) --filter '$(API_WALK_TESTS)'
+
+tsan-api: deps
+	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --no-parallel --sanitize=thread \
+	  --scratch-path .build-tsan $(SWIFT_FLAGS) --filter '$(API_WALK_TESTS)'
+
 clean:
-	rm -rf .build out
+	rm -rf .build .build-asan .build-tsan out
