@@ -71,9 +71,11 @@ asan-api: deps
 	ASAN_OPTIONS=halt_on_error=1:detect_leaks=0 $(SWIFT) test --no-parallel --sanitize=address \
 	  --scratch-path .build-asan $(SWIFT_FLAGS) --filter '$(API_WALK_TESTS)'
 
+# Without the JACK walk: libjack is not instrumented, and its client thread ends "with ignores
+# enabled", which ThreadSanitizer reports as an error of its own before any race.
 tsan-api: deps
 	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --no-parallel --sanitize=thread \
-	  --scratch-path .build-tsan $(SWIFT_FLAGS) --filter '$(API_WALK_TESTS)'
+	  --scratch-path .build-tsan $(SWIFT_FLAGS) --filter 'AudioQueueAPIWalkTests.aRandomWalkOfCallsOnTheManualDriver|AudioQueueMisuseTests'
 
 clean:
 	rm -rf .build .build-asan .build-tsan out

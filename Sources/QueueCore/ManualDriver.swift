@@ -18,7 +18,8 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
     public var allowsWaiting = true
 
     let cycleLock = ConditionLock()
-    let state = Mutex(State())
+    /// Locked (pthread), not Mutex: ThreadSanitizer runs (make tsan-api) see its locking.
+    let state = Locked(State())
 
     struct State {
         var frameTime: Int64 = 0
@@ -201,7 +202,7 @@ public final class ManualDevice: AudioDevice, @unchecked Sendable {
     public var portCount: Int { layout.names.count }
     let buffers: [UnsafeMutablePointer<Float>]
     let bufferTable: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    private let lock: Mutex<Inner>
+    private let lock: Locked<Inner>
 
     struct Inner {
         var name: String
@@ -223,7 +224,7 @@ public final class ManualDevice: AudioDevice, @unchecked Sendable {
         }
         bufferTable = .allocate(capacity: max(portCount, 1))
         for (i, buffer) in buffers.enumerated() { bufferTable[i] = buffer }
-        lock = Mutex(Inner(name: name))
+        lock = Locked(Inner(name: name))
     }
 
     deinit {

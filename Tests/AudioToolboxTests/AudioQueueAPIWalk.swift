@@ -48,7 +48,8 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
     let seed: UInt64
     let driver: ManualDriver?
     private var random: UInt64
-    let model = Mutex(Model())
+    /// Locked (pthread), not Mutex: ThreadSanitizer sees its locking.
+    let model = Locked(Model())
     /// The walk's slots; a slot's queue may be live, disposed or nil.
     private var queueSlots: [AudioQueueRef?] = Array(repeating: nil, count: 4)
     /// Every buffer address the walk has seen (live, freed, of disposed queues).

@@ -286,7 +286,7 @@ final class CallbackGate: @unchecked Sendable {
 /// Counts input callbacks per buffer; the first one resets or stops the queue.
 final class CallbackCounter: @unchecked Sendable {
     let stops: Bool
-    let seen = Mutex<[UInt]>([])
+    let seen = Locked<[UInt]>([])
     init(stops: Bool) { self.stops = stops }
 
     /// Records `buffer`; true for the first callback.
@@ -299,5 +299,5 @@ final class CallbackCounter: @unchecked Sendable {
 }
 
 final class ListenerLog: @unchecked Sendable {
-    let calls = Mutex<[String]>([])
+    let calls = Locked<[String]>([])
 }
