@@ -200,8 +200,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     ///   - trimStart, trimEnd: frames not played at the start and end.
     ///   - parameters: volume/pan taking effect on the buffer's first frame.
     ///   - startTime: queue time (queue rate) to start at; nil = right after the previous buffer.
-    @discardableResult
     ///   - byteCount: read once the handle is known to be this queue's (it may name freed memory).
+    @discardableResult
     public func enqueue(_ handle: UnsafeMutableRawPointer, byteCount: @autoclosure () -> Int, trimStart: Int = 0,
                         trimEnd: Int = 0, parameters: [ParameterChange] = [], startTime: Int64? = nil) throws -> Int64 {
         let actual: Int64 = try lock.withLock {
