@@ -5,6 +5,8 @@
 #   make bench  set up, build release, run the benchmarks against the peer tools
 #   make install / uninstall   the C API, libAudioToolbox.so, jaq, pkg-config file (PREFIX, DESTDIR)
 #   make deb    a Debian package of the same, in out/
+#   make fuzz   the long fuzz runs (fuzz-api: 10^5 random queue API calls, 10^4 on JACK)
+#   make asan-api / tsan-api   the API walk and misuse tests under AddressSanitizer / ThreadSanitizer
 
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
@@ -62,10 +64,10 @@ bench: release
 bench-late: release
 	Sources/Benchmarks/late-cycles.sh
 
-.PHONY: bench-late fuzz fuzz-files fuzz-freewheel asan
+.PHONY: bench-late fuzz fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api
 
 # make fuzz: the long runs that make test runs short versions of.
-fuzz: fuzz-files fuzz-freewheel
+fuzz: fuzz-files fuzz-freewheel fuzz-api
 
 # Mutants of seed files of every container and of the kept crashers; a crash or hang saves the
 # mutant in out/fuzz-crashes and fails. Docs/audiofile.md, "Hostile input".
@@ -86,8 +88,29 @@ asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/HostileInputTests/lsan.supp \
 	$(SWIFT) test --sanitize=address --scratch-path .build-asan --no-parallel $(SWIFT_FLAGS) --filter HostileInputTests
 
+# The queue API walk (Tests/AudioToolboxTests/AudioQueueAPIWalk.swift), ten times longer than
+# in `make test`. JAQ_API_WALK_SEED=<n> replays a seed a failure printed.
+API_WALK_TESTS := AudioQueueAPIWalkTests|AudioQueueMisuseTests
+FUZZ_API_CALLS ?= 100000
+FUZZ_API_JACK_CALLS ?= 10000
+
+fuzz-api: deps
+	JAQ_API_WALK_CALLS=$(FUZZ_API_CALLS) JAQ_API_WALK_JACK_CALLS=$(FUZZ_API_JACK_CALLS) \
+	  $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter '$(API_WALK_TESTS)'
+
+# The same under the sanitizers, each in its own scratch path; any report fails the run.
+asan-api: deps
+	ASAN_OPTIONS=halt_on_error=1:detect_leaks=0 $(SWIFT) test --no-parallel --sanitize=address \
+	  --scratch-path .build-asan $(SWIFT_FLAGS) --filter '$(API_WALK_TESTS)'
+
+# Without the JACK walk: libjack is not instrumented, and its client thread ends "with ignores
+# enabled", which ThreadSanitizer reports as an error of its own before any race.
+tsan-api: deps
+	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --no-parallel --sanitize=thread \
+	  --scratch-path .build-tsan $(SWIFT_FLAGS) --filter 'AudioQueueAPIWalkTests.aRandomWalkOfCallsOnTheManualDriver|AudioQueueMisuseTests'
+
 clean:
-	rm -rf .build out
+	rm -rf .build .build-asan .build-tsan out
 
 # ---------------------------------------------------------------------------------------------
 # make install, make uninstall, make deb (Docs/install.md).

@@ -38,6 +38,7 @@ public func audioQueueEnqueueBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQue
         guard let inBuffer else { throw QueueError.invalidBuffer }
         let handle = UnsafeMutableRawPointer(inBuffer)
         if let output = object.output {
+            // Read only once the engine knows the buffer (it may have been freed).
             try output.enqueue(handle, byteCount: Int(inBuffer.pointee.mAudioDataByteSize))
         } else if let input = object.input {
             try input.enqueue(handle)
@@ -77,7 +78,7 @@ public func audioQueueEnqueueBufferWithParameters(
                 throw AudioToolboxError(kAudio_ParamError, "buffer start times are queue sample times (mSampleTime)")
             }
             guard time.mSampleTime >= 0 else { throw AudioToolboxError(kAudio_ParamError, "start time \(time.mSampleTime)") }
-            start = try sampleFrame(time.mSampleTime.rounded())
+            start = try wholeFrames(time.mSampleTime, "start time", rounding: .toNearestOrAwayFromZero)
         }
         let actual = try output.enqueue(
             UnsafeMutableRawPointer(inBuffer), byteCount: Int(inBuffer.pointee.mAudioDataByteSize),
@@ -97,23 +98,23 @@ public func audioQueueEnqueueBufferWithParameters(
 
 // MARK: Run controls
 
-/// The largest sample time a time stamp may carry: 2^48 frames, 185 years at 48 kHz. Beyond
-/// it, frame arithmetic (differences, host-time conversion) would overflow 64 bits.
-let sampleTimeLimit = Double(1 << 48)
+/// The largest sample time a time stamp may name: 2^48 frames, 185 years at 48 kHz. Beyond it,
+/// frame arithmetic (differences, host-time conversion in nanoseconds) could overflow 64 bits.
+let maximumSampleTime = Double(Int64(1) << 48)
 
-/// The whole frame a caller's mSampleTime names (rounded down).
-/// - Throws: kAudio_ParamError for NaN, infinity and times beyond ±``sampleTimeLimit``.
-func sampleFrame(_ sampleTime: Double) throws(AudioToolboxError) -> Int64 {
-    guard sampleTime.isFinite, abs(sampleTime) < sampleTimeLimit else {
-        throw AudioToolboxError(kAudio_ParamError, "sample time \(sampleTime)")
+/// A time stamp's `mSampleTime` as whole frames; kAudio_ParamError for NaN, ±inf and
+/// anything beyond ±2^48 (no device or queue time gets there).
+func wholeFrames(_ sampleTime: Double, _ what: String, rounding rule: FloatingPointRoundingRule) throws -> Int64 {
+    guard sampleTime.isFinite, abs(sampleTime) <= maximumSampleTime else {
+        throw AudioToolboxError(kAudio_ParamError, "\(what) \(sampleTime) is not a frame time")
     }
-    return Int64(sampleTime.rounded(.down))
+    return Int64(sampleTime.rounded(rule))
 }
 
 /// The device frame an AudioTimeStamp names: mSampleTime (device time), or mHostTime when only it is valid.
 func deviceFrame(_ time: AudioTimeStamp, engine: QueueEngine) throws -> Int64? {
     if time.mFlags.contains(.sampleTimeValid) {
-        let frame = try sampleFrame(time.mSampleTime)
+        let frame = try wholeFrames(time.mSampleTime, "start time", rounding: .down)
         // A frame more than 2^31 away from now is a 32-bit JACK frame time (from another
         // process, or jack_frame_time): take the value congruent to it nearest now.
         let now = engine.device.currentFrame()

@@ -84,7 +84,7 @@ public func audioQueueDeviceTranslateTime(_ inAQ: AudioQueueRef?, _ inTime: Unsa
         let source = inTime.pointee
         var time = AudioTimeStamp()
         if source.mFlags.contains(.sampleTimeValid) {
-            let frame = try sampleFrame(source.mSampleTime)
+            let frame = try wholeFrames(source.mSampleTime, "sample time", rounding: .down)
             time.mSampleTime = source.mSampleTime
             time.mHostTime = object.engine.device.hostTime(forFrame: frame)
         } else if source.mFlags.contains(.hostTimeValid) {

@@ -83,7 +83,11 @@ final class AudioQueueObject: @unchecked Sendable {
             case .currentDeviceChanged: id = kAudioQueueProperty_CurrentDevice
             }
             let listeners = state.withLock { $0.listeners[id] ?? [] }
-            for listener in listeners { listener.proc(listener.userData, self.ref, id) }
+            for listener in listeners {
+                // A listener may dispose of the queue: then no other listener hears of it.
+                guard !engine.isDisposed else { return }
+                listener.proc(listener.userData, self.ref, id)
+            }
         }
     }
 

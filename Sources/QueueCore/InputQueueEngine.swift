@@ -216,8 +216,6 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         if wasRunning { notify(.isRunningChanged(false)) }
     }
 
-    override func stopAsync() throws { try stop(immediate: false) }
-
     /// Reset: drops captured data not yet in a buffer and returns every queued buffer
     /// through the callback once (the partly filled one with its data).
     public func reset() throws {
@@ -457,15 +455,17 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     private func deliverHead(_ head: QueueBuffer, resetBatch: Bool = false) {
         let byteCount = head.filledBytes
         let stamp = timeStamp(forQueueFrame: head.firstQueueFrame, empty: byteCount == 0)
-        lock.withLock {
-            if let index = fifo.firstIndex(where: { $0 === head }) { fifo.remove(at: index) }
+        // Once only: a Reset or Stop from a callback this loop ran may have returned it already.
+        let queued: Bool = lock.withLock {
+            guard let index = fifo.firstIndex(where: { $0 === head }) else { return false }
+            fifo.remove(at: index)
             head.ownership = .returning
+            return true
         }
+        guard queued else { return }
         let callback = inputCallback
-        deliver(resetBatch: resetBatch) { [self] in
-            lock.withLock { head.ownership = .application }
-            callback(head, byteCount, byteCount / format.bytesPerFrame, stamp)
-        }
+        let bytesPerFrame = format.bytesPerFrame
+        deliverBuffer(head, resetBatch: resetBatch) { callback(head, byteCount, byteCount / bytesPerFrame, stamp) }
     }
 
     private func timeStamp(forQueueFrame frame: Double, empty: Bool) -> QueueTimeStamp {
@@ -509,7 +509,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         for buffer in remaining { deliverHead(buffer, resetBatch: true) }
         lock.withLock {
-            resetDone = pending
+            resetDone = max(resetDone, pending)
             lock.broadcast()
         }
     }

@@ -18,7 +18,8 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
     public var allowsWaiting = true
 
     let cycleLock = ConditionLock()
-    let state = Mutex(State())
+    /// Locked (pthread), not Mutex: ThreadSanitizer runs (make tsan-api) see its locking.
+    let state = Locked(State())
 
     struct State {
         var frameTime: Int64 = 0
@@ -201,7 +202,7 @@ public final class ManualDevice: AudioDevice, @unchecked Sendable {
     public var portCount: Int { layout.names.count }
     let buffers: [UnsafeMutablePointer<Float>]
     let bufferTable: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    private let lock: Mutex<Inner>
+    private let lock: Locked<Inner>
 
     struct Inner {
         var name: String
@@ -223,7 +224,7 @@ public final class ManualDevice: AudioDevice, @unchecked Sendable {
         }
         bufferTable = .allocate(capacity: max(portCount, 1))
         for (i, buffer) in buffers.enumerated() { bufferTable[i] = buffer }
-        lock = Mutex(Inner(name: name))
+        lock = Locked(Inner(name: name))
     }
 
     deinit {
@@ -267,7 +268,8 @@ public final class ManualDevice: AudioDevice, @unchecked Sendable {
     public func currentFrame() -> Int64 { driver.frameTime }
 
     public func hostTime(forFrame frame: Int64) -> UInt64 {
-        UInt64(max(0, (Double(frame) * 1e9 / driver.sampleRate).rounded())) + 1_000_000_000
+        // Clamped: a far-off frame (a caller's time stamp) must not trap the conversion.
+        UInt64(min(max(0, (Double(frame) * 1e9 / driver.sampleRate).rounded()), 1e18)) + 1_000_000_000
     }
 
     public func frame(forHostTime hostTime: UInt64) -> Int64 {

@@ -92,8 +92,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     private var primeDone = 0
     private var resetTicket = 0
     private var resetDone = 0
-    private var flushTicket = 0
-    private var flushDone = 0
+    /// Flush: the resampler's tail goes into the ring before anything enqueued later.
+    private var drainPending = false
     private var resamplerHasInput = false
     private var ringFrames: Int
 
@@ -200,11 +200,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     ///   - trimStart, trimEnd: frames not played at the start and end.
     ///   - parameters: volume/pan taking effect on the buffer's first frame.
     ///   - startTime: queue time (queue rate) to start at; nil = right after the previous buffer.
+    ///   - byteCount: read once the handle is known to be this queue's (it may name freed memory).
     @discardableResult
-    public func enqueue(_ handle: UnsafeMutableRawPointer, byteCount: Int, trimStart: Int = 0, trimEnd: Int = 0,
-                        parameters: [ParameterChange] = [], startTime: Int64? = nil) throws -> Int64 {
+    public func enqueue(_ handle: UnsafeMutableRawPointer, byteCount: @autoclosure () -> Int, trimStart: Int = 0,
+                        trimEnd: Int = 0, parameters: [ParameterChange] = [], startTime: Int64? = nil) throws -> Int64 {
         let actual: Int64 = try lock.withLock {
             let buffer = try checkEnqueue(handle)
+            let byteCount = byteCount()
             guard byteCount > 0 else { throw QueueError.bufferEmpty }
             guard byteCount <= buffer.byteCapacity else {
                 throw QueueError.invalidParameter("mAudioDataByteSize \(byteCount) exceeds the capacity \(buffer.byteCapacity)")
@@ -292,6 +294,12 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Otherwise: plays every frame enqueued, then IsRunning goes to 0.
     public func stop(immediate: Bool) throws {
         try lock.withLock { try checkUsable() }
+        stopChecked(immediate: immediate)
+    }
+
+    override func beginStopForDisposal() { stopChecked(immediate: false) }
+
+    private func stopChecked(immediate: Bool) {
         if !immediate {
             let asynchronous: Bool = lock.withLock {
                 switch runState {
@@ -328,8 +336,6 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         if wasRunning { notify(.isRunningChanged(false)) }
     }
 
-    override func stopAsync() throws { try stop(immediate: false) }
-
     /// Reset: drops what is queued and decoded, returning every queued buffer through the callback once.
     public func reset() throws {
         try lock.withLock {
@@ -344,20 +350,15 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         }
     }
 
-    /// Makes sure everything enqueued reaches the ring (drains the resampler's tail).
+    /// Flush: what is enqueued now plays to its last frame, the resampler's tail included,
+    /// before anything enqueued later. Returns at once: the queue decodes as it plays, and a
+    /// queue whose callback keeps enqueueing has no end to wait for.
     public func flush() throws {
-        try lock.withLock { try checkUsable() }
-        if thread?.isCurrent == true {
-            lock.withLock { flushTicket += 1 }
-            serviceQueue()
-            return
-        }
-        let ticket: Int = lock.withLock {
-            flushTicket += 1
-            return flushTicket
+        try lock.withLock {
+            try checkUsable()
+            if let last = fifo.last { last.drainsDecoderAfter = true } else { drainPending = true }
         }
         wake.post()
-        lock.withLock { _ = lock.wait(timeout: 5) { flushDone >= ticket || disposed || invalidated } }
     }
 
     private func resetOnQueueThread() {
@@ -389,11 +390,15 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         set { realtime.pointee.requestedPan.store(min(max(newValue, -1), 1).bitPattern, ordering: .relaxed) }
     }
 
-    /// Seconds over which later volume changes ramp.
+    /// The longest volume ramp, in seconds; longer (or infinite) ramp times are clamped to it.
+    public static let maximumVolumeRampTime: Float = 3600
+
+    /// Seconds over which later volume changes ramp (0...`maximumVolumeRampTime`; NaN counts as 0).
     public var volumeRampTime: Float {
         get { Float(Double(realtime.pointee.volumeRampFrames.load(ordering: .relaxed)) / device.sampleRate) }
         set {
-            let frames = Int((Double(max(newValue, 0)) * device.sampleRate).rounded())
+            let seconds = newValue.isNaN ? 0 : min(max(newValue, 0), Self.maximumVolumeRampTime)
+            let frames = Int((Double(seconds) * device.sampleRate).rounded())
             realtime.pointee.volumeRampFrames.store(frames, ordering: .relaxed)
         }
     }
@@ -475,7 +480,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Asks the realtime side to wake this thread once the ring has room for a chunk
     /// (when there is something to convert), rather than every cycle.
     private func armWakeThreshold() {
-        let waiting = lock.withLock { !fifo.isEmpty || (stopPending && !endOfStreamSent) || flushTicket > flushDone }
+        let waiting = lock.withLock { !fifo.isEmpty || (stopPending && !endOfStreamSent) || drainPending }
         let chunk = resampler == nil ? chunkFrames : resampleCapacity
         let threshold = waiting ? min(chunk, realtime.pointee.ring.capacity / 2) : realtime.pointee.ring.capacity / 2
         realtime.pointee.wakeThreshold.store(threshold, ordering: .relaxed)
@@ -537,6 +542,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 buffer.consumedFrames = -1
             }
             resamplerHasInput = false
+            drainPending = false
+            for buffer in all { buffer.drainsDecoderAfter = false }
             stopPending = false
             endOfStreamSent = false
             // Later buffers with no start time play as soon as possible.
@@ -545,7 +552,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         for buffer in returning { returnBuffer(buffer, resetBatch: true) }
         lock.withLock {
-            resetDone = pending
+            resetDone = max(resetDone, pending)
             lock.broadcast()
         }
         producerStateChanged()
@@ -553,10 +560,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     private func returnBuffer(_ buffer: QueueBuffer, resetBatch: Bool) {
         let callback = outputCallback
-        deliver(resetBatch: resetBatch) { [self] in
-            lock.withLock { buffer.ownership = .application }
-            callback(buffer)
-        }
+        deliverBuffer(buffer, resetBatch: resetBatch) { callback(buffer) }
     }
 
     private var conversionAllowed: Bool {
@@ -571,6 +575,11 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Decodes enqueued buffers into the ring while there is room.
     private func convert() {
         while true {
+            // A flushed buffer's tail first; without room for it, later buffers wait.
+            if lock.withLock({ drainPending }) {
+                guard drainResampler() else { break }
+                lock.withLock { drainPending = false }
+            }
             let head: QueueBuffer? = lock.withLock {
                 guard conversionAllowed, resetTicket == resetDone else { return nil }
                 if priming && realtime.pointee.ring.readableFrames() >= primeTarget { return nil }
@@ -586,6 +595,10 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                     if let index = fifo.firstIndex(where: { $0 === head }) { fifo.remove(at: index) }
                     head.ringEnd = end
                     awaitingPlayout.append(head)
+                    if head.drainsDecoderAfter {
+                        head.drainsDecoderAfter = false
+                        drainPending = true
+                    }
                 }
                 returnPlayedBuffers()
             } else if !hasRoomForChunk() {
@@ -688,12 +701,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func handleFlushRequest() {
-        let pending = lock.withLock { flushTicket > flushDone && fifo.isEmpty ? flushTicket : 0 }
-        guard pending > 0, drainResampler() else { return }
-        lock.withLock {
-            flushDone = pending
-            lock.broadcast()
-        }
+        guard lock.withLock({ drainPending }), drainResampler() else { return }
+        lock.withLock { drainPending = false }
     }
 
     private func sendEndOfStreamIfDue() {

@@ -12,6 +12,8 @@ public final class QueueBuffer: @unchecked Sendable {
 
     // Guarded by the owning engine's lock.
     var ownership = Ownership.application
+    /// Callbacks running with this buffer: until they return, only they may free it.
+    var callbacksHolding = 0
     // Output: what was enqueued.
     var frameCount = 0
     var trimStart = 0
@@ -23,6 +25,8 @@ public final class QueueBuffer: @unchecked Sendable {
     /// Output: the decode ring's position just past the buffer's last frame, once all of it
     /// is in the ring; the buffer goes back to its callback when the ring has played that far.
     var ringEnd = 0
+    /// Output: AudioQueueFlush came after this buffer; the resampler's tail follows it.
+    var drainsDecoderAfter = false
     // Input: bytes filled so far and the queue time of the first frame.
     var filledBytes = 0
     var firstQueueFrame: Double = 0

@@ -158,6 +158,8 @@ public class QueueEngine: @unchecked Sendable {
         try lock.withLock {
             guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
             guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
+            // A buffer being handed to its callback is the callback's to free, no other thread's.
+            guard buffer.callbacksHolding == 0 || isInCallback else { throw QueueError.bufferInQueue }
             buffers[handle] = nil
         }
     }
@@ -223,6 +225,20 @@ public class QueueEngine: @unchecked Sendable {
             }
         case .custom(let post):
             post(job)
+        }
+    }
+
+    /// Hands `buffer` back to user code (`body` calls the callback) through the executor. The
+    /// buffer is the application's once `body` starts, but until `body` returns only the
+    /// callback may free it: FreeBuffer from another thread gets kAudioQueueErr_BufferInQueue.
+    func deliverBuffer(_ buffer: QueueBuffer, resetBatch: Bool, _ body: @escaping @Sendable () -> Void) {
+        deliver(resetBatch: resetBatch) { [self] in
+            lock.withLock {
+                buffer.ownership = .application
+                buffer.callbacksHolding += 1
+            }
+            body()
+            lock.withLock { buffer.callbacksHolding -= 1 }
         }
     }
 
@@ -503,7 +519,8 @@ public class QueueEngine: @unchecked Sendable {
                 return busy
             }
             if deferred {
-                try? stopAsync()
+                // The queue plays out, then the queue thread disposes of it (observeRealtime).
+                beginStopForDisposal()
                 wake.post()
                 return
             }
@@ -511,8 +528,8 @@ public class QueueEngine: @unchecked Sendable {
         disposeNow(fromQueueThread: false)
     }
 
-    /// Stop(false) for disposal; output subclasses implement it.
-    func stopAsync() throws {}
+    /// Stop(false) for a pending disposal (which refuses other calls); output subclasses implement it.
+    func beginStopForDisposal() {}
 
     func disposeNow(fromQueueThread: Bool) {
         let (proceed, inCallback) = lock.withLock { () -> (Bool, Bool) in
