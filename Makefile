@@ -5,7 +5,8 @@
 #   make bench  set up, build release, run the benchmarks against the peer tools
 #   make install / uninstall   the C API, libAudioToolbox.so, jaq, pkg-config file (PREFIX, DESTDIR)
 #   make deb    a Debian package of the same, in out/
-#   make fuzz   the long fuzz runs (fuzz-api: 10^5 random queue API calls, 10^4 on JACK)
+#   make fuzz   the long runs: 10^5 hostile files, a 64-track 10-minute freewheel bounce, 10^5 queue API calls
+#   make asan   the hostile-input tests under AddressSanitizer
 #   make asan-api / tsan-api   the API walk and misuse tests under AddressSanitizer / ThreadSanitizer
 
 SHELL := /bin/bash
