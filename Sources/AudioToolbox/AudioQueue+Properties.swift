@@ -331,7 +331,7 @@ public func audioQueueSetParameter(_ inAQ: AudioQueueRef?, _ inParamID: AudioQue
         case kAudioQueueParam_Volume: output.volume = inValue
         case kAudioQueueParam_VolumeRampTime:
             // The engine counts the ramp in frames: a day is far longer than any fade.
-            guard inValue <= 86_400 else { throw AudioToolboxError(kAudio_ParamError, "volume ramp time \(inValue) s") }
+            guard inValue <= OutputQueueEngine.maximumVolumeRampTime else { throw AudioToolboxError(kAudio_ParamError, "volume ramp time \(inValue) s") }
             output.volumeRampTime = inValue
         case kAudioQueueParam_Pan: output.pan = inValue
         default: throw AudioToolboxError(kAudioQueueErr_InvalidParameter, "parameter \(inParamID) is not supported")

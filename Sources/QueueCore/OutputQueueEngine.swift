@@ -391,7 +391,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     /// The longest volume ramp, in seconds; longer (or infinite) ramp times are clamped to it.
-    public static let maximumVolumeRampTime: Float = 3600
+    public static let maximumVolumeRampTime: Float = 86_400
 
     /// Seconds over which later volume changes ramp (0...`maximumVolumeRampTime`; NaN counts as 0).
     public var volumeRampTime: Float {

@@ -538,6 +538,7 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
         var set: Set<OSStatus>
         if !rec.isOutput { set = [kAudioQueueErr_InvalidQueueType] }
         else if !value.isFinite { set = [kAudio_ParamError] }
+        else if id == kAudioQueueParam_VolumeRampTime && value > 86_400 { set = [kAudio_ParamError] }  // over a day
         else { set = known ? [noErr] : [kAudioQueueErr_InvalidParameter] }
         check("SetParameter(\(q), \(id), \(value))", set, on: rec) { C.setParameter(queue, id, value) }
         var read: Float = .nan

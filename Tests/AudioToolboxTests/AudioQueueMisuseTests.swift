@@ -56,14 +56,15 @@ import QueueCore
         }
     }
 
-    @Test func hugeVolumeRampTimesAreClampedToAnHour() throws {
+    @Test func hugeVolumeRampTimesAreRefusedAndLeaveTheRampAsItWas() throws {
         try withProvider(ManualDriver()) {
             let (q, _) = try outputQueue()
+            #expect(AudioQueueSetParameter(q, kAudioQueueParam_VolumeRampTime, 86_400) == noErr)
             for value in [Float(1e15), Float.greatestFiniteMagnitude] {
-                #expect(AudioQueueSetParameter(q, kAudioQueueParam_VolumeRampTime, value) == noErr)
+                #expect(AudioQueueSetParameter(q, kAudioQueueParam_VolumeRampTime, value) == kAudio_ParamError)
                 var read: Float = 0
                 #expect(AudioQueueGetParameter(q, kAudioQueueParam_VolumeRampTime, &read) == noErr)
-                #expect(read == 3600)
+                #expect(read == 86_400)
             }
             #expect(AudioQueueSetParameter(q, kAudioQueueParam_VolumeRampTime, .infinity) == kAudio_ParamError)
             #expect(AudioQueueSetParameter(q, kAudioQueueParam_VolumeRampTime, -1) == noErr)
