@@ -38,21 +38,27 @@ enum HostileFormats {
 
     static func run(in directory: String) {
         for (name, format) in cases {
-            var format = format
-            var queue: AudioQueueRef?
-            let output = AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue)
-            if output == noErr, let queue { AudioQueueDispose(queue, true) }
-            queue = nil
-            let input = AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &queue)
-            if input == noErr, let queue { AudioQueueDispose(queue, true) }
-            var file: AudioFileID?
-            let created = AudioFileCreateWithURL(URL(fileURLWithPath: "\(directory)/\(name).wav"), kAudioFileWAVEType, &format,
-                                                 .eraseFile, &file)
-            if created == noErr, let file { AudioFileClose(file) }
+            let (output, input, created) = tryFormat(format, path: "\(directory)/\(name).wav")
             print("\(name): output=\(statusText(output)) input=\(statusText(input)) file=\(statusText(created))")
             fflush(nil)
         }
         randomFormats(in: directory)
+    }
+
+    /// `format` given to AudioQueueNewOutput, AudioQueueNewInput and AudioFileCreateWithURL (a WAVE
+    /// at `path`); whatever they create is disposed of or closed. Returns their results.
+    static func tryFormat(_ format: AudioStreamBasicDescription, path: String) -> (OSStatus, OSStatus, OSStatus) {
+        var format = format
+        var queue: AudioQueueRef?
+        let output = AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue)
+        if output == noErr, let queue { AudioQueueDispose(queue, true) }
+        queue = nil
+        let input = AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &queue)
+        if input == noErr, let queue { AudioQueueDispose(queue, true) }
+        var file: AudioFileID?
+        let created = AudioFileCreateWithURL(URL(fileURLWithPath: path), kAudioFileWAVEType, &format, .eraseFile, &file)
+        if created == noErr, let file { AudioFileClose(file) }
+        return (output, input, created)
     }
 
     /// Values that break size arithmetic, for every field of a random ASBD.
@@ -67,21 +73,13 @@ enum HostileFormats {
         var outcomes: [String: Int] = [:]
         func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
         for index in 0..<2000 {
-            var format = AudioStreamBasicDescription(
+            let format = AudioStreamBasicDescription(
                 mSampleRate: pick(rates), mFormatID: pick([kAudioFormatLinearPCM, kAudioFormatULaw, kAudioFormatALaw, 0]),
                 mFormatFlags: UInt32(truncatingIfNeeded: random.next()) & 0x7F, mBytesPerPacket: pick(fieldValues),
                 mFramesPerPacket: pick([0, 1, 1, 2, 0xFFFF_FFFF]), mBytesPerFrame: pick(fieldValues),
                 mChannelsPerFrame: pick(fieldValues), mBitsPerChannel: pick(fieldValues), mReserved: 0)
-            var queue: AudioQueueRef?
-            let output = AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue)
-            if output == noErr, let queue { AudioQueueDispose(queue, true) }
-            queue = nil
-            let input = AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &queue)
-            if input == noErr, let queue { AudioQueueDispose(queue, true) }
-            var file: AudioFileID?
             let path = "\(directory)/random-\(index).wav"
-            let created = AudioFileCreateWithURL(URL(fileURLWithPath: path), kAudioFileWAVEType, &format, .eraseFile, &file)
-            if created == noErr, let file { AudioFileClose(file) }
+            let (output, input, created) = tryFormat(format, path: path)
             unlink(path)
             for status in [output, input, created] { outcomes[statusText(status), default: 0] += 1 }
         }
