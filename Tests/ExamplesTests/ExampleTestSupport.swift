@@ -106,6 +106,20 @@ final class Background {
     }
 }
 
+/// jack_capture recording `channels` ports of its own into `scratch`/capture.wav as float WAV,
+/// connecting nothing (-mc): the player under test connects to them. Returns once its ports
+/// exist, with their names comma-separated (a CurrentDevice / --device value).
+func startJackCapture(_ server: JackServer, scratch: Scratch, channels: Int) throws
+    -> (capture: Background, path: String, ports: String) {
+    let path = scratch.file("capture.wav")
+    let capture = try Background(try tool("jack_capture", package: "jack-capture"),
+                                 ["-mc", "-ns", "-dc", "-c", "\(channels)", path],
+                                 environment: server.environment, log: scratch.file("jack_capture.log"))
+    try #require(waitUntil(10) { (try? server.run(["jack_lsp"]))?.contains("jack_capture:input\(channels)") == true },
+                 "jack_capture did not come up: \(capture.output)")
+    return (capture, path, (1...channels).map { "jack_capture:input\($0)" }.joined(separator: ","))
+}
+
 /// Polls `condition` until it holds or `seconds` pass; returns whether it held.
 func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
     let deadline = Date().addingTimeInterval(seconds)

@@ -45,13 +45,7 @@ extension ExamplesTests {
 
             let server = try JackServer(sampleRate: Self.rate, periodFrames: 256)
             defer { server.stop() }
-            let capture = scratch.file("capture.wav")
-            let jackCapture = try Background(try tool("jack_capture", package: "jack-capture"),
-                                             ["-mc", "-ns", "-dc", "-c", "\(channels)", capture],
-                                             environment: server.environment, log: scratch.file("jack_capture.log"))
-            try #require(waitUntil(10) { (try? server.run(["jack_lsp"]))?.contains("jack_capture:input\(channels)") == true },
-                         "jack_capture did not come up: \(jackCapture.output)")
-            let ports = (1...channels).map { "jack_capture:input\($0)" }.joined(separator: ",")
+            let (jackCapture, capture, ports) = try startJackCapture(server, scratch: scratch, channels: channels)
 
             var environment = childEnvironment(server)
             let command: [String]

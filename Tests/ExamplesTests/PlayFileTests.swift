@@ -56,14 +56,9 @@ extension ExamplesTests {
             let server = try JackServer(sampleRate: Self.rate, periodFrames: 256)
             defer { server.stop() }
             // jack_capture makes its ports and connects nothing (-mc); PlayFile connects to them.
-            let capture = scratch.file("capture.wav")
-            let jackCapture = try Background(try tool("jack_capture", package: "jack-capture"),
-                                             ["-mc", "-ns", "-dc", "-c", "2", capture],
-                                             environment: server.environment, log: scratch.file("jack_capture.log"))
-            try #require(waitUntil(10) { (try? server.run(["jack_lsp"]))?.contains("jack_capture:input2") == true },
-                         "jack_capture did not come up: \(jackCapture.output)")
+            let (jackCapture, capture, ports) = try startJackCapture(server, scratch: scratch, channels: 2)
 
-            let play = try runProcess([try example("PlayFile"), path, "--device", "jack_capture:input1,jack_capture:input2"],
+            let play = try runProcess([try example("PlayFile"), path, "--device", ports],
                                       environment: server.environment, timeout: 30)
             #expect(play.status == 0, "PlayFile exited \(play.status): \(play.output)\(play.error)")
             jackCapture.send(SIGINT)
