@@ -158,10 +158,12 @@ import QueueCore
             #expect(AudioQueueDispose(q, false) == noErr)
             var running: UInt32 = 0
             var size = UInt32(4)
-            var cycles = 0
-            while AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size) == noErr && cycles < 2000 {
+            // Cycles until the queue thread, which disposes of the queue once it has played out,
+            // has done so: bounded by the clock, not by a cycle count a loaded machine outruns.
+            let deadline = Date().addingTimeInterval(10)
+            while AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size) == noErr && Date() < deadline {
                 driver.run(cycles: 1)
-                cycles += 1
+                usleep(1000)
             }
             #expect(AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size) == kAudio_ParamError,
                     "the queue is disposed of once played out")
