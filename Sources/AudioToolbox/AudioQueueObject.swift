@@ -243,8 +243,12 @@ func streamFormat(_ asbd: AudioStreamBasicDescription, allowsZeroRate: Bool) thr
     if encoding == .linearPCM, flags & kAudioFormatFlagIsFloat != 0, flags & kAudioFormatFlagIsSignedInteger != 0 {
         throw QueueError.unsupportedFormat("kAudioFormatFlagIsFloat and kAudioFormatFlagIsSignedInteger together")
     }
+    // Non-interleaved (a jaq extension): as in an AudioBufferList, mBytesPerFrame and
+    // mBytesPerPacket count one channel; the engine counts frames of every channel.
+    let nonInterleaved = flags & kAudioFormatFlagIsNonInterleaved != 0
+    let planes = nonInterleaved ? Int(asbd.mChannelsPerFrame) : 1
     // In 64 bits: mBytesPerFrame × 8 overflows 32 for the values a hostile caller passes.
-    let bitsPerFrame = UInt64(asbd.mBytesPerFrame) * 8
+    let bitsPerFrame = UInt64(asbd.mBytesPerFrame) * 8 * UInt64(planes)
     let format = StreamFormat(
         sampleRate: asbd.mSampleRate, encoding: encoding,
         isFloat: encoding == .linearPCM && flags & kAudioFormatFlagIsFloat != 0,
@@ -252,10 +256,10 @@ func streamFormat(_ asbd: AudioStreamBasicDescription, allowsZeroRate: Bool) thr
         isSignedInteger: flags & kAudioFormatFlagIsSignedInteger != 0,
         isPacked: flags & kAudioFormatFlagIsPacked != 0 || UInt64(asbd.mBitsPerChannel) == bitsPerFrame / UInt64(max(asbd.mChannelsPerFrame, 1)),
         isAlignedHigh: flags & kAudioFormatFlagIsAlignedHigh != 0,
-        isNonInterleaved: flags & kAudioFormatFlagIsNonInterleaved != 0,
-        bytesPerFrame: Int(asbd.mBytesPerFrame), channelCount: Int(asbd.mChannelsPerFrame),
+        isNonInterleaved: nonInterleaved,
+        bytesPerFrame: Int(asbd.mBytesPerFrame) * planes, channelCount: Int(asbd.mChannelsPerFrame),
         bitsPerChannel: Int(asbd.mBitsPerChannel))
-    try format.validate(allowsZeroRate: allowsZeroRate, bytesPerPacket: Int(asbd.mBytesPerPacket),
+    try format.validate(allowsZeroRate: allowsZeroRate, bytesPerPacket: Int(asbd.mBytesPerPacket) * planes,
                         framesPerPacket: Int(asbd.mFramesPerPacket))
     return format
 }

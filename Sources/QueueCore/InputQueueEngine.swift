@@ -354,7 +354,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             let count = min(stageCount, capacityFrames - filledFrames)
             if count > 0 {
                 if filledFrames == 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
-                encodeStage(count: count, into: head.data + head.filledBytes)
+                encodeStage(count: count, into: head)
                 head.filledBytes += count * format.bytesPerFrame
                 lock.withLock { queueFrames += Double(count) }
             }
@@ -378,8 +378,9 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         if filledFrames == 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
         let planes = readPlanes.view(at: 0)  // the table only: pointed at the ring
         for c in 0..<format.channelCount { planes[c] = ring.pointee.ring.plane(c) + offset }
+        let target = encodeTarget(head)
         codec.encode(UnsafeRawPointer(planes).assumingMemoryBound(to: UnsafePointer<Float>.self), frames: count,
-                     into: head.data + head.filledBytes)
+                     into: target.destination, planeStride: target.planeStride)
         ring.pointee.ring.readIndex.store(readIndex + count, ordering: .releasing)
         head.filledBytes += count * format.bytesPerFrame
         lock.withLock { queueFrames += Double(count) }
@@ -445,10 +446,34 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         return stageCount > 0
     }
 
-    private func encodeStage(count: Int, into destination: UnsafeMutableRawPointer) {
-        codec.encode(stagePlanes.readableView(at: stageStart), frames: count, into: destination)
+    private func encodeStage(count: Int, into head: QueueBuffer) {
+        let target = encodeTarget(head)
+        codec.encode(stagePlanes.readableView(at: stageStart), frames: count, into: target.destination,
+                     planeStride: target.planeStride)
         stageStart += count
         stageCount -= count
+    }
+
+    /// Where the head buffer's next frame goes, and the distance between its channel planes
+    /// (non-interleaved: each plane is the buffer's whole-frame capacity long while it fills).
+    private func encodeTarget(_ head: QueueBuffer) -> (destination: UnsafeMutableRawPointer, planeStride: Int) {
+        guard format.isNonInterleaved else { return (head.data + head.filledBytes, 0) }
+        let sampleBytes = format.bytesPerSample
+        let filledFrames = head.filledBytes / format.bytesPerFrame
+        return (head.data + filledFrames * sampleBytes, head.byteCapacity / format.bytesPerFrame * sampleBytes)
+    }
+
+    /// A partly filled non-interleaved buffer's planes moved together, so the callback finds
+    /// plane c at c × mAudioDataByteSize / channels whatever the buffer's capacity.
+    private func packPlanes(_ head: QueueBuffer) {
+        let sampleBytes = format.bytesPerSample
+        let capacityFrames = head.byteCapacity / format.bytesPerFrame
+        let filledFrames = head.filledBytes / format.bytesPerFrame
+        guard format.isNonInterleaved, filledFrames < capacityFrames, filledFrames > 0 else { return }
+        for c in 1..<max(format.channelCount, 1) {
+            (head.data + c * filledFrames * sampleBytes).copyMemory(from: head.data + c * capacityFrames * sampleBytes,
+                                                                     byteCount: filledFrames * sampleBytes)
+        }
     }
 
     /// Hands the head buffer to the callback with what it holds.
@@ -463,6 +488,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             return true
         }
         guard queued else { return }
+        packPlanes(head)
         let callback = inputCallback
         let bytesPerFrame = format.bytesPerFrame
         deliverBuffer(head, resetBatch: resetBatch) { callback(head, byteCount, byteCount / bytesPerFrame, stamp) }
@@ -490,7 +516,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                 let filledFrames = head.filledBytes / format.bytesPerFrame
                 let count = min(stageCount, capacityFrames - filledFrames)
                 if filledFrames == 0 && count > 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
-                encodeStage(count: count, into: head.data + head.filledBytes)
+                encodeStage(count: count, into: head)
                 head.filledBytes += count * format.bytesPerFrame
                 lock.withLock { queueFrames += Double(count) }
                 if filledFrames + count == capacityFrames { deliverHead(head, resetBatch: true) }

@@ -644,8 +644,11 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 count = 0
             }
             if count == 0 { return false }
-            let source = buffer.data + (buffer.trimStart + buffer.consumedFrames) * format.bytesPerFrame
-            codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(decodePlanes.planes))
+            // Non-interleaved (a jaq extension): plane c starts at c × frameCount samples.
+            let step = format.isNonInterleaved ? format.bytesPerSample : format.bytesPerFrame
+            let source = buffer.data + (buffer.trimStart + buffer.consumedFrames) * step
+            codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(decodePlanes.planes),
+                         planeStride: buffer.frameCount * format.bytesPerSample)
             writeDecoded(frames: count)
             buffer.consumedFrames += count
             lock.withLock { streamFrames += Int64(count) }

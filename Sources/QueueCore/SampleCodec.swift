@@ -1,5 +1,7 @@
-/// Converts between a queue's interleaved client bytes and planar Float32,
-/// the sample format of JACK ports.
+/// Converts between a queue's client bytes and planar Float32, the sample format of JACK ports.
+///
+/// Client bytes are interleaved frames, or (`isNonInterleaved`, a jaq extension) one plane
+/// per channel: channel c's samples are contiguous, `planeStride` bytes after channel c-1's.
 ///
 /// Integers map exactly: an n-bit value x becomes x / 2^(n-1) (int16 x → x/32768),
 /// and back with rounding and clipping, so integer audio that passes through
@@ -36,18 +38,27 @@ public struct SampleCodec: Sendable {
         }
     }
 
+    /// Bytes from one frame's sample of a channel to the next frame's, and from channel c's
+    /// first sample to channel c+1's.
+    @inline(__always)
+    private func steps(planeStride: Int) -> (frame: Int, channel: Int) {
+        format.isNonInterleaved ? (format.bytesPerSample, planeStride) : (format.bytesPerFrame, format.bytesPerSample)
+    }
+
     /// Decodes `frames` frames of client bytes into planar floats.
     /// - Parameters:
-    ///   - source: interleaved client data.
+    ///   - source: client data (interleaved, or channel 0's plane when non-interleaved).
     ///   - planes: one destination pointer per channel (already offset).
-    public func decode(_ source: UnsafeRawPointer, frames: Int, into planes: UnsafePointer<UnsafeMutablePointer<Float>>) {
+    ///   - planeStride: bytes between the client's channel planes (non-interleaved only).
+    public func decode(_ source: UnsafeRawPointer, frames: Int, into planes: UnsafePointer<UnsafeMutablePointer<Float>>,
+                       planeStride: Int = 0) {
         let channels = format.channelCount
-        let stride = format.bytesPerFrame
+        let (stride, channelStep) = steps(planeStride: planeStride)
         switch kind {
         case .float32(let bigEndian):
             for c in 0..<channels {
                 let out = planes[c]
-                var p = source + c * 4
+                var p = source + c * channelStep
                 for i in 0..<frames {
                     let bits = p.loadUnaligned(as: UInt32.self)
                     out[i] = Float(bitPattern: bigEndian ? bits.byteSwapped : bits)
@@ -57,7 +68,7 @@ public struct SampleCodec: Sendable {
         case .float64(let bigEndian):
             for c in 0..<channels {
                 let out = planes[c]
-                var p = source + c * 8
+                var p = source + c * channelStep
                 for i in 0..<frames {
                     let bits = p.loadUnaligned(as: UInt64.self)
                     out[i] = Float(Double(bitPattern: bigEndian ? bits.byteSwapped : bits))
@@ -69,7 +80,7 @@ public struct SampleCodec: Sendable {
             let scaleD = 1 / Double(sign: .plus, exponent: bits - 1, significand: 1)
             for c in 0..<channels {
                 let out = planes[c]
-                var p = source + c * bytes
+                var p = source + c * channelStep
                 switch (bytes, bigEndian) {
                 case (2, false) where shift == 0:
                     for i in 0..<frames {
@@ -92,22 +103,33 @@ public struct SampleCodec: Sendable {
         case .muLaw:
             for c in 0..<channels {
                 let out = planes[c]
-                let p = source.assumingMemoryBound(to: UInt8.self) + c
+                let p = source.assumingMemoryBound(to: UInt8.self) + c * channelStep
                 for i in 0..<frames { out[i] = Float(G711.muLawToLinear[Int(p[i * stride])]) / 32768 }
             }
         case .aLaw:
             for c in 0..<channels {
                 let out = planes[c]
-                let p = source.assumingMemoryBound(to: UInt8.self) + c
+                let p = source.assumingMemoryBound(to: UInt8.self) + c * channelStep
                 for i in 0..<frames { out[i] = Float(G711.aLawToLinear[Int(p[i * stride])]) / 32768 }
             }
         }
     }
 
-    /// Encodes `frames` frames of planar floats into interleaved client bytes (rounding, clipping).
-    public func encode(_ planes: UnsafePointer<UnsafePointer<Float>>, frames: Int, into destination: UnsafeMutableRawPointer) {
+    /// Encodes `frames` frames of planar floats into client bytes (rounding, clipping).
+    /// - Parameters:
+    ///   - destination: where the first frame goes (channel 0's plane when non-interleaved).
+    ///   - planeStride: bytes between the client's channel planes (non-interleaved only).
+    public func encode(_ planes: UnsafePointer<UnsafePointer<Float>>, frames: Int, into destination: UnsafeMutableRawPointer,
+                       planeStride: Int = 0) {
         let channels = format.channelCount
-        let stride = format.bytesPerFrame
+        let (stride, channelStep) = steps(planeStride: planeStride)
+        if format.isNonInterleaved, case .float32(bigEndian: false) = kind {
+            // Native float planes to native float planes: one copy per channel, nothing to convert.
+            for c in 0..<channels {
+                (destination + c &* channelStep).copyMemory(from: planes[c], byteCount: frames &* 4)
+            }
+            return
+        }
         // In blocks of frames, channel by channel within a block: each channel's input is read
         // in order and the block's output stays in cache, whatever the channel count (a pass
         // per channel over the whole buffer would sweep it once per channel; frame by frame
@@ -121,7 +143,7 @@ public struct SampleCodec: Sendable {
                 // Whole 4-byte samples at 4-byte offsets: typed stores (buffers are aligned).
                 let out = destination.assumingMemoryBound(to: UInt32.self)
                 var c = 0
-                if !bigEndian && stride == channels &* 4 {
+                if !bigEndian && stride == channels &* 4 && !format.isNonInterleaved {
                     // Four channels at a time, transposed in registers (packed frames).
                     while c &+ 4 <= channels {
                         Transpose32.interleave4(UnsafeRawPointer(planes[c]), UnsafeRawPointer(planes[c &+ 1]),
@@ -132,10 +154,12 @@ public struct SampleCodec: Sendable {
                 }
                 while c < channels {
                     let input = UnsafeRawPointer(planes[c]).assumingMemoryBound(to: UInt32.self)
+                    // In 4-byte units: the frame step and the channel's first sample.
+                    let step = stride / 4, base = out + c &* channelStep / 4
                     if bigEndian {
-                        for i in first..<end { out[i &* channels &+ c] = input[i].byteSwapped }
+                        for i in first..<end { base[i &* step] = input[i].byteSwapped }
                     } else {
-                        for i in first..<end { out[i &* channels &+ c] = input[i] }
+                        for i in first..<end { base[i &* step] = input[i] }
                     }
                     c &+= 1
                 }
@@ -144,7 +168,7 @@ public struct SampleCodec: Sendable {
                     let input = planes[c]
                     for i in first..<end {
                         let bits = Double(input[i]).bitPattern
-                        destination.storeBytes(of: bigEndian ? bits.byteSwapped : bits, toByteOffset: i * stride + c * 8, as: UInt64.self)
+                        destination.storeBytes(of: bigEndian ? bits.byteSwapped : bits, toByteOffset: i * stride + c * channelStep, as: UInt64.self)
                     }
                 }
             case .integer(let bytes, let bigEndian, let signed, let shift, let bits):
@@ -155,7 +179,7 @@ public struct SampleCodec: Sendable {
                     for i in first..<end {
                         let scaled = (Double(input[i]) * full).rounded(.toNearestOrEven)
                         let clipped = scaled.isNaN ? 0 : min(max(scaled, -full), maxValue)
-                        Self.storeInteger(Int64(clipped) << shift, at: destination + i * stride + c * bytes, bytes: bytes,
+                        Self.storeInteger(Int64(clipped) << shift, at: destination + i * stride + c * channelStep, bytes: bytes,
                                           bigEndian: bigEndian, signed: signed)
                     }
                 }
@@ -170,13 +194,13 @@ public struct SampleCodec: Sendable {
         case .muLaw:
             for c in 0..<channels {
                 let input = planes[c]
-                let p = destination.assumingMemoryBound(to: UInt8.self) + c
+                let p = destination.assumingMemoryBound(to: UInt8.self) + c * channelStep
                 for i in 0..<frames { p[i * stride] = G711.linearToMuLaw(Self.int16(input[i])) }
             }
         case .aLaw:
             for c in 0..<channels {
                 let input = planes[c]
-                let p = destination.assumingMemoryBound(to: UInt8.self) + c
+                let p = destination.assumingMemoryBound(to: UInt8.self) + c * channelStep
                 for i in 0..<frames { p[i * stride] = G711.linearToALaw(Self.int16(input[i])) }
             }
         }

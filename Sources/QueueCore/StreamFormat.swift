@@ -19,7 +19,10 @@ public struct StreamFormat: Sendable, Equatable {
     public var isSignedInteger: Bool
     public var isPacked: Bool
     public var isAlignedHigh: Bool
+    /// One plane per channel in a buffer instead of interleaved frames (a jaq extension:
+    /// Apple's queues take interleaved data only). `bytesPerFrame` still counts every channel.
     public var isNonInterleaved: Bool
+    /// Bytes of one frame of every channel (for non-interleaved data too, unlike an ASBD's).
     public var bytesPerFrame: Int
     public var channelCount: Int
     public var bitsPerChannel: Int
@@ -65,7 +68,6 @@ public struct StreamFormat: Sendable, Equatable {
         guard channelCount >= 1, channelCount <= Self.maximumChannels else {
             try fail("\(channelCount) channels (1...\(Self.maximumChannels))")
         }
-        guard !isNonInterleaved else { try fail("non-interleaved linear PCM (only interleaved is supported)") }
         guard framesPerPacket == 1 else { try fail("\(framesPerPacket) frames per packet (1 for PCM)") }
         guard bytesPerPacket == bytesPerFrame else { try fail("bytes per packet \(bytesPerPacket) != bytes per frame \(bytesPerFrame)") }
         guard bytesPerFrame > 0, bytesPerFrame % channelCount == 0 else {

@@ -299,7 +299,8 @@ import QueueCore
             var zeroChannels = lpcm(); zeroChannels.mChannelsPerFrame = 0
             let zeroRate = lpcm(rate: 0)
             var bitsDoNotFit = lpcm(); bitsDoNotFit.mBitsPerChannel = 24
-            var nonInterleaved = lpcm(); nonInterleaved.mFormatFlags |= kAudioFormatFlagIsNonInterleaved
+            // Non-interleaved is taken (a jaq extension), but its per-channel sizes must agree.
+            var nonInterleaved = lpcm(); nonInterleaved.mFormatFlags |= kAudioFormatFlagIsNonInterleaved; nonInterleaved.mBytesPerFrame = 2
             var aac = lpcm(); aac.mFormatID = kAudioFormatMPEG4AAC
             let tooMany = lpcm(channels: 65)
             for var format in [zeroChannels, zeroRate, bitsDoNotFit, nonInterleaved, aac, tooMany] {

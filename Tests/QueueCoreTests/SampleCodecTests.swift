@@ -137,9 +137,66 @@ import Testing
         #expect(throws: Never.self) { try zeroRate.validate(allowsZeroRate: true, bytesPerPacket: 4, framesPerPacket: 1) }
         var tooManyBits = good; tooManyBits.bitsPerChannel = 24
         #expect(throws: QueueError.self) { try tooManyBits.validate(allowsZeroRate: false, bytesPerPacket: 4, framesPerPacket: 1) }
-        var nonInterleaved = good; nonInterleaved.isNonInterleaved = true
-        #expect(throws: QueueError.self) { try nonInterleaved.validate(allowsZeroRate: false, bytesPerPacket: 4, framesPerPacket: 1) }
+        var nonInterleaved = good; nonInterleaved.isNonInterleaved = true  // a jaq extension
+        #expect(throws: Never.self) { try nonInterleaved.validate(allowsZeroRate: false, bytesPerPacket: 4, framesPerPacket: 1) }
         var tooMany = good; tooMany.channelCount = 65; tooMany.bytesPerFrame = 130
         #expect(throws: QueueError.self) { try tooMany.validate(allowsZeroRate: false, bytesPerPacket: 130, framesPerPacket: 1) }
+    }
+
+    /// Non-interleaved client data: plane c at c × planeStride, each format bit-exact both ways,
+    /// and the same samples as the interleaved codec gives.
+    @Test(arguments: [(bits: 8, bytes: 1, float: false), (bits: 16, bytes: 2, float: false), (bits: 24, bytes: 3, float: false),
+                      (bits: 32, bytes: 4, float: false), (bits: 32, bytes: 4, float: true)])
+    func nonInterleavedPlanesMatchTheInterleavedCodec(bits: Int, bytes: Int, float: Bool) {
+        let channels = 3, frames = 300, planeStride = 310 * bytes
+        var interleaved = StreamFormat(sampleRate: 48000, encoding: .linearPCM, isFloat: float, isSignedInteger: !float,
+                                       bytesPerFrame: channels * bytes, channelCount: channels, bitsPerChannel: bits)
+        let interleavedCodec = SampleCodec(format: interleaved)
+        interleaved.isNonInterleaved = true
+        let planarCodec = SampleCodec(format: interleaved)
+        var source = [UInt8](repeating: 0, count: frames * channels * bytes)
+        var x: UInt32 = 0x2468_ACE1
+        for i in source.indices {
+            x = x &* 1_664_525 &+ 1_013_904_223
+            source[i] = UInt8(truncatingIfNeeded: x >> 13)
+        }
+        if float {  // finite values only: NaN payloads need not survive
+            for i in stride(from: 0, to: source.count, by: 4) { source[i + 3] = source[i + 3] & 0x3F }
+        }
+        let planes = (0..<channels).map { _ in UnsafeMutablePointer<Float>.allocate(capacity: frames) }
+        defer { planes.forEach { $0.deallocate() } }
+        source.withUnsafeBytes { s in planes.withUnsafeBufferPointer { interleavedCodec.decode(s.baseAddress!, frames: frames, into: $0.baseAddress!) } }
+        let expected = planes.map { Array(UnsafeBufferPointer(start: $0, count: frames)) }
+        // The same samples as planes: channel c's plane at c × planeStride.
+        var planar = [UInt8](repeating: 0xEE, count: channels * planeStride)
+        for c in 0..<channels {
+            for f in 0..<frames {
+                for b in 0..<bytes { planar[c * planeStride + f * bytes + b] = source[(f * channels + c) * bytes + b] }
+            }
+        }
+        for plane in planes { plane.initialize(repeating: .nan, count: frames) }
+        planar.withUnsafeBytes { s in
+            planes.withUnsafeBufferPointer { planarCodec.decode(s.baseAddress!, frames: frames, into: $0.baseAddress!, planeStride: planeStride) }
+        }
+        for c in 0..<channels { #expect(Array(UnsafeBufferPointer(start: planes[c], count: frames)) == expected[c], "channel \(c)") }
+        var encoded = [UInt8](repeating: 0xEE, count: channels * planeStride)
+        let readable = planes.map { UnsafePointer($0) }
+        readable.withUnsafeBufferPointer { table in
+            encoded.withUnsafeMutableBytes { planarCodec.encode(table.baseAddress!, frames: frames, into: $0.baseAddress!, planeStride: planeStride) }
+        }
+        // What the interleaved codec encodes (the source itself where the format is exact: not
+        // 32-bit integers through float), as planes; the bytes between planes untouched.
+        var reencoded = [UInt8](repeating: 0, count: source.count)
+        readable.withUnsafeBufferPointer { table in
+            reencoded.withUnsafeMutableBytes { interleavedCodec.encode(table.baseAddress!, frames: frames, into: $0.baseAddress!) }
+        }
+        var expectedPlanes = [UInt8](repeating: 0xEE, count: channels * planeStride)
+        for c in 0..<channels {
+            for f in 0..<frames {
+                for b in 0..<bytes { expectedPlanes[c * planeStride + f * bytes + b] = reencoded[(f * channels + c) * bytes + b] }
+            }
+        }
+        #expect(encoded == expectedPlanes ? true : false, "planar encoding equals the interleaved codec's")
+        if bits < 32 || float { #expect(encoded == planar ? true : false, "the source comes back bit-exact") }
     }
 }
