@@ -101,8 +101,10 @@ final class AudioQueueObject: @unchecked Sendable {
         let dataOffset = (header + descriptions + 15) & ~15
         let total = dataOffset + Int(bytes)
         guard total < Int(Int32.max) else { throw QueueError.invalidParameter("buffer of \(bytes) bytes") }
-        let block = UnsafeMutableRawPointer.allocate(byteCount: max(total, 16), alignment: 16)
-        block.initializeMemory(as: UInt8.self, repeating: 0, count: max(total, 16))
+        // calloc: zeroed, and a large buffer's pages cost no memory until the queue first fills
+        // them (a recorder that allocates seconds of buffers up front uses the ones it cycles).
+        // glibc aligns it to 16 bytes; it is freed with free().
+        guard let block = calloc(1, max(total, 16)) else { throw QueueError.invalidParameter("no memory for \(bytes) bytes") }
         let data = block + dataOffset
         let descriptionsPointer = packetDescriptions > 0
             ? (block + header).assumingMemoryBound(to: AudioStreamPacketDescription.self) : nil
@@ -114,7 +116,7 @@ final class AudioQueueObject: @unchecked Sendable {
         do {
             try engine.addBuffer(QueueBuffer(handle: block, data: data, byteCapacity: Int(bytes)))
         } catch {
-            block.deallocate()
+            free(block)
             throw error
         }
         state.withLock { _ = $0.buffers.insert(block) }
@@ -127,7 +129,7 @@ final class AudioQueueObject: @unchecked Sendable {
         guard state.withLock({ $0.buffers.contains(block) }) else { throw QueueError.invalidBuffer }
         try engine.removeBuffer(block)
         state.withLock { _ = $0.buffers.remove(block) }
-        block.deallocate()
+        free(block)
     }
 
     /// Frees everything once the engine is disposed of.
@@ -139,7 +141,7 @@ final class AudioQueueObject: @unchecked Sendable {
             state.listeners.removeAll()
             return blocks
         }
-        for block in blocks { block.deallocate() }
+        for block in blocks { free(block) }
         delivery?.invalidate()
     }
 }

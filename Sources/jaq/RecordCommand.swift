@@ -12,14 +12,14 @@ final class Recorder: @unchecked Sendable {
     let running = Atomic<Bool>(true)
 }
 
-/// The recording callback (the guides' HandleInputBuffer): hand the data to the writer, re-enqueue.
+/// The recording callback (the guides' HandleInputBuffer): the buffer itself goes to the
+/// writer, and a free one is enqueued in its place.
 private func recorderCallback(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef,
                               _ startTime: UnsafePointer<AudioTimeStamp>, _ packets: UInt32,
                               _ descriptions: UnsafePointer<AudioStreamPacketDescription>?) {
     let recorder = Unmanaged<Recorder>.fromOpaque(userData!).takeUnretainedValue()
-    let bytes = UnsafeRawBufferPointer(start: buffer.pointee.mAudioData, count: Int(buffer.pointee.mAudioDataByteSize))
-    recorder.writer.deliver(queueFrame: Int64(startTime.pointee.mSampleTime.rounded()), bytes: bytes)
-    if recorder.running.load(ordering: .relaxed) { AudioQueueEnqueueBuffer(queue, buffer, 0, nil) }
+    let next = recorder.writer.deliver(buffer, queueFrame: Int64(startTime.pointee.mSampleTime.rounded()))
+    if let next, recorder.running.load(ordering: .relaxed) { AudioQueueEnqueueBuffer(queue, next, 0, nil) }
 }
 
 struct RecordCommand: ParsableCommand {
@@ -86,7 +86,7 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Include this many seconds before the start.", valueName: "seconds"))
     var preRoll: Double = 0
 
-    @Option(name: .long, help: ArgumentHelp("Seconds of audio the writer may fall behind the disk before frames are dropped.", valueName: "seconds"))
+    @Option(name: .long, help: ArgumentHelp("Seconds of audio the writer may fall behind the disk before frames are dropped (buffers allocated up front).", valueName: "seconds"))
     var buffer: Double = 10
 
     @Flag(name: .long, help: "Do not align tracks by their ports' capture latency.")
@@ -96,6 +96,11 @@ struct RecordCommand: ParsableCommand {
     var quiet = false
 
     @OptionGroup var serverOptions: ServerOptions
+
+    /// Frames of one queue buffer: a writer wake-up every 16 periods of 256 frames.
+    static let bufferFrames = 4096
+    /// Buffers the queue keeps enqueued (the rest wait in the writer's free list).
+    static let enqueuedBuffers = 4
 
     func validate() throws {
         if [at != nil, `in` != nil, transport, onEnter].filter({ $0 }).count > 1 {
@@ -162,8 +167,8 @@ struct RecordCommand: ParsableCommand {
         let paths = files.map(\.path)
         startup.onFire { for path in paths { unlink(path) } }
 
-        // The input queue: one channel per port, in the file's sample layout.
-        var asbd = queueFormat(takeFormat, channels: sources.count, rate: fileRate)
+        // The input queue: one channel per port, in the file's sample layout, a plane per track.
+        var asbd = TakeWriter.queueFormat(takeFormat, channels: sources.count, rate: fileRate)
         let recorder = Recorder()
         let user = Unmanaged.passRetained(recorder).toOpaque()
         defer { Unmanaged<Recorder>.fromOpaque(user).release() }
@@ -188,27 +193,31 @@ struct RecordCommand: ParsableCommand {
         let showMeters = !quiet && stdoutIsTerminal
         var on: UInt32 = showMeters ? 1 : 0
         AudioQueueSetProperty(queue, kAudioQueueProperty_EnableLevelMetering, &on, 4)
-        // The capture ring covers the queue thread's hiccups; the writer's buffer (--buffer) the disk's.
-        var ringSeconds = max(2, preRoll + 2)
+        // The capture ring covers the queue thread's hiccups; the buffers (--buffer) the disk's.
+        var ringSeconds = 1.0
         AudioQueueSetProperty(queue, kAudioQueueProperty_CaptureBufferSeconds, &ringSeconds, 8)
 
         // Latency compensation: each track is read later by its extra capture latency.
         let skip = noLatencyCompensation ? Array(repeating: Int64(0), count: sources.count)
             : captureSkew(queue, tracks: sources.count, rate: fileRate, deviceRate: deviceRate)
+        // Every buffer is allocated now (nothing grows while recording): --buffer seconds of
+        // them for the disk, and what the writer keeps for the pre-roll, latency and triggers.
+        let bufferFrames = Self.bufferFrames
+        let enqueued = Self.enqueuedBuffers
+        let bufferCount = TakeWriter.bufferCount(bufferSeconds: buffer, rate: fileRate, bufferFrames: bufferFrames,
+                                                 preroll: preRoll, maxSkip: skip.max() ?? 0, stopsByTrigger: transport,
+                                                 enqueued: enqueued)
         let activeWriter = TakeWriter(format: takeFormat, channelCount: sources.count, rate: fileRate, files: files,
-                                      skip: skip, bufferSeconds: buffer, stopsByTrigger: transport)
+                                      skip: skip, bufferFrames: bufferFrames, bufferCount: bufferCount,
+                                      enqueuedCount: enqueued, stopsByTrigger: transport)
         recorder.writer = activeWriter
         if skip.contains(where: { $0 != 0 }) {
             Log.info("latency compensation (frames): " + zip(sources, skip).map { "\($0.0) +\($0.1)" }.joined(separator: ", "))
         }
-        let bufferFrames = max(1024, Int(fileRate / 10))
-        for _ in 0..<4 {
-            var b: AudioQueueBufferRef?
-            guard AudioQueueAllocateBuffer(queue, UInt32(bufferFrames * Int(asbd.mBytesPerFrame)), &b) == noErr, let b else {
-                removeFiles(files)
-                throw CLIError("out of memory for buffers")
-            }
-            AudioQueueEnqueueBuffer(queue, b, 0, nil)
+        let allocated = activeWriter.allocateBuffers(on: queue)
+        guard allocated == noErr else {
+            removeFiles(files)
+            throw CLIError("cannot allocate \(bufferCount) buffers of \(bufferFrames) frames: \(describe(allocated, file: false))")
         }
         activeWriter.state.withLock { $0.preroll = Int64((preRoll * fileRate).rounded()) }
         activeWriter.start()
@@ -367,6 +376,7 @@ struct RecordCommand: ParsableCommand {
 
         // Stop: everything captured up to now reaches the files.
         recorder.running.store(false, ordering: .relaxed)
+        activeWriter.stopEnqueueing()
         AudioQueueStop(queue, true)
         activeWriter.finishInput()
         activeWriter.waitUntilFinished()
@@ -441,21 +451,6 @@ struct RecordCommand: ParsableCommand {
         let latencies = ranges.map { $0.mMaximum }
         let least = latencies.min() ?? 0
         return latencies.map { Int64((($0 - least) * rate / deviceRate).rounded()) }
-    }
-
-    /// The queue's format: the files' sample layout, all tracks interleaved.
-    private func queueFormat(_ format: TakeFormat, channels: Int, rate: Double) -> AudioStreamBasicDescription {
-        let bytes = UInt32(format.bytesPerSample * channels)
-        var flags: AudioFormatFlags = kAudioFormatFlagIsPacked
-        switch format.samples {
-        case .float32: flags |= kAudioFormatFlagIsFloat
-        default: flags |= kAudioFormatFlagIsSignedInteger
-        }
-        if format.bigEndian { flags |= kAudioFormatFlagIsBigEndian }
-        return AudioStreamBasicDescription(
-            mSampleRate: rate, mFormatID: kAudioFormatLinearPCM, mFormatFlags: flags, mBytesPerPacket: bytes,
-            mFramesPerPacket: 1, mBytesPerFrame: bytes, mChannelsPerFrame: UInt32(channels),
-            mBitsPerChannel: UInt32(format.bytesPerSample * 8), mReserved: 0)
     }
 
     /// Creates the take's files (take number: the first that names no existing file).

@@ -1,3 +1,4 @@
+import AudioToolbox
 import Foundation
 import Glibc
 import QueueCore
@@ -92,20 +93,66 @@ final class TakeFile {
     }
 }
 
-/// A run of captured frames from the input queue: queue time of the first frame and the bytes.
-struct CapturedChunk {
+/// A filled buffer of the input queue, held by the writer until every track has written it.
+struct HeldBuffer {
+    let buffer: AudioQueueBufferRef
+    /// Queue time of the buffer's first frame.
     let queueFrame: Int64
     let frames: Int
-    let data: [UInt8]
+    var end: Int64 { queueFrame + Int64(frames) }
 }
 
-/// Writes a take to disk on its own thread, from what the input queue's callback hands it.
+/// A first-in first-out list of fixed capacity that never reallocates.
+struct FixedQueue<Element> {
+    private var slots: [Element?]
+    private var head = 0
+    private(set) var count = 0
+
+    init(capacity: Int) { slots = Array(repeating: nil, count: max(capacity, 1)) }
+
+    var capacity: Int { slots.count }
+    var isEmpty: Bool { count == 0 }
+    var first: Element? { count > 0 ? slots[head] : nil }
+    var last: Element? { count > 0 ? slots[(head + count - 1) % slots.count] : nil }
+
+    /// The i-th element from the front.
+    subscript(i: Int) -> Element { slots[(head + i) % slots.count]! }
+
+    /// False (and nothing added) when full.
+    mutating func append(_ element: Element) -> Bool {
+        guard count < slots.count else { return false }
+        slots[(head + count) % slots.count] = element
+        count += 1
+        return true
+    }
+
+    mutating func removeFirst() -> Element? {
+        guard count > 0 else { return nil }
+        let element = slots[head]
+        slots[head] = nil
+        head = (head + 1) % slots.count
+        count -= 1
+        return element
+    }
+}
+
+/// Writes a take to disk on its own thread, straight from the input queue's buffers.
 ///
-/// Frames are addressed by queue time. Each channel is read `skip[c]` frames late
-/// (latency compensation); the take starts at queue time `takeStart` and every file
-/// gets the same take frames [0, end). Gaps (lost data) are written as silence and
-/// reported; the files' headers are kept up to date (crash-safe) and flushed to disk
-/// once a second.
+/// The queue records non-interleaved: a buffer holds one plane per track. Its input callback
+/// hands each filled buffer to this writer (the filled list) and enqueues a free one in its
+/// place (the free list, last in first out, so that buffers the queue has not needed yet
+/// cost no memory). The writer writes each track's slice of a plane straight to its file,
+/// then returns the buffer to the free list, or to the queue if the queue ran short of
+/// buffers. Nothing is copied between the queue and the file writes, and nothing grows while
+/// recording: every buffer is allocated before the start, and when the disk falls so far
+/// behind that none is free, the queue's capture ring takes up the slack and then loses
+/// frames, which the queue reports (kAudioQueueErr_RecordUnderrun) as a jump in the buffers'
+/// start times; the take gets silence there, every track alike, and the frame is reported.
+/// In freewheel the server waits for the queue instead, so a bounce runs at the disk's speed.
+///
+/// Frames are addressed by queue time. Track c is read `skip[c]` frames late (latency
+/// compensation); the take starts at queue time `takeStart` and every file gets the same take
+/// frames [0, end). Headers are kept up to date (crash-safe) and flushed to disk once a second.
 final class TakeWriter: @unchecked Sendable {
     let format: TakeFormat
     let channelCount: Int
@@ -113,21 +160,31 @@ final class TakeWriter: @unchecked Sendable {
     let files: [TakeFile]
     let skip: [Int64]
     let maxSkip: Int64
-    let bytesPerFrame: Int
+    let minSkip: Int64
+    /// Frames of one buffer.
+    let bufferFrames: Int
+    /// Buffers allocated up front, and how many the queue keeps enqueued.
+    let bufferCount: Int
+    let enqueuedCount: Int
 
     /// Seconds of audio kept while waiting for the start, more than the main loop's polling
     /// can lag behind the frame a trigger names.
     static let triggerSlackSeconds = 2.0
+    /// Seconds between writes to the files (the sync to disk is once a second).
+    static let flushInterval = 0.5
 
-    private let fifo = Locked<[CapturedChunk]>([])
-    private let fifoBytes = Atomic<Int>(0)
-    let fifoLimitBytes: Int
-    /// Bytes of captured audio the writer gathers before it writes them out, whatever the
-    /// time: in freewheel a half second of wall time can bring minutes of audio.
-    let windowLimitBytes: Int
+    /// The queue's buffers that are not enqueued (input callback and writer).
+    private struct Lists {
+        var filled: FixedQueue<HeldBuffer>
+        var free: [AudioQueueBufferRef]
+        /// Buffers the queue is short of: the callback found no free one to enqueue.
+        var deficit = 0
+        /// The queue still takes buffers.
+        var enqueueing = true
+    }
+    private let lists: Locked<Lists>
     private let wake = DispatchSemaphore(value: 0)
-    /// Posted by the writer when it has taken chunks out of the FIFO (room for `deliver`).
-    private let room = DispatchSemaphore(value: 0)
+    private var queue: AudioQueueRef?
 
     // Shared with the main thread.
     let state = Locked(State())
@@ -136,9 +193,10 @@ final class TakeWriter: @unchecked Sendable {
         var takeStart: Int64?
         /// Take frames to write (nil: until stopped).
         var end: Int64?
-        /// No more chunks will come.
+        /// No more buffers will come.
         var inputFinished = false
         var error: String?
+        /// Frames the queue lost (RecordUnderrun): where in the take, and how many.
         var lostEvents: [(takeFrame: Int64, frames: Int64)] = []
         var droppedFrames: Int64 = 0
         var clippedSamples: Int64 = 0
@@ -146,32 +204,38 @@ final class TakeWriter: @unchecked Sendable {
         var preroll: Int64 = 0
     }
 
-    // Writer thread only. The window holds captured frames from queue time `windowStart`,
-    // starting `head` bytes into `window` (compacted now and then, not on every drop).
-    private var window: [UInt8] = []
-    private var head = 0
-    private var windowStart: Int64 = 0
-    private var windowFrames: Int64 { Int64((window.count - head) / bytesPerFrame) }
-    private var started = false
-    private var expectedQueueFrame: Int64 = 0
+    // Writer thread only.
+    private var held: FixedQueue<HeldBuffer>
+    private var expectedQueueFrame: Int64?
     private var written: Int64 = 0
     private var lastSync = Date()
     private var lastFlush = Date()
-    /// Seconds between writes to the files (the sync to disk is once a second).
-    static let flushInterval = 0.5
-    /// Each file's output buffer, reused from flush to flush (writer thread only).
-    private lazy var scratch: [UnsafeMutableRawBufferPointer] = Array(repeating: UnsafeMutableRawBufferPointer(start: nil, count: 0), count: files.count)
-
-    deinit { for buffer in scratch { buffer.deallocate() } }
+    /// A multichannel file's frames, interleaved for the write (--interleaved), and the
+    /// integers a compressed integer format is handed (libsndfile encodes int32).
+    private let scratch: UnsafeMutableRawBufferPointer
+    private let integers: UnsafeMutableBufferPointer<Int32>
+    /// Frames the scratch buffers hold.
+    private static let scratchFrames = 4096
+    /// Silence, for frames the queue lost.
+    private let zeros: UnsafeMutableRawBufferPointer
     private var thread: Thread?
 
     /// Frames kept back from the files while the end is not known and may be found by
     /// polling (the transport stopping): a late-noticed stop can still cut on its frame.
     let holdBack: Int64
 
+    /// The number of buffers of `bufferFrames` frames to allocate for `bufferSeconds` of
+    /// disk slack plus what the writer keeps (pre-roll, latency skew, trigger slack).
+    static func bufferCount(bufferSeconds: Double, rate: Double, bufferFrames: Int, preroll: Double, maxSkip: Int64,
+                            stopsByTrigger: Bool, enqueued: Int) -> Int {
+        let kept = preroll + triggerSlackSeconds + (stopsByTrigger ? triggerSlackSeconds : 0) + flushInterval
+        let frames = (bufferSeconds + kept) * rate + Double(maxSkip)
+        return Int((frames / Double(bufferFrames)).rounded(.up)) + enqueued + 2
+    }
+
     /// - Parameter stopsByTrigger: the end may come from a trigger noticed late (the transport).
-    init(format: TakeFormat, channelCount: Int, rate: Double, files: [TakeFile], skip: [Int64], bufferSeconds: Double,
-         stopsByTrigger: Bool = false) {
+    init(format: TakeFormat, channelCount: Int, rate: Double, files: [TakeFile], skip: [Int64], bufferFrames: Int,
+         bufferCount: Int, enqueuedCount: Int, stopsByTrigger: Bool = false) {
         holdBack = stopsByTrigger ? Int64(TakeWriter.triggerSlackSeconds * rate) : 0
         self.format = format
         self.channelCount = channelCount
@@ -179,9 +243,58 @@ final class TakeWriter: @unchecked Sendable {
         self.files = files
         self.skip = skip
         maxSkip = skip.max() ?? 0
-        bytesPerFrame = format.bytesPerSample * channelCount
-        fifoLimitBytes = max(Int(bufferSeconds * rate) * bytesPerFrame, 1 << 20)
-        windowLimitBytes = min(fifoLimitBytes, max(8 << 20, Int(TakeWriter.flushInterval * rate) * bytesPerFrame))
+        minSkip = skip.min() ?? 0
+        self.bufferFrames = bufferFrames
+        self.bufferCount = bufferCount
+        self.enqueuedCount = enqueuedCount
+        var free: [AudioQueueBufferRef] = []
+        free.reserveCapacity(bufferCount)
+        lists = Locked(Lists(filled: FixedQueue(capacity: bufferCount), free: free))
+        held = FixedQueue(capacity: bufferCount)
+        let widest = files.map(\.channels.count).max() ?? 1
+        scratch = .allocate(byteCount: Self.scratchFrames * widest * max(format.bytesPerSample, 4), alignment: 16)
+        integers = .allocate(capacity: Self.scratchFrames * widest)
+        zeros = .allocate(byteCount: 64 << 10, alignment: 16)
+        zeros.initializeMemory(as: UInt8.self, repeating: 0)
+    }
+
+    deinit {
+        scratch.deallocate()
+        integers.deallocate()
+        zeros.deallocate()
+    }
+
+    /// The queue's format: the files' sample layout, one plane per track.
+    static func queueFormat(_ format: TakeFormat, channels: Int, rate: Double) -> AudioStreamBasicDescription {
+        var flags: AudioFormatFlags = kAudioFormatFlagIsPacked | kAudioFormatFlagIsNonInterleaved
+        flags |= format.samples == .float32 ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger
+        if format.bigEndian { flags |= kAudioFormatFlagIsBigEndian }
+        let bytes = UInt32(format.bytesPerSample)
+        return AudioStreamBasicDescription(
+            mSampleRate: rate, mFormatID: kAudioFormatLinearPCM, mFormatFlags: flags, mBytesPerPacket: bytes,
+            mFramesPerPacket: 1, mBytesPerFrame: bytes, mChannelsPerFrame: UInt32(channels),
+            mBitsPerChannel: bytes * 8, mReserved: 0)
+    }
+
+    /// Allocates every buffer and enqueues `enqueuedCount` of them; the error code if the
+    /// queue refused.
+    func allocateBuffers(on queue: AudioQueueRef) -> OSStatus {
+        self.queue = queue
+        let bytes = UInt32(bufferFrames * channelCount * format.bytesPerSample)
+        for i in 0..<bufferCount {
+            var buffer: AudioQueueBufferRef?
+            let status = AudioQueueAllocateBuffer(queue, bytes, &buffer)
+            guard status == noErr, let buffer else { return status == noErr ? kAudio_MemFullError : status }
+            if i < enqueuedCount {
+                let enqueued = AudioQueueEnqueueBuffer(queue, buffer, 0, nil)
+                if enqueued != noErr { return enqueued }
+            } else {
+                lists.withLock { $0.free.append(buffer) }
+            }
+        }
+        // The free list is a stack: the buffers at its bottom are used only if the disk falls behind.
+        lists.withLock { $0.free.reverse() }
+        return noErr
     }
 
     func start() {
@@ -191,33 +304,49 @@ final class TakeWriter: @unchecked Sendable {
         self.thread = thread
     }
 
-    /// From the input callback: a buffer of captured frames.
-    ///
-    /// When the disk has fallen `bufferSeconds` behind, this waits for the writer: the
-    /// callback holds the queue's buffer, so the queue's capture ring takes up the slack (in
-    /// real time it drops what does not fit there and reports it as a gap in the timeline,
-    /// which the take fills with silence); in freewheel the server waits for the queue, so the
-    /// bounce runs at the disk's speed and loses nothing. Frames are dropped (and counted)
-    /// only once the writer has failed, and ignored once it has finished the take.
-    func deliver(queueFrame: Int64, bytes: UnsafeRawBufferPointer) {
-        guard !bytes.isEmpty else { return }
-        let frames = bytes.count / bytesPerFrame
-        while fifoBytes.load(ordering: .acquiring) + bytes.count > fifoLimitBytes {
-            // A writer that failed loses what comes (counted); one that finished the take
-            // (its duration reached) needs none of it.
-            let (failed, finished) = state.withLock { ($0.error != nil, $0.finished) }
-            if failed { state.withLock { $0.droppedFrames += Int64(frames) } }
-            if failed || finished { return }
-            wake.signal()
-            _ = room.wait(timeout: .now() + 0.05)
+    /// From the input callback: a filled buffer, and the free buffer to enqueue in its place
+    /// (nil if none is free: the writer enqueues the next it frees).
+    func deliver(_ buffer: AudioQueueBufferRef, queueFrame: Int64) -> AudioQueueBufferRef? {
+        let frames = Int(buffer.pointee.mAudioDataByteSize) / (channelCount * format.bytesPerSample)
+        let next: AudioQueueBufferRef? = lists.withLock { lists in
+            if frames > 0 {
+                // The list has room for every buffer there is: it is never full.
+                _ = lists.filled.append(HeldBuffer(buffer: buffer, queueFrame: queueFrame, frames: frames))
+            } else {
+                lists.free.append(buffer)
+            }
+            guard lists.enqueueing else { return nil }
+            if let next = lists.free.popLast() { return next }
+            lists.deficit += 1
+            return nil
         }
-        fifoBytes.add(bytes.count, ordering: .relaxed)
-        fifo.withLock { $0.append(CapturedChunk(queueFrame: queueFrame, frames: frames, data: Array(bytes))) }
         wake.signal()
+        return next
     }
 
-    /// How full the writer's buffer is (0...1).
-    var bufferFill: Double { Double(fifoBytes.load(ordering: .relaxed)) / Double(fifoLimitBytes) }
+    /// The queue takes no more buffers (it is stopping).
+    func stopEnqueueing() { lists.withLock { $0.enqueueing = false } }
+
+    /// A buffer the writer is done with: to the queue if it is short of one, else to the free list.
+    private func release(_ buffer: AudioQueueBufferRef) {
+        let enqueue: Bool = lists.withLock { lists in
+            if lists.enqueueing && lists.deficit > 0 {
+                lists.deficit -= 1
+                return true
+            }
+            lists.free.append(buffer)
+            return false
+        }
+        if enqueue, let queue, AudioQueueEnqueueBuffer(queue, buffer, 0, nil) != noErr {
+            lists.withLock { $0.free.append(buffer) }
+        }
+    }
+
+    /// How much of the buffering is in use (0...1): buffers filled and not yet written.
+    var bufferFill: Double {
+        let free = lists.withLock { $0.free.count }
+        return Double(max(0, bufferCount - enqueuedCount - free)) / Double(max(1, bufferCount - enqueuedCount))
+    }
 
     /// Take frames written to every file so far.
     var framesWritten: Int64 { writtenAtomic.load(ordering: .relaxed) }
@@ -237,37 +366,61 @@ final class TakeWriter: @unchecked Sendable {
     private func run() {
         while true {
             _ = wake.wait(timeout: .now() + 0.1)
-            // Up to a window's worth: a producer as fast as the writer (freewheel) would
-            // otherwise keep this loop going, and the window growing, without end.
-            let cap = windowCapBytes()
-            while (window.count - head) < cap,
-                  let chunk = fifo.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
-                fifoBytes.add(-chunk.data.count, ordering: .releasing)
-                room.signal()
-                if state.withLock({ $0.error }) == nil { take(chunk) }
+            let inputDone = state.withLock { $0.inputFinished }
+            takeFilled()
+            let (error, end, takeStart) = state.withLock { ($0.error, $0.end, $0.takeStart) }
+            if error != nil {
+                // Nothing more is written: buffers go straight back.
+                while let buffer = held.removeFirst() { release(buffer.buffer) }
+                if inputDone && lists.withLock({ $0.filled.isEmpty }) { break }
+                continue
             }
-            let windowFull = (window.count - head) >= cap
-            let (inputDone, error, end) = state.withLock { ($0.inputFinished, $0.error, $0.end) }
-            // Files are written in half-second batches (fewer, larger writes per track), and at
-            // once when the take's last frame has arrived.
-            let endArrived = end.map { end in state.withLock { $0.takeStart }.map { windowStart + windowFrames - $0 - maxSkip >= end } ?? false } ?? false
-            if Date().timeIntervalSince(lastFlush) >= TakeWriter.flushInterval || endArrived || windowFull {
+            // Files are written in half-second batches (fewer, larger writes per track), at once
+            // when the take's last frame has arrived, and whenever half the buffers are held.
+            let last = held.last?.end ?? expectedQueueFrame ?? 0
+            let endArrived = end.map { end in takeStart.map { last - $0 - maxSkip >= end } ?? false } ?? false
+            let heldFrames = (0..<held.count).reduce(0) { $0 + held[$1].frames }
+            let kept = keptFrames() + Int(TakeWriter.flushInterval * rate)
+            if Date().timeIntervalSince(lastFlush) >= TakeWriter.flushInterval || endArrived || heldFrames >= kept
+                || held.count * 2 >= bufferCount {
                 lastFlush = Date()
                 flushTake(final: false)
             }
-            if error == nil, Date().timeIntervalSince(lastSync) >= 1 {
+            if state.withLock({ $0.error }) == nil, Date().timeIntervalSince(lastSync) >= 1 {
                 lastSync = Date()
                 makeDurable()
             }
             let complete = end.map { written >= $0 } ?? false
-            if (inputDone && fifo.withLock({ $0.isEmpty })) || error != nil || complete { break }
-            if windowFull { wake.signal() }
+            if (inputDone && lists.withLock({ $0.filled.isEmpty })) || complete { break }
         }
-        flushTake(final: true)
+        if state.withLock({ $0.error }) == nil { flushTake(final: true) }
         for file in files {
             do { try file.file.close() } catch { if state.withLock({ $0.error }) == nil { fail(file, error) } }
         }
+        while let buffer = held.removeFirst() { release(buffer.buffer) }
         state.withLock { $0.finished = true }
+    }
+
+    /// Moves the filled list's buffers to the held ones, noting frames the queue lost before each.
+    private func takeFilled() {
+        while let buffer = lists.withLock({ $0.filled.removeFirst() }) {
+            if let expected = expectedQueueFrame, buffer.queueFrame > expected {
+                let lost = buffer.queueFrame - expected
+                state.withLock { state in
+                    state.lostEvents.append((max(0, expected - (state.takeStart ?? expected) - minSkip), lost))
+                }
+            }
+            expectedQueueFrame = buffer.end
+            countClips(UnsafeRawBufferPointer(start: buffer.buffer.pointee.mAudioData,
+                                              count: Int(buffer.buffer.pointee.mAudioDataByteSize)))
+            _ = held.append(buffer)
+        }
+    }
+
+    /// Frames the writer keeps before the take starts: the pre-roll, the latency skew, and
+    /// the last seconds (a start found by polling lies in the past).
+    private func keptFrames() -> Int {
+        Int(state.withLock { $0.preroll } + maxSkip + holdBack + Int64(TakeWriter.triggerSlackSeconds * rate))
     }
 
     /// Once a second: headers brought up to date (they describe every frame written) and
@@ -292,42 +445,14 @@ final class TakeWriter: @unchecked Sendable {
         }
     }
 
-    /// What the window may hold before the writer stops taking chunks and writes: a window's
-    /// worth beyond what it must keep anyway (the pre-roll, the latency skew, and the slack
-    /// for a start or stop noticed late).
-    private func windowCapBytes() -> Int {
-        let preroll = state.withLock { $0.preroll }
-        let kept = preroll + maxSkip + holdBack + Int64(TakeWriter.triggerSlackSeconds * rate)
-        return windowLimitBytes + Int(kept) * bytesPerFrame
-    }
-
-    /// Adds a chunk to the window, with silence for frames lost before it.
-    private func take(_ chunk: CapturedChunk) {
-        if !started {
-            started = true
-            windowStart = chunk.queueFrame
-            expectedQueueFrame = chunk.queueFrame
-        }
-        if chunk.queueFrame > expectedQueueFrame {
-            let lost = chunk.queueFrame - expectedQueueFrame
-            let takeFrame = expectedQueueFrame - (state.withLock { $0.takeStart } ?? expectedQueueFrame)
-            state.withLock { $0.lostEvents.append((max(0, takeFrame), lost)) }
-            window.append(contentsOf: repeatElement(0, count: Int(lost) * bytesPerFrame))
-            expectedQueueFrame = chunk.queueFrame
-        }
-        window.append(contentsOf: chunk.data)
-        expectedQueueFrame += Int64(chunk.frames)
-        countClips(chunk.data)
-    }
-
     /// The smallest float magnitude counted as clipped: 16-bit full scale (32767/32768), so
     /// that a float take and a 16-bit take of the same signal count the same clips.
     static let fullScale: Float = 32767 / 32768
 
     /// Counts samples at full scale (clipped), with one tight loop per sample type.
-    private func countClips(_ data: [UInt8]) {
+    private func countClips(_ raw: UnsafeRawBufferPointer) {
         var clipped: Int64 = 0
-        data.withUnsafeBytes { raw in
+        do {
             switch format.samples {
             case .float32:
                 // Eight at a time on the bit patterns: |x| ≥ full scale and not NaN (for floats
@@ -375,19 +500,18 @@ final class TakeWriter: @unchecked Sendable {
         if clipped > 0 { state.withLock { $0.clippedSamples += clipped } }
     }
 
-    /// Writes every take frame all channels have, and drops window frames no one needs.
+    /// Writes every take frame all tracks have, and frees the buffers no track needs.
     private func flushTake(final: Bool) {
         let (takeStart, end, preroll) = state.withLock { ($0.takeStart, $0.end, $0.preroll) }
+        let last = held.last?.end ?? expectedQueueFrame ?? 0
         guard let takeStart else {
-            // Waiting for the start: keep the pre-roll and the latency skew, and the last
-            // seconds too: a start found by polling (transport, Enter) lies in the past.
+            // Waiting for the start: keep the pre-roll, the latency skew and the trigger slack.
             let keep = preroll + maxSkip + Int64(TakeWriter.triggerSlackSeconds * rate)
-            let excess = windowFrames - keep
-            if excess > 0 { dropWindow(frames: excess) }
+            while let first = held.first, first.end <= last - keep { release(held.removeFirst()!.buffer) }
             return
         }
-        // Take frame t of channel c is queue frame takeStart + skip[c] + t.
-        var available = windowStart + windowFrames - takeStart - maxSkip
+        // Take frame t of track c is queue frame takeStart + skip[c] + t.
+        var available = last - takeStart - maxSkip
         if end == nil && !final { available -= holdBack }
         var target = max(available, written)
         if let end { target = min(target, end) }
@@ -395,14 +519,16 @@ final class TakeWriter: @unchecked Sendable {
             // Every file gets the frames, or (disk full, a write error) none does: the tracks of
             // a take always have the same length, and `written` is what each file holds.
             guard reserve(frames: Int(target - written)) else { return }
-            writeTake(from: written, to: target, takeStart: takeStart)
-            guard state.withLock({ $0.error }) == nil else { return }
+            for file in files {
+                writeFile(file, from: written, to: target, takeStart: takeStart)
+                guard state.withLock({ $0.error }) == nil else { return }
+            }
             written = target
             writtenAtomic.store(written, ordering: .relaxed)
         }
-        // Frames before take frame `written` of the earliest channel are no longer needed.
-        let needed = takeStart + (skip.min() ?? 0) + written
-        if needed > windowStart { dropWindow(frames: min(needed - windowStart, windowFrames)) }
+        // Buffers before take frame `written` of the earliest track are no longer needed.
+        let needed = takeStart + minSkip + written
+        while let first = held.first, first.end <= needed { release(held.removeFirst()!.buffer) }
     }
 
     /// Reserves the disk space `frames` more frames take in every file (plus a little for a
@@ -420,189 +546,138 @@ final class TakeWriter: @unchecked Sendable {
         return true
     }
 
-    private func dropWindow(frames: Int64) {
-        guard frames > 0 else { return }
-        head += Int(frames) * bytesPerFrame
-        windowStart += frames
-        if head > (1 << 20) && head * 2 > window.count {
-            window.removeFirst(head)
-            head = 0
+    /// Calls `body` for each run of track `channel`'s queue frames [from, to): its samples in a
+    /// held buffer's plane, or nil for frames no buffer holds (lost: silence).
+    private func forEachRun(channel: Int, from: Int64, to: Int64, _ body: (UnsafeRawPointer?, Int) -> Void) {
+        let size = format.bytesPerSample
+        var position = from
+        var i = 0
+        while position < to {
+            while i < held.count && held[i].end <= position { i += 1 }
+            guard i < held.count else {
+                body(nil, Int(to - position))
+                return
+            }
+            let buffer = held[i]
+            if buffer.queueFrame > position {
+                let gap = min(buffer.queueFrame, to) - position
+                body(nil, Int(gap))
+                position += gap
+                continue
+            }
+            let count = Int(min(buffer.end, to) - position)
+            let plane = UnsafeRawPointer(buffer.buffer.pointee.mAudioData) + channel * buffer.frames * size
+            body(plane + Int(position - buffer.queueFrame) * size, count)
+            position += Int64(count)
         }
     }
 
-    /// Deinterleaves take frames [from, to) into each file.
-    private func writeTake(from: Int64, to: Int64, takeStart: Int64) {
-        let count = Int(to - from)
+    /// Writes take frames [from, to) of one file: a track's plane slices as they are, or
+    /// (several tracks in one file) interleaved through the scratch buffer.
+    private func writeFile(_ file: TakeFile, from: Int64, to: Int64, takeStart: Int64) {
         let size = format.bytesPerSample
-        // Each file's buffer, reused from flush to flush.
-        for (i, file) in files.enumerated() where scratch[i].count < count * file.channels.count * size {
-            scratch[i].deallocate()
-            scratch[i] = .allocate(byteCount: count * file.channels.count * size, alignment: 16)
-        }
-        // The part of [from, to) the window holds for each channel (the rest stays silent).
-        let firsts = skip.map { takeStart + $0 + from - windowStart }
-        let whole = firsts.allSatisfy { $0 >= 0 && $0 + Int64(count) <= windowFrames }
-        if whole && Set(firsts).count == 1 && files.count == 1 && files[0].channels == Array(0..<channelCount) {
-            // One file holding every channel in order (--interleaved): the window's bytes as they are.
-            window.withUnsafeBytes { source in
-                let start = source.baseAddress! + head + Int(firsts[0]) * channelCount * size
-                write(UnsafeRawBufferPointer(start: start, count: count * channelCount * size), frames: count, to: files[0])
+        if file.channels.count == 1 {
+            let channel = file.channels[0]
+            let start = takeStart + skip[channel] + from
+            forEachRun(channel: channel, from: start, to: start + (to - from)) { samples, count in
+                guard state.withLock({ $0.error }) == nil else { return }
+                if let samples {
+                    write(UnsafeRawBufferPointer(start: samples, count: count * size), frames: count, to: file)
+                } else {
+                    writeSilence(frames: count, to: file)
+                }
             }
             return
         }
-        if whole && Set(firsts).count == 1 {
-            deinterleaveAll(firstFrame: Int(firsts[0]), count: count)
-        } else {
-            for (i, file) in files.enumerated() {
-                let width = file.channels.count
-                let destination = scratch[i].baseAddress!
-                destination.initializeMemory(as: UInt8.self, repeating: 0, count: count * width * size)
-                window.withUnsafeBytes { source in
-                    for (slot, channel) in file.channels.enumerated() {
-                        let first = firsts[channel]
-                        let lower = Int(max(0, -first))
-                        let upper = Int(min(Int64(count), windowFrames - first))
-                        guard upper > lower else { continue }
-                        copyChannel(from: source.baseAddress! + head, channel: channel, firstFrame: Int(first) + lower,
-                                    to: destination, slot: slot, width: width, firstOut: lower, count: upper - lower)
-                    }
-                }
-            }
-        }
-        for (i, file) in files.enumerated() {
-            write(UnsafeRawBufferPointer(start: scratch[i].baseAddress, count: count * file.channels.count * size), frames: count, to: file)
-            if state.withLock({ $0.error }) != nil { return }
-        }
-    }
-
-    /// Every channel's frames [firstFrame, firstFrame + count) of the window into its file's
-    /// buffer in one pass over the window (reading it frame by frame, not once per file).
-    private func deinterleaveAll(firstFrame: Int, count: Int) {
-        let channels = channelCount
-        let size = format.bytesPerSample
-        // Where channel c goes: its file's buffer, slot and frame width.
-        var targets = [(buffer: UnsafeMutableRawPointer, width: Int)](repeating: (UnsafeMutableRawPointer(bitPattern: 1)!, 1), count: channels)
-        for (i, file) in files.enumerated() {
+        let width = file.channels.count
+        var first = from
+        while first < to, state.withLock({ $0.error }) == nil {
+            let count = Int(min(to - first, Int64(Self.scratchFrames)))
+            let destination = scratch.baseAddress!
             for (slot, channel) in file.channels.enumerated() {
-                targets[channel] = (scratch[i].baseAddress! + slot * size, file.channels.count)
-            }
-        }
-        window.withUnsafeBytes { source in
-            let base = source.baseAddress! + head + firstFrame * channels * size
-            switch size {
-            case 4:
-                // In blocks of frames, channel by channel: the block's input stays in cache and
-                // each channel's output is written in order.
-                let s = base.assumingMemoryBound(to: UInt32.self)
-                targets.withUnsafeBufferPointer { targets in
-                    var first = 0
-                    while first < count {
-                        let end = min(count, first + 64)
-                        var c = 0
-                        // Four tracks of one file each at a time, transposed in registers.
-                        while c &+ 4 <= channels, targets[c].width == 1, targets[c &+ 1].width == 1,
-                              targets[c &+ 2].width == 1, targets[c &+ 3].width == 1 {
-                            Transpose32.deinterleave4(UnsafeRawPointer(s + c), rowBytes: channels &* 4,
-                                                      into: targets[c].buffer, targets[c &+ 1].buffer,
-                                                      targets[c &+ 2].buffer, targets[c &+ 3].buffer, first: first, end: end)
-                            c &+= 4
-                        }
-                        for c in c..<channels {
-                            let d = targets[c].buffer.assumingMemoryBound(to: UInt32.self)
-                            let width = targets[c].width
-                            if width == 1 {
-                                for t in first..<end { d[t] = s[t &* channels &+ c] }
-                            } else {
-                                for t in first..<end { d[t &* width] = s[t &* channels &+ c] }
-                            }
-                        }
-                        first = end
-                    }
-                }
-            case 2:
-                let s = base.assumingMemoryBound(to: UInt16.self)
-                targets.withUnsafeBufferPointer { targets in
-                    for t in 0..<count {
-                        let row = s + t * channels
-                        for c in 0..<channels {
-                            targets[c].buffer.assumingMemoryBound(to: UInt16.self)[t * targets[c].width] = row[c]
-                        }
-                    }
-                }
-            default:
-                targets.withUnsafeBufferPointer { targets in
-                    for t in 0..<count {
-                        let row = base + t * channels * size
-                        for c in 0..<channels {
-                            (targets[c].buffer + t * targets[c].width * size).copyMemory(from: row + c * size, byteCount: size)
-                        }
-                    }
+                let start = takeStart + skip[channel] + first
+                var offset = 0
+                forEachRun(channel: channel, from: start, to: start + Int64(count)) { samples, run in
+                    Self.spread(samples, count: run, size: size, into: destination + (offset * width + slot) * size,
+                                stride: width * size)
+                    offset += run
                 }
             }
+            write(UnsafeRawBufferPointer(start: destination, count: count * width * size), frames: count, to: file)
+            first += Int64(count)
         }
     }
 
-    /// Copies `count` samples of one channel out of interleaved frames into slot `slot` of
-    /// `width`-channel frames, with a loop per sample size.
-    private func copyChannel(from source: UnsafeRawPointer, channel: Int, firstFrame: Int, to destination: UnsafeMutableRawPointer,
-                             slot: Int, width: Int, firstOut: Int, count: Int) {
-        let channels = channelCount
-        switch format.bytesPerSample {
-        case 4:
-            let s = source.assumingMemoryBound(to: UInt32.self) + firstFrame * channels + channel
-            let d = destination.assumingMemoryBound(to: UInt32.self) + firstOut * width + slot
-            for t in 0..<count { d[t * width] = s[t * channels] }
-        case 2:
-            let s = source.assumingMemoryBound(to: UInt16.self) + firstFrame * channels + channel
-            let d = destination.assumingMemoryBound(to: UInt16.self) + firstOut * width + slot
-            for t in 0..<count { d[t * width] = s[t * channels] }
-        default:
-            let size = format.bytesPerSample
-            let s = source.assumingMemoryBound(to: UInt8.self) + (firstFrame * channels + channel) * size
-            let d = destination.assumingMemoryBound(to: UInt8.self) + (firstOut * width + slot) * size
-            for t in 0..<count {
-                let from = s + t * channels * size
-                let into = d + t * width * size
-                for b in 0..<size { into[b] = from[b] }
-            }
+    /// Copies `count` samples of `size` bytes (zeros if `samples` is nil) to every `stride` bytes
+    /// from `destination`: one channel's slot of interleaved frames.
+    private static func spread(_ samples: UnsafeRawPointer?, count: Int, size: Int, into destination: UnsafeMutableRawPointer,
+                               stride: Int) {
+        switch (size, samples) {
+        case (4, let samples?):
+            for t in 0..<count { (destination + t &* stride).storeBytes(of: samples.loadUnaligned(fromByteOffset: t &* 4, as: UInt32.self), as: UInt32.self) }
+        case (2, let samples?):
+            for t in 0..<count { (destination + t &* stride).storeBytes(of: samples.loadUnaligned(fromByteOffset: t &* 2, as: UInt16.self), as: UInt16.self) }
+        case (_, let samples?):
+            for t in 0..<count { (destination + t &* stride).copyMemory(from: samples + t &* size, byteCount: size) }
+        case (_, nil):
+            for t in 0..<count { (destination + t &* stride).initializeMemory(as: UInt8.self, repeating: 0, count: size) }
         }
     }
 
+    private func writeSilence(frames: Int, to file: TakeFile) {
+        let frameBytes = file.channels.count * format.bytesPerSample
+        var left = frames
+        while left > 0, state.withLock({ $0.error }) == nil {
+            let count = min(left, zeros.count / frameBytes)
+            write(UnsafeRawBufferPointer(start: zeros.baseAddress, count: count * frameBytes), frames: count, to: file)
+            left -= count
+        }
+    }
+
+    /// Writes frames in the file's sample layout: raw bytes, or (compressed formats) typed frames.
     private func write(_ bytes: UnsafeRawBufferPointer, frames: Int, to file: TakeFile) {
-        let transfer: SoundFile.Transfer
+        let width = file.channels.count
         if format.typed {
-            switch format.samples {
-            case .float32:
-                transfer = file.file.writeFrames(bytes.bindMemory(to: Float.self))
-            default:
-                // Integer samples as int32 (libsndfile scales them to the file's depth exactly).
-                let width = file.channels.count
-                var ints = [Int32](repeating: 0, count: frames * width)
-                do {
-                    let raw = bytes
-                    for i in 0..<(frames * width) {
-                        let p = raw.baseAddress! + i * format.bytesPerSample
+            var done = 0
+            while done < frames {
+                let transfer: SoundFile.Transfer
+                let count: Int
+                switch format.samples {
+                case .float32:
+                    count = frames - done
+                    let floats = UnsafeBufferPointer(start: (bytes.baseAddress! + done * width * 4).assumingMemoryBound(to: Float.self),
+                                                     count: count * width)
+                    transfer = file.file.writeFrames(floats)
+                default:
+                    // Integer samples as int32 (libsndfile scales them to the file's depth exactly).
+                    count = min(frames - done, Self.scratchFrames)
+                    let size = format.bytesPerSample
+                    let source = bytes.baseAddress! + done * width * size
+                    for i in 0..<(count * width) {
+                        let p = source + i * size
                         switch format.samples {
-                        case .int16: ints[i] = Int32(p.loadUnaligned(as: Int16.self)) << 16
+                        case .int16: integers[i] = Int32(p.loadUnaligned(as: Int16.self)) << 16
                         case .int24:
                             let value = Int32(p.load(as: UInt8.self)) | Int32(p.load(fromByteOffset: 1, as: UInt8.self)) << 8
                                 | Int32(Int8(bitPattern: p.load(fromByteOffset: 2, as: UInt8.self))) << 16
-                            ints[i] = value << 8
-                        default: ints[i] = p.loadUnaligned(as: Int32.self)
+                            integers[i] = value << 8
+                        default: integers[i] = p.loadUnaligned(as: Int32.self)
                         }
                     }
+                    transfer = file.file.writeFrames(UnsafeBufferPointer(rebasing: integers[0..<(count * width)]))
                 }
-                transfer = ints.withUnsafeBufferPointer { file.file.writeFrames($0) }
-            }
-            if transfer.count < frames {
-                fail(file, transfer.error ?? SoundFileError(code: .system, reason: "short write"))
-                return
+                if transfer.count < count {
+                    fail(file, transfer.error ?? SoundFileError(code: .system, reason: "short write"))
+                    return
+                }
+                done += count
             }
         } else {
             // In pieces of at most 256 KiB (whole frames): one huge write costs the kernel far
             // more per byte than several cache-sized ones (measured with 6 MiB writes: 3.5× the
             // system time: 0.57 s against 0.16 s for 20 s of 64 tracks).
-            let piece = max(file.channels.count * format.bytesPerSample, (256 << 10) / (file.channels.count * format.bytesPerSample) * (file.channels.count * format.bytesPerSample))
+            let frameBytes = width * format.bytesPerSample
+            let piece = max(frameBytes, (256 << 10) / frameBytes * frameBytes)
             var offset = 0
             while offset < bytes.count {
                 let length = min(piece, bytes.count - offset)
