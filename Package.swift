@@ -37,7 +37,7 @@ let package = Package(
         // The command line tool.
         .executableTarget(
             name: "jaq",
-            dependencies: ["AudioToolbox", "SoundFile", "QueueCore", "JackDriver",
+            dependencies: ["AudioToolbox", "SoundFile", "JackDriver",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 

@@ -16,6 +16,12 @@ public struct JackPortInfo: Sendable, Equatable {
     public var connections: [String]
 }
 
+/// Why a port name or pattern named no port.
+public struct JackPortMatchError: Error, CustomStringConvertible {
+    public let reason: String
+    public var description: String { reason }
+}
+
 /// A JACK client for queries and control that owns no audio: port listing,
 /// server time, transport. `jaq` uses it for `ports`, `time` and transport starts.
 public final class JackSession: @unchecked Sendable {
@@ -101,6 +107,19 @@ public final class JackSession: @unchecked Sendable {
 
     public var sampleRate: Double { Double(jack_get_sample_rate(client)) }
     public var periodFrames: Int { Int(jack_get_buffer_size(client)) }
+
+    /// The ports among `candidates` that `target` names — a port name, a regular expression,
+    /// or "system" (the `physical` ones) — in natural order, as a queue's CurrentDevice takes them.
+    /// - Throws: `JackPortMatchError` with the reason if none matches.
+    public static func resolvePorts(_ target: String, candidates: [String], physical: [String]) throws(JackPortMatchError) -> [String] {
+        do {
+            return try PortMatcher.resolve(target, candidates: candidates, physical: physical)
+        } catch QueueError.invalidDevice(let reason) {
+            throw JackPortMatchError(reason: reason)
+        } catch {
+            throw JackPortMatchError(reason: "\(error)")
+        }
+    }
 
     /// Every port, sorted naturally, with its latencies and connections.
     public func ports(matching pattern: String? = nil) -> [JackPortInfo] {

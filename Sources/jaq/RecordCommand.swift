@@ -2,8 +2,6 @@ import ArgumentParser
 import AudioToolbox
 import Foundation
 import JackDriver
-import QueueCore
-import SoundFile
 import Synchronization
 
 /// What the input callback needs: the writer (set before the queue starts), and whether to re-enqueue.
@@ -123,7 +121,8 @@ struct RecordCommand: ParsableCommand {
     }
 
     func record() throws {
-        let takeFormat = try TakeFormat.make(format: format, bits: bits)
+        let takeFormat: AudioTakeFile.Format
+        do { takeFormat = try AudioTakeFile.Format(name: format, bits: bits) } catch { throw CLIError(error.description, exitCode: 2) }
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
         let server = try ServerContext(serverOptions, clientName: "jaq-record-ctl", watchTransport: transport)
@@ -146,13 +145,11 @@ struct RecordCommand: ParsableCommand {
         var sources: [String] = []
         for port in ports {
             do {
-                for name in try PortMatcher.resolve(port, candidates: candidates, physical: physical) where !sources.contains(name) {
+                for name in try JackSession.resolvePorts(port, candidates: candidates, physical: physical) where !sources.contains(name) {
                     sources.append(name)
                 }
-            } catch QueueError.invalidDevice(let reason) {
-                throw CLIError("port '\(port)': \(reason)" + (physical.isEmpty && port == "system" ? ServerContext.noPhysicalPortsHint : ""))
             } catch {
-                throw CLIError("port '\(port)': \(error)")
+                throw CLIError("port '\(port)': \(error.reason)" + (physical.isEmpty && port == "system" ? ServerContext.noPhysicalPortsHint : ""))
             }
         }
         guard !sources.isEmpty else { throw CLIError("no ports to record") }
@@ -168,7 +165,7 @@ struct RecordCommand: ParsableCommand {
         startup.onFire { for path in paths { unlink(path) } }
 
         // The input queue: one channel per port, in the file's sample layout, a plane per track.
-        var asbd = TakeWriter.queueFormat(takeFormat, channels: sources.count, rate: fileRate)
+        var asbd = takeFormat.queueFormat(channels: sources.count, sampleRate: fileRate)
         let recorder = Recorder()
         let user = Unmanaged.passRetained(recorder).toOpaque()
         defer { Unmanaged<Recorder>.fromOpaque(user).release() }
@@ -454,7 +451,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     /// Creates the take's files (take number: the first that names no existing file).
-    private func createFiles(format: TakeFormat, tracks: [String], rate: Double) throws -> [TakeFile] {
+    private func createFiles(format: AudioTakeFile.Format, tracks: [String], rate: Double) throws -> [TakeFile] {
         let pattern = output ?? (interleaved ? "take-{take}.{ext}" : "take-{take}-{track}.{ext}")
         if !interleaved && tracks.count > 1 && !pattern.contains("{track}") && !pattern.contains("{n}") {
             throw CLIError("--output \(pattern): several tracks need {track} or {n} in the name (or --interleaved)", exitCode: 2)
@@ -487,27 +484,13 @@ struct RecordCommand: ParsableCommand {
         }
         var files: [TakeFile] = []
         for (i, channels) in layout.enumerated() {
-            let name = path(take: take, track: i)
-            let info = SoundFile.Info(sampleRate: Int(rate), channelCount: channels.count,
-                                      format: SoundFile.Format(format.major, format.subtype, format.fileEndianness))
             do {
-                let directory = URL(fileURLWithPath: name).deletingLastPathComponent().path
-                if !FileManager.default.fileExists(atPath: directory) {
-                    throw CLIError("\(name): the directory \(directory) does not exist")
-                }
-                let file = try SoundFile(path: name, mode: .write, format: info, replacing: false)
-                if format.major == .rf64 && format.name == "wav" { file.setRF64AutoDowngrade(true) }
-                files.append(TakeFile(path: name, file: file, channels: channels))
-            } catch let error as CLIError {
-                removeFiles(files)
-                throw error
-            } catch let error as SoundFileError {
-                removeFiles(files)
-                let reason = error.errno.map { String(cString: strerror($0)) } ?? error.reason
-                throw CLIError("\(name): cannot create it: \(reason)")
+                let take = try AudioTakeFile(path: path(take: take, track: i), format: format, sampleRate: Int(rate),
+                                             channelCount: channels.count)
+                files.append(TakeFile(take: take, channels: channels))
             } catch {
                 removeFiles(files)
-                throw CLIError("\(name): cannot create it: \(error)")
+                throw CLIError(error.description)
             }
         }
         return files
@@ -515,7 +498,7 @@ struct RecordCommand: ParsableCommand {
 
     private func removeFiles(_ files: [TakeFile]) {
         for file in files {
-            try? file.file.close()
+            try? file.take.close()
             unlink(file.path)
         }
     }

@@ -87,3 +87,17 @@ func setStringProperty(_ queue: AudioQueueRef, _ id: AudioQueuePropertyID, _ tex
         AudioQueueSetProperty(queue, id, &pointer, UInt32(MemoryLayout<OpaquePointer>.size))
     }
 }
+
+/// A value behind a lock, for the CLI's threads (the main loop, the writer, signal handlers).
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

@@ -1,96 +1,13 @@
 import AudioToolbox
 import Foundation
 import Glibc
-import QueueCore
-import SoundFile
 import Synchronization
 
-/// A file format `jaq record` writes, and how samples reach it.
-struct TakeFormat {
-    enum Samples { case int16, int24, int32, float32 }
-    let name: String
-    let major: SoundFile.MajorFormat
-    let samples: Samples
-    let bigEndian: Bool
-    /// Compressed containers take typed frames (libsndfile encodes); others raw bytes.
-    let typed: Bool
-    var fileExtension: String
-
-    /// The byte order libsndfile is told the raw samples have: the container's own, except
-    /// CAF (big-endian by default), which is written little-endian like the samples.
-    var fileEndianness: SoundFile.Endianness {
-        major == .caf ? .little : .file
-    }
-
-    /// Whether libsndfile can rewrite the header mid-take (crash-safe takes, once a second).
-    /// Compressed containers can't: Ogg would gain a new stream per rewrite.
-    var rewritesHeader: Bool { !typed }
-
-    var bytesPerSample: Int {
-        switch samples {
-        case .int16: 2
-        case .int24: 3
-        case .int32, .float32: 4
-        }
-    }
-
-    /// The libsndfile encoding of the file.
-    var subtype: SoundFile.Subtype {
-        switch (major, samples) {
-        case (.ogg, _): name == "opus" ? .opus : .vorbis
-        case (.mpeg, _): .mpegLayerIII
-        case (_, .int16): .pcm16
-        case (_, .int24): .pcm24
-        case (_, .int32): .pcm32
-        case (_, .float32): .float
-        }
-    }
-
-    /// The format for `--format` and `--bits`.
-    static func make(format: String, bits: String) throws -> TakeFormat {
-        let samples: Samples
-        switch bits.lowercased() {
-        case "16": samples = .int16
-        case "24": samples = .int24
-        case "32": samples = .int32
-        case "float", "f32", "32f": samples = .float32
-        default: throw CLIError("--bits \(bits): use 16, 24, 32 or float", exitCode: 2)
-        }
-        switch format.lowercased() {
-        case "wav": return TakeFormat(name: "wav", major: .rf64, samples: samples, bigEndian: false, typed: false, fileExtension: "wav")
-        case "rf64": return TakeFormat(name: "rf64", major: .rf64, samples: samples, bigEndian: false, typed: false, fileExtension: "rf64")
-        case "w64": return TakeFormat(name: "w64", major: .w64, samples: samples, bigEndian: false, typed: false, fileExtension: "w64")
-        case "aiff", "aif":
-            guard samples != .float32 else { throw CLIError("AIFF holds integer samples: use --format caf or wav for float", exitCode: 2) }
-            return TakeFormat(name: "aiff", major: .aiff, samples: samples, bigEndian: true, typed: false, fileExtension: "aif")
-        case "caf": return TakeFormat(name: "caf", major: .caf, samples: samples, bigEndian: false, typed: false, fileExtension: "caf")
-        case "flac":
-            guard samples == .int16 || samples == .int24 else { throw CLIError("FLAC holds 16- or 24-bit samples", exitCode: 2) }
-            return TakeFormat(name: "flac", major: .flac, samples: samples, bigEndian: false, typed: true, fileExtension: "flac")
-        case "ogg", "vorbis":
-            return TakeFormat(name: "ogg", major: .ogg, samples: .float32, bigEndian: false, typed: true, fileExtension: "ogg")
-        case "opus":
-            return TakeFormat(name: "opus", major: .ogg, samples: .float32, bigEndian: false, typed: true, fileExtension: "opus")
-        case "mp3":
-            return TakeFormat(name: "mp3", major: .mpeg, samples: .float32, bigEndian: false, typed: true, fileExtension: "mp3")
-        default:
-            throw CLIError("--format \(format): use wav, w64, rf64, aiff, caf, flac, ogg, opus or mp3", exitCode: 2)
-        }
-    }
-}
-
 /// One output file of a take: a track (or all tracks, interleaved).
-final class TakeFile {
-    let path: String
-    let file: SoundFile
+struct TakeFile {
+    let take: AudioTakeFile
     let channels: [Int]  // queue channels it holds, in order
-    var framesWritten: Int64 = 0
-
-    init(path: String, file: SoundFile, channels: [Int]) {
-        self.path = path
-        self.file = file
-        self.channels = channels
-    }
+    var path: String { take.path }
 }
 
 /// A filled buffer of the input queue, held by the writer until every track has written it.
@@ -154,7 +71,7 @@ struct FixedQueue<Element> {
 /// compensation); the take starts at queue time `takeStart` and every file gets the same take
 /// frames [0, end). Headers are kept up to date (crash-safe) and flushed to disk once a second.
 final class TakeWriter: @unchecked Sendable {
-    let format: TakeFormat
+    let format: AudioTakeFile.Format
     let channelCount: Int
     let rate: Double
     let files: [TakeFile]
@@ -210,10 +127,8 @@ final class TakeWriter: @unchecked Sendable {
     private var written: Int64 = 0
     private var lastSync = Date()
     private var lastFlush = Date()
-    /// A multichannel file's frames, interleaved for the write (--interleaved), and the
-    /// integers a compressed integer format is handed (libsndfile encodes int32).
+    /// A multichannel file's frames, interleaved for the write (--interleaved).
     private let scratch: UnsafeMutableRawBufferPointer
-    private let integers: UnsafeMutableBufferPointer<Int32>
     /// Frames the scratch buffers hold.
     private static let scratchFrames = 4096
     /// Silence, for frames the queue lost.
@@ -234,7 +149,7 @@ final class TakeWriter: @unchecked Sendable {
     }
 
     /// - Parameter stopsByTrigger: the end may come from a trigger noticed late (the transport).
-    init(format: TakeFormat, channelCount: Int, rate: Double, files: [TakeFile], skip: [Int64], bufferFrames: Int,
+    init(format: AudioTakeFile.Format, channelCount: Int, rate: Double, files: [TakeFile], skip: [Int64], bufferFrames: Int,
          bufferCount: Int, enqueuedCount: Int, stopsByTrigger: Bool = false) {
         holdBack = stopsByTrigger ? Int64(TakeWriter.triggerSlackSeconds * rate) : 0
         self.format = format
@@ -253,27 +168,13 @@ final class TakeWriter: @unchecked Sendable {
         held = FixedQueue(capacity: bufferCount)
         let widest = files.map(\.channels.count).max() ?? 1
         scratch = .allocate(byteCount: Self.scratchFrames * widest * max(format.bytesPerSample, 4), alignment: 16)
-        integers = .allocate(capacity: Self.scratchFrames * widest)
         zeros = .allocate(byteCount: 64 << 10, alignment: 16)
         zeros.initializeMemory(as: UInt8.self, repeating: 0)
     }
 
     deinit {
         scratch.deallocate()
-        integers.deallocate()
         zeros.deallocate()
-    }
-
-    /// The queue's format: the files' sample layout, one plane per track.
-    static func queueFormat(_ format: TakeFormat, channels: Int, rate: Double) -> AudioStreamBasicDescription {
-        var flags: AudioFormatFlags = kAudioFormatFlagIsPacked | kAudioFormatFlagIsNonInterleaved
-        flags |= format.samples == .float32 ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger
-        if format.bigEndian { flags |= kAudioFormatFlagIsBigEndian }
-        let bytes = UInt32(format.bytesPerSample)
-        return AudioStreamBasicDescription(
-            mSampleRate: rate, mFormatID: kAudioFormatLinearPCM, mFormatFlags: flags, mBytesPerPacket: bytes,
-            mFramesPerPacket: 1, mBytesPerFrame: bytes, mChannelsPerFrame: UInt32(channels),
-            mBitsPerChannel: bytes * 8, mReserved: 0)
     }
 
     /// Allocates every buffer and enqueues `enqueuedCount` of them; the error code if the
@@ -395,7 +296,7 @@ final class TakeWriter: @unchecked Sendable {
         }
         if state.withLock({ $0.error }) == nil { flushTake(final: true) }
         for file in files {
-            do { try file.file.close() } catch { if state.withLock({ $0.error }) == nil { fail(file, error) } }
+            do { try file.take.close() } catch { if state.withLock({ $0.error }) == nil { fail(error) } }
         }
         while let buffer = held.removeFirst() { release(buffer.buffer) }
         state.withLock { $0.finished = true }
@@ -423,26 +324,9 @@ final class TakeWriter: @unchecked Sendable {
         Int(state.withLock { $0.preroll } + maxSkip + holdBack + Int64(TakeWriter.triggerSlackSeconds * rate))
     }
 
-    /// Once a second: headers brought up to date (they describe every frame written) and
-    /// everything flushed to the disk, with one `syncfs` per file system rather than an
-    /// `fsync` per file (64 tracks would be 64 journal commits a second). If a file system
-    /// refuses, each of its files is synced alone to name the one that failed.
+    /// Once a second: headers brought up to date and the files flushed to the disk.
     private func makeDurable() {
-        if format.rewritesHeader { for file in files { file.file.updateHeaderNow() } }
-        var done = Set<UInt64>()
-        for file in files {
-            guard let fileSystem = file.file.fileSystemID else {
-                do { try file.file.synchronize() } catch { fail(file, error) }
-                continue
-            }
-            guard done.insert(fileSystem).inserted else { continue }
-            do { try file.file.synchronizeFileSystem() } catch {
-                for same in files where same.file.fileSystemID == fileSystem {
-                    do { try same.file.synchronize() } catch { fail(same, error); return }
-                }
-                fail(file, error)
-            }
-        }
+        do { try AudioTakeFile.makeDurable(files.map(\.take)) } catch { fail(error) }
     }
 
     /// The smallest float magnitude counted as clipped: 16-bit full scale (32767/32768), so
@@ -531,15 +415,12 @@ final class TakeWriter: @unchecked Sendable {
         while let first = held.first, first.end <= needed { release(held.removeFirst()!.buffer) }
     }
 
-    /// Reserves the disk space `frames` more frames take in every file (plus a little for a
-    /// header that grows as it is updated); false, with the error set, if a file system is full.
+    /// Reserves the disk space `frames` more frames take in every file; false, with the
+    /// error set, if a file system is full.
     private func reserve(frames: Int) -> Bool {
-        guard !format.typed else { return true }  // compressed: sizes unknown in advance
         for file in files {
-            do {
-                _ = try file.file.reserveSpace(byteCount: frames * file.channels.count * format.bytesPerSample + 4096)
-            } catch {
-                fail(file, error)
+            do { try file.take.reserve(frames: frames) } catch {
+                fail(error)
                 return false
             }
         }
@@ -634,72 +515,11 @@ final class TakeWriter: @unchecked Sendable {
         }
     }
 
-    /// Writes frames in the file's sample layout: raw bytes, or (compressed formats) typed frames.
     private func write(_ bytes: UnsafeRawBufferPointer, frames: Int, to file: TakeFile) {
-        let width = file.channels.count
-        if format.typed {
-            var done = 0
-            while done < frames {
-                let transfer: SoundFile.Transfer
-                let count: Int
-                switch format.samples {
-                case .float32:
-                    count = frames - done
-                    let floats = UnsafeBufferPointer(start: (bytes.baseAddress! + done * width * 4).assumingMemoryBound(to: Float.self),
-                                                     count: count * width)
-                    transfer = file.file.writeFrames(floats)
-                default:
-                    // Integer samples as int32 (libsndfile scales them to the file's depth exactly).
-                    count = min(frames - done, Self.scratchFrames)
-                    let size = format.bytesPerSample
-                    let source = bytes.baseAddress! + done * width * size
-                    for i in 0..<(count * width) {
-                        let p = source + i * size
-                        switch format.samples {
-                        case .int16: integers[i] = Int32(p.loadUnaligned(as: Int16.self)) << 16
-                        case .int24:
-                            let value = Int32(p.load(as: UInt8.self)) | Int32(p.load(fromByteOffset: 1, as: UInt8.self)) << 8
-                                | Int32(Int8(bitPattern: p.load(fromByteOffset: 2, as: UInt8.self))) << 16
-                            integers[i] = value << 8
-                        default: integers[i] = p.loadUnaligned(as: Int32.self)
-                        }
-                    }
-                    transfer = file.file.writeFrames(UnsafeBufferPointer(rebasing: integers[0..<(count * width)]))
-                }
-                if transfer.count < count {
-                    fail(file, transfer.error ?? SoundFileError(code: .system, reason: "short write"))
-                    return
-                }
-                done += count
-            }
-        } else {
-            // In pieces of at most 256 KiB (whole frames): one huge write costs the kernel far
-            // more per byte than several cache-sized ones (measured with 6 MiB writes: 3.5× the
-            // system time: 0.57 s against 0.16 s for 20 s of 64 tracks).
-            let frameBytes = width * format.bytesPerSample
-            let piece = max(frameBytes, (256 << 10) / frameBytes * frameBytes)
-            var offset = 0
-            while offset < bytes.count {
-                let length = min(piece, bytes.count - offset)
-                let part = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
-                let transfer = file.file.writeRaw(part)
-                if transfer.count < length {
-                    fail(file, transfer.error ?? SoundFileError(code: .system, reason: "short write"))
-                    return
-                }
-                offset += length
-            }
-        }
-        file.framesWritten += Int64(frames)
+        do { try file.take.write(bytes, frames: frames) } catch { fail(error) }
     }
 
-    private func fail(_ file: TakeFile, _ error: Error) {
-        let reason: String
-        if let error = error as? SoundFileError, let code = error.errno {
-            reason = code == ENOSPC ? "disk full (\(String(cString: strerror(code))))" : String(cString: strerror(code))
-        } else {
-            reason = "\(error)"
-        }
-        state.withLock { if $0.error == nil { $0.error = "\(file.path): \(reason)" } }
+    private func fail(_ error: AudioTakeFileError) {
+        state.withLock { if $0.error == nil { $0.error = error.description } }
     }
 }
