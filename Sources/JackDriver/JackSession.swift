@@ -160,9 +160,13 @@ public final class JackSession: @unchecked Sendable {
 
     /// The device frame (32-bit frame time) of the first cycle in which the transport
     /// was seen rolling (`rolling` true) or stopped, after `after` changes; nil if none yet.
-    public func transportChanges() -> (count: Int, lastChangeFrame: UInt32, rolling: Bool) {
-        (watcher.pointee.changes.load(ordering: .acquiring), UInt32(truncatingIfNeeded: watcher.pointee.lastChangeFrame.load(ordering: .relaxed)),
-         watcher.pointee.rolling.load(ordering: .relaxed))
+    /// `lastChangeFrame` is device time: JACK's 32-bit frame time extended to 64 bits as the
+    /// process's queues extend it (the one place the wrap is handled).
+    public func transportChanges() -> (count: Int, lastChangeFrame: Int64, rolling: Bool) {
+        let frame32 = UInt32(truncatingIfNeeded: watcher.pointee.lastChangeFrame.load(ordering: .relaxed))
+        let reference = JackDriver.shared.frameReference.pointee.load(ordering: .relaxed)
+        return (watcher.pointee.changes.load(ordering: .acquiring), extendFrameTime(frame32, reference: reference),
+                watcher.pointee.rolling.load(ordering: .relaxed))
     }
 
     /// Starts the transport rolling (`jack_transport_start`) and waits (up to `timeout` s) until

@@ -162,7 +162,7 @@ struct PlayCommand: ParsableCommand {
     @OptionGroup var serverOptions: ServerOptions
 
     func validate() throws {
-        if [at != nil, `in` != nil, transport].filter({ $0 }).count > 1 {
+        if (try? Trigger(at: at, in: `in`, transport: transport, onEnter: false)) == nil {
             throw ValidationError("use only one of --at, --in and --transport")
         }
         if let seconds = `in`, seconds < 0 { throw ValidationError("--in must not be negative") }
@@ -254,19 +254,23 @@ struct PlayCommand: ParsableCommand {
         var start = AudioTimeStamp()
         start.mFlags = .sampleTimeValid
         startup.disarm()
-        if transport {
-            Log.info("waiting for JACK transport to roll (Ctrl-C to give up)")
-            let before = session.transportChanges().count
-            while !(session.transportChanges().count > before && session.transportChanges().rolling) {
-                if let signal = interruption.signal { throw ExitCode(Interruption.exitStatus(signal)) }
-                usleep(2000)
-            }
+        var trigger: Trigger
+        do { trigger = try Trigger(at: at, in: `in`, transport: transport, onEnter: false) } catch {
+            throw CLIError("use only one of --at, --in and --transport", exitCode: 2)
+        }
+        let nowFrame = Int64(now.mSampleTime)
+        trigger.arm(now: nowFrame, deviceRate: rate, origin: nowFrame + Int64((margin * rate).rounded()),
+                    transportChanges: transport ? session.transportChanges().count : 0)
+        if transport { Log.info("waiting for JACK transport to roll (Ctrl-C to give up)") }
+        while true {
             AudioQueueDeviceGetCurrentTime(players[0].queue, &now)
-            start.mSampleTime = now.mSampleTime
-        } else if let at {
-            start.mSampleTime = Double(at)
-        } else {
-            start.mSampleTime = now.mSampleTime + ((`in` ?? margin) * rate).rounded()
+            if case .start(let frame)? = trigger.step(Trigger.Observation(now: Int64(now.mSampleTime), session: transport ? session : nil,
+                                                                          enterPressed: false)) {
+                start.mSampleTime = Double(frame)
+                break
+            }
+            if let signal = interruption.signal { throw ExitCode(Interruption.exitStatus(signal)) }
+            usleep(2000)
         }
         // Every queue must be able to start then; take the latest of their earliest frames.
         for player in players {

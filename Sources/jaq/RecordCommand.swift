@@ -101,7 +101,7 @@ struct RecordCommand: ParsableCommand {
     static let enqueuedBuffers = 4
 
     func validate() throws {
-        if [at != nil, `in` != nil, transport, onEnter].filter({ $0 }).count > 1 {
+        if (try? Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter)) == nil {
             throw ValidationError("use only one of --at, --in, --transport and --on-enter")
         }
         if preRoll < 0 || buffer <= 0 { throw ValidationError("--pre-roll and --buffer must be positive") }
@@ -267,22 +267,19 @@ struct RecordCommand: ParsableCommand {
         }
         let targets = files.map { $0.path }.joined(separator: ", ")
         let trackCount = "\(sources.count) track\(sources.count == 1 ? "" : "s")"
-        // A take that starts on a frame (or when the queue starts) begins once the queue has
-        // started and its origin is known.
-        var pendingTake: Int64? = takeStartDevice
-        var takeAtQueueStart = false
-        if takeStartDevice != nil {
-            Log.info("recording \(trackCount) from JACK frame \(takeStartDevice!) to \(targets)")
-        } else if transport {
-            Log.info("waiting for JACK transport to roll (\(sources.count) tracks armed)")
-        } else if onEnter {
-            Log.info("press Enter to start recording (\(sources.count) tracks armed)")
-        } else {
-            takeAtQueueStart = true
-            pendingTake = requestedOrigin
+        var trigger: Trigger
+        do { trigger = try Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter) } catch {
+            throw CLIError("use only one of --at, --in, --transport and --on-enter", exitCode: 2)
+        }
+        trigger.arm(now: Int64(now.mSampleTime), deviceRate: deviceRate, origin: requestedOrigin,
+                    transportChanges: transport ? session.transportChanges().count : 0)
+        switch trigger.start {
+        case .transport: Log.info("waiting for JACK transport to roll (\(sources.count) tracks armed)")
+        case .enter: Log.info("press Enter to start recording (\(sources.count) tracks armed)")
+        case .frame, .delay: Log.info("recording \(trackCount) from JACK frame \(takeStartDevice!) to \(targets)")
+        case .now: break
         }
         startup.disarm()
-        let transportChangesAtStart = transport ? session.transportChanges().count : 0
         let enterPressed = SharedFlag()
         if onEnter {
             Thread.detachNewThread {
@@ -296,7 +293,6 @@ struct RecordCommand: ParsableCommand {
         var stopReason: String?
         var exitStatus: Int32 = 0
         var lastStatus = Date()
-        var transportStopped = false
         var discontinuitiesAtTakeStart: UInt32?
         var serverGone = false
         while true {
@@ -320,35 +316,30 @@ struct RecordCommand: ParsableCommand {
                 stopReason = signal == SIGINT ? "interrupted" : "terminated"
                 break
             }
-            if state.0 == nil, let take = pendingTake, let origin = startedOrigin() {
-                pendingTake = nil
-                if takeAtQueueStart {
-                    beginTake(atDevice: origin, origin: origin)
-                    Log.info("recording \(trackCount) from JACK frame \(origin) to \(targets)")
-                } else {
-                    if take - prerollDevice < origin {
-                        Log.info("frame \(take - prerollDevice) has passed: the take starts at frame \(origin), when recording began")
+            // Triggers are looked at once the queue runs: queue time 0 is its real start frame.
+            if let origin = startedOrigin() {
+                var clock = AudioTimeStamp()
+                AudioQueueDeviceGetCurrentTime(queue, &clock)
+                let seen = Trigger.Observation(now: Int64(clock.mSampleTime), session: session, enterPressed: enterPressed.value != 0)
+                switch trigger.step(seen) {
+                case .start(let frame)?:
+                    switch trigger.start {
+                    case .now: Log.info("recording \(trackCount) from JACK frame \(origin) to \(targets)")
+                    case .frame, .delay:
+                        if frame - prerollDevice < origin {
+                            Log.info("frame \(frame - prerollDevice) has passed: the take starts at frame \(origin), when recording began")
+                        }
+                    case .transport: Log.info("transport rolling at JACK frame \(frame): recording")
+                    case .enter: Log.info("recording from JACK frame \(frame)")
                     }
-                    beginTake(atDevice: take, origin: origin)
-                }
-            } else if state.0 == nil && pendingTake == nil {
-                if transport, session.transportChanges().count > transportChangesAtStart, session.transportChanges().rolling {
-                    let frame = deviceFrame(session.transportChanges().lastChangeFrame, queue: queue)
-                    beginTake(atDevice: frame, origin: startedOrigin() ?? requestedOrigin)
-                    Log.info("transport rolling at JACK frame \(frame): recording")
-                } else if onEnter && enterPressed.value != 0 {
-                    var at = AudioTimeStamp()
-                    AudioQueueDeviceGetCurrentTime(queue, &at)
-                    beginTake(atDevice: Int64(at.mSampleTime), origin: startedOrigin() ?? requestedOrigin)
-                    Log.info("recording from JACK frame \(Int64(at.mSampleTime))")
-                }
-            } else if state.0 != nil, transport, !transportStopped, !session.transportChanges().rolling, session.transportChanges().count > transportChangesAtStart {
-                // The take ends on the frame the transport stopped.
-                transportStopped = true
-                let stopFrame = deviceFrame(session.transportChanges().lastChangeFrame, queue: queue)
-                Log.info("transport stopped at JACK frame \(stopFrame)")
-                activeWriter.state.withLock { state in
-                    if let start = state.takeStart { state.end = max(0, toQueueFrames(stopFrame - (startedOrigin() ?? requestedOrigin)) - start) }
+                    beginTake(atDevice: trigger.start == .now ? origin : frame, origin: origin)
+                case .stop(let frame)?:
+                    // The take ends on the frame the transport stopped.
+                    Log.info("transport stopped at JACK frame \(frame)")
+                    activeWriter.state.withLock { state in
+                        if let start = state.takeStart { state.end = max(0, toQueueFrames(frame - origin) - start) }
+                    }
+                case nil: break
                 }
             }
             var xruns: UInt32 = 0
@@ -427,14 +418,6 @@ struct RecordCommand: ParsableCommand {
         var size = UInt32(4)
         AudioQueueGetProperty(queue, kAudioQueueProperty_DiscontinuityCount, &count, &size)
         return count
-    }
-
-    /// A 32-bit JACK frame time (from the transport watcher) as a 64-bit device frame.
-    private func deviceFrame(_ frame32: UInt32, queue: AudioQueueRef) -> Int64 {
-        var now = AudioTimeStamp()
-        AudioQueueDeviceGetCurrentTime(queue, &now)
-        let reference = Int64(now.mSampleTime)
-        return reference + Int64(Int32(bitPattern: frame32 &- UInt32(truncatingIfNeeded: reference)))
     }
 
     /// Frames (at the file rate) each track is read later than the earliest, from the ports' capture latency.

@@ -1,0 +1,114 @@
+import JackDriver
+
+/// When a take (`jaq record`) or a playback (`jaq play`) starts and stops, on JACK frames
+/// (64-bit device time, as the queues and JackSession give them): now, on a frame (--at),
+/// after a delay (--in), when the transport rolls (--transport, which also stops it), or when
+/// Enter is pressed (--on-enter).
+///
+/// A value type stepped by the command's main loop: each step takes what the loop saw (the
+/// time, the transport, the Enter key) and gives at most one event. It holds no threads and
+/// no clocks, so every path is tested without a server (TriggerTests).
+struct Trigger: Equatable {
+    enum Start: Equatable {
+        case now
+        case frame(Int64)
+        case delay(seconds: Double)
+        case transport
+        case enter
+    }
+
+    enum Event: Equatable {
+        /// The take or playback starts on this device frame (it may have passed).
+        case start(frame: Int64)
+        /// It ends on this device frame (the transport stopped).
+        case stop(frame: Int64)
+    }
+
+    /// What the main loop sees at a step.
+    struct Observation: Equatable {
+        /// The device frame now.
+        var now: Int64
+        /// Transport changes seen so far (`JackSession.transportChanges`), whether it rolls,
+        /// and the device frame of the last change.
+        var transportChanges = 0
+        var transportRolling = false
+        var transportFrame: Int64 = 0
+        var enterPressed = false
+    }
+
+    enum Phase: Equatable { case armed, running, stopped }
+
+    let start: Start
+    /// The transport stopping ends it (--transport).
+    let stopsWithTransport: Bool
+    private(set) var phase = Phase.armed
+    /// The frame a start on a known frame (now, --at, --in) names, once armed.
+    private(set) var plannedFrame: Int64?
+    /// Transport changes before arming: only later ones count.
+    private var transportBaseline = 0
+
+    /// The trigger the options name; nil options mean "now".
+    /// - Throws: the message for more than one start option.
+    init(at: Int64?, in seconds: Double?, transport: Bool, onEnter: Bool) throws(TriggerError) {
+        let chosen = [at != nil, seconds != nil, transport, onEnter].filter { $0 }.count
+        guard chosen <= 1 else { throw TriggerError() }
+        if let at { start = .frame(at) }
+        else if let seconds { start = .delay(seconds: seconds) }
+        else if transport { start = .transport }
+        else if onEnter { start = .enter }
+        else { start = .now }
+        stopsWithTransport = transport
+    }
+
+    /// Arms the trigger: a start on a known frame is planned (`now` starts at `origin`, the
+    /// frame the caller starts its queue on), and transport changes from now on count.
+    mutating func arm(now: Int64, deviceRate: Double, origin: Int64, transportChanges: Int) {
+        transportBaseline = transportChanges
+        switch start {
+        case .now: plannedFrame = origin
+        case .frame(let frame): plannedFrame = frame
+        case .delay(let seconds): plannedFrame = now + Int64((seconds * deviceRate).rounded())
+        case .transport, .enter: plannedFrame = nil
+        }
+    }
+
+    /// One step of the main loop: (phase, observation) → (new phase, event).
+    mutating func step(_ seen: Observation) -> Event? {
+        let transportMoved = seen.transportChanges > transportBaseline
+        switch phase {
+        case .armed:
+            let frame: Int64?
+            switch start {
+            case .now, .frame, .delay: frame = plannedFrame
+            case .transport: frame = transportMoved && seen.transportRolling ? seen.transportFrame : nil
+            case .enter: frame = seen.enterPressed ? seen.now : nil
+            }
+            guard let frame else { return nil }
+            phase = .running
+            return .start(frame: frame)
+        case .running:
+            guard stopsWithTransport, transportMoved, !seen.transportRolling else { return nil }
+            phase = .stopped
+            return .stop(frame: seen.transportFrame)
+        case .stopped:
+            return nil
+        }
+    }
+}
+
+/// More than one of --at, --in, --transport and --on-enter.
+struct TriggerError: Error {}
+
+extension Trigger.Observation {
+    /// What `session` (if it follows the transport) shows now.
+    init(now: Int64, session: JackSession?, enterPressed: Bool) {
+        self.now = now
+        self.enterPressed = enterPressed
+        if let session {
+            let changes = session.transportChanges()
+            transportChanges = changes.count
+            transportRolling = changes.rolling
+            transportFrame = changes.lastChangeFrame
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import Testing
+@testable import jaq
+
+/// The start/stop logic `jaq record` and `jaq play` share, stepped without a server.
+@Suite struct TriggerTests {
+    @Test func nowStartsOnTheQueuesOriginOnce() throws {
+        var trigger = try Trigger(at: nil, in: nil, transport: false, onEnter: false)
+        trigger.arm(now: 1000, deviceRate: 48000, origin: 3400, transportChanges: 0)
+        #expect(trigger.step(.init(now: 1200)) == .start(frame: 3400))
+        #expect(trigger.step(.init(now: 1400)) == nil)
+        #expect(trigger.phase == .running)
+    }
+
+    @Test func aFrameOrADelayNamesTheStartFrameEvenWhenItHasPassed() throws {
+        var at = try Trigger(at: 500, in: nil, transport: false, onEnter: false)
+        at.arm(now: 90_000, deviceRate: 48000, origin: 92_400, transportChanges: 0)
+        #expect(at.step(.init(now: 90_000)) == .start(frame: 500))
+        var delay = try Trigger(at: nil, in: 1.5, transport: false, onEnter: false)
+        delay.arm(now: 10_000, deviceRate: 48000, origin: 12_400, transportChanges: 0)
+        #expect(delay.step(.init(now: 10_000)) == .start(frame: 10_000 + 72_000))
+    }
+
+    @Test func theTransportStartsOnItsRollFrameAndStopsOnItsStopFrame() throws {
+        var trigger = try Trigger(at: nil, in: nil, transport: true, onEnter: false)
+        // Two changes happened before arming (it rolled and stopped): they do not count.
+        trigger.arm(now: 1000, deviceRate: 48000, origin: 3400, transportChanges: 2)
+        #expect(trigger.step(.init(now: 2000, transportChanges: 2, transportRolling: false, transportFrame: 900)) == nil)
+        #expect(trigger.step(.init(now: 3000, transportChanges: 2, transportRolling: true, transportFrame: 900)) == nil,
+                "a rolling flag without a new change is the old roll")
+        #expect(trigger.step(.init(now: 9000, transportChanges: 3, transportRolling: true, transportFrame: 8_704)) == .start(frame: 8_704))
+        #expect(trigger.step(.init(now: 20_000, transportChanges: 3, transportRolling: true, transportFrame: 8_704)) == nil)
+        #expect(trigger.step(.init(now: 40_000, transportChanges: 4, transportRolling: false, transportFrame: 39_936)) == .stop(frame: 39_936))
+        #expect(trigger.step(.init(now: 50_000, transportChanges: 5, transportRolling: true, transportFrame: 49_920)) == nil,
+                "a take stopped by the transport stays stopped")
+        #expect(trigger.phase == .stopped)
+    }
+
+    @Test func frames64BitPastThe32BitWrapComeThroughUnchanged() throws {
+        // JackSession extends the transport's 32-bit frame time; the trigger works on 64 bits.
+        let past32 = Int64(UInt32.max) + 10_000
+        var trigger = try Trigger(at: nil, in: nil, transport: true, onEnter: false)
+        trigger.arm(now: past32 - 100, deviceRate: 48000, origin: past32, transportChanges: 0)
+        #expect(trigger.step(.init(now: past32 + 500, transportChanges: 1, transportRolling: true, transportFrame: past32 + 256))
+                == .start(frame: past32 + 256))
+    }
+
+    @Test func enterStartsOnTheFrameItWasSeen() throws {
+        var trigger = try Trigger(at: nil, in: nil, transport: false, onEnter: true)
+        trigger.arm(now: 0, deviceRate: 48000, origin: 2400, transportChanges: 0)
+        #expect(trigger.step(.init(now: 4800)) == nil)
+        #expect(trigger.step(.init(now: 9600, enterPressed: true)) == .start(frame: 9600))
+        #expect(!trigger.stopsWithTransport)
+    }
+
+    @Test func moreThanOneStartIsRefused() {
+        #expect(throws: TriggerError.self) { try Trigger(at: 1, in: 2, transport: false, onEnter: false) }
+        #expect(throws: TriggerError.self) { try Trigger(at: nil, in: nil, transport: true, onEnter: true) }
+    }
+}
