@@ -24,6 +24,10 @@ struct Options {
     var rounds = 3
     /// nil: realtime scheduling when this process may use it (`--realtime` / `--no-realtime`).
     var realtime: Bool?
+    /// Channels of the 16-bit WAV `jaq play` and `sndfile-jackplay` play (0: no playback runs).
+    var playChannels = 64
+    /// Takes of 64 tracks recorded on a non-realtime server to count xruns (0: none).
+    var xrunTakes = 10
 
     init(_ arguments: [String]) {
         var i = 1
@@ -35,6 +39,8 @@ struct Options {
             case "--output": output = value; i += 1
             case "--period": period = Int(value) ?? period; i += 1
             case "--rounds": rounds = max(1, Int(value) ?? rounds); i += 1
+            case "--play-channels": playChannels = Int(value) ?? playChannels; i += 1
+            case "--xrun-takes": xrunTakes = Int(value) ?? xrunTakes; i += 1
             case "--realtime": realtime = true
             case "--no-realtime": realtime = false
             default: break
@@ -170,6 +176,50 @@ func xrunCount(_ server: JackServer) -> Int {
     server.logText.split(separator: "\n").filter { $0.localizedCaseInsensitiveContains("xrun") }.count
 }
 
+/// Runs a tool under /usr/bin/time (and the cycle probe, if `environment` preloads it) until it
+/// exits: CPU, wall time, peak RSS and RssAnon, callback time, exit status.
+func runTimed(_ name: String, _ arguments: [String], environment: [String: String]) throws -> Measurement {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/time")
+    process.arguments = ["-f", "%e %U %S %M", "-o", "\(work)/\(name).time", "/usr/bin/env", "JAQ_CYCLE_LOG=\(work)/\(name).cycles"] + arguments
+    process.environment = environment
+    process.currentDirectoryURL = URL(fileURLWithPath: work)
+    let log = "\(work)/\(name).log"
+    _ = FileManager.default.createFile(atPath: log, contents: nil)
+    process.standardOutput = FileHandle(forWritingAtPath: log)
+    process.standardError = FileHandle(forWritingAtPath: log)
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    var m = Measurement()
+    // Peak anonymous memory (RssAnon): what the program allocates, without JACK's shared
+    // memory (about 105 MB mapped into every client, counted in the RSS /usr/bin/time reports).
+    while process.isRunning {
+        m.anonymousRSSKiB = max(m.anonymousRSSKiB, anonymousRSS(ofChildOf: process.processIdentifier))
+        usleep(100_000)
+    }
+    m.exitStatus = process.terminationStatus
+    readTime("\(work)/\(name).time", into: &m)
+    readCycles("\(work)/\(name).cycles", into: &m)
+    return m
+}
+
+/// Xruns the server blamed on a client whose name starts with `client` ("client = NAME was not finished").
+func lateClientCount(_ server: JackServer, client: String) -> Int {
+    server.logText.split(separator: "\n").filter { $0.contains("client = \(client)") && $0.contains("not finished") }.count
+}
+
+/// A `channels`-channel 16-bit WAV of `seconds` seconds (a ramp per channel).
+func writeWAV16(_ path: String, channels: Int, seconds: Double) throws {
+    let info = SoundFile.Info(sampleRate: rate, channelCount: channels, format: SoundFile.Format(.wav, .pcm16))
+    let file = try SoundFile(path: path, mode: .write, format: info)
+    var samples = [Int16](repeating: 0, count: 4800 * channels)
+    for block in 0..<Int(seconds * 10) {
+        for n in 0..<4800 { for c in 0..<channels { samples[n * channels + c] = Int16(truncatingIfNeeded: (block * 4800 + n) &* 7 &+ c * 511) } }
+        _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+    }
+    try file.close()
+}
+
 let options = Options(CommandLine.arguments)
 let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
 let jaq = here.appendingPathComponent("jaq").path
@@ -221,22 +271,9 @@ for channels in options.channels {
     let baseline = xrunCount(server)
     var environment = server.environment
     environment["LD_PRELOAD"] = probe
-    func start(_ name: String, _ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/time")
-        process.arguments = ["-f", "%e %U %S %M", "-o", "\(work)/\(name).time", "/usr/bin/env", "JAQ_CYCLE_LOG=\(work)/\(name).cycles"] + arguments
-        process.environment = environment
-        process.currentDirectoryURL = URL(fileURLWithPath: work)
-        let log = "\(work)/\(name).log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: log)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
     // The tools, recording the same ports: jaq's default (one file per track), jaq with
     // --interleaved (one multichannel file, as jack_capture writes), jack_capture.
+    // 24-bit takes of both, each against its own kind.
     func tools(round: Int) -> [(label: String, name: String, file: String, arguments: [String])] {
         let n = "\(channels)r\(round)"
         return [
@@ -247,6 +284,11 @@ for channels in options.channels {
             ("jack_capture", "capture\(n)", "capture\(n).wav",
              ["jack_capture", "--daemon", "-d", duration, "-c", "\(channels)", "-f", "wav"] + outputs.flatMap { ["--port", $0] }
                 + ["capture\(n).wav"]),
+            ("jaq record -b 24", "jaq24\(n)", "jaq24\(n)-01.wav",
+             [jaq, "record", "--quiet", "-b", "24", "-d", duration, "-o", "jaq24\(n)-{n}.wav"] + outputs),
+            ("jack_capture --bitdepth 24", "capture24\(n)", "capture24\(n).wav",
+             ["jack_capture", "--daemon", "-d", duration, "-c", "\(channels)", "-f", "wav", "--bitdepth", "24"]
+                + outputs.flatMap { ["--port", $0] } + ["capture24\(n).wav"]),
         ]
     }
     let labels = tools(round: 1).map(\.label)
@@ -256,18 +298,8 @@ for channels in options.channels {
     for round in 1...options.rounds {
         for (i, tool) in tools(round: round).enumerated() {
             let before = xrunCount(server)
-            let run = try start(tool.name, tool.arguments)
-            var m = Measurement()
-            // Peak anonymous memory (RssAnon): what the program allocates, without JACK's shared
-            // memory (about 105 MB mapped into every client, counted in the RSS /usr/bin/time reports).
-            while run.isRunning {
-                m.anonymousRSSKiB = max(m.anonymousRSSKiB, anonymousRSS(ofChildOf: run.processIdentifier))
-                usleep(100_000)
-            }
+            var m = try runTimed(tool.name, tool.arguments, environment: environment)
             m.xruns = xrunCount(server) - before
-            m.exitStatus = run.terminationStatus
-            readTime("\(work)/\(tool.name).time", into: &m)
-            readCycles("\(work)/\(tool.name).cycles", into: &m)
             let check = checkRamp(path: "\(work)/\(tool.file)", channel: 0)
             m.frames = check.frames
             m.droppedFrames = check.dropped
@@ -292,6 +324,68 @@ for channels in options.channels {
     results.append((channels, labels, measured, xruns))
 }
 
+// Playback: an N-channel 16-bit WAV played by `jaq play` and by `sndfile-jackplay`, in turns.
+var playRows: [(label: String, m: Measurement)] = []
+let playSeconds = max(5, (options.seconds / Double(options.rounds)).rounded())
+if options.playChannels > 0 {
+    let channels = options.playChannels
+    print("== playback: \(channels)-channel 16-bit WAV, \(Int(playSeconds)) s per run")
+    let server = try JackServer(periodFrames: options.period, capture: 2, playback: 2, realtime: realtime)
+    defer { server.stop() }
+    let path = "\(work)/play\(channels).wav"
+    try writeWAV16(path, channels: channels, seconds: playSeconds)
+    var environment = server.environment
+    environment["LD_PRELOAD"] = probe
+    let players = [("jaq play", [jaq, "play", "--quiet", path]), ("sndfile-jackplay", ["sndfile-jackplay", path])]
+    var totals = Array(repeating: Measurement(), count: players.count)
+    for round in 1...options.rounds {
+        for (i, player) in players.enumerated() {
+            let before = xrunCount(server)
+            var m = try runTimed("player\(i)r\(round)", player.1, environment: environment)
+            m.xruns = xrunCount(server) - before
+            print("   round \(round), \(player.0): cpu \(String(format: "%.2f", m.cpuSeconds)) s, rss anon \(m.anonymousRSSKiB) KiB, xruns \(m.xruns)")
+            totals[i].add(m)
+        }
+    }
+    server.stop()
+    playRows = zip(players.map(\.0), totals).map { ($0.0, $0.1) }
+}
+
+// Xruns on a non-realtime server (as in the tests): takes of 64 tracks, counting the cycles
+// the server says a jaq client was late for.
+var xrunRows: [(take: Int, serverXruns: Int, lateRecorder: Int, latePlayer: Int, lost: Bool)] = []
+if options.xrunTakes > 0 {
+    let channels = 64
+    print("== \(options.xrunTakes) takes of \(channels) tracks on a non-realtime server")
+    let server = try JackServer(periodFrames: options.period, capture: 2, playback: 2, realtime: false)
+    defer { server.stop() }
+    try writeRamp("\(work)/xramp.wav", channels: channels)
+    let player = try server.spawn([jaq, "play", "--quiet", "--loop", "\(work)/xramp.wav"], output: "\(work)/xplay.log")
+    var waited = 0
+    while waited < 200, (try? server.run(["jack_lsp"]))?.split(separator: "\n").filter({ $0.contains("jaq-1-xramp") }).count ?? 0 < channels {
+        usleep(50_000)
+        waited += 1
+    }
+    usleep(500_000)
+    let outputs = (1...channels).map { "jaq-1-xramp:out_\($0)" }
+    for take in 1...options.xrunTakes {
+        let before = (xrunCount(server), lateClientCount(server, client: "jaq-record"), lateClientCount(server, client: "jaq-1-xramp"))
+        let m = try runTimed("xrun\(take)", [jaq, "record", "--quiet", "-b", "float", "-d", "5", "-o", "x\(take)-{n}.wav"] + outputs,
+                             environment: server.environment)
+        let log = (try? String(contentsOfFile: "\(work)/xrun\(take).log", encoding: .utf8)) ?? ""
+        let row = (take, xrunCount(server) - before.0, lateClientCount(server, client: "jaq-record") - before.1,
+                   lateClientCount(server, client: "jaq-1-xramp") - before.2, log.contains("lost") || m.exitStatus != 0)
+        print("   take \(take): server xruns \(row.1), jaq record late \(row.2), jaq play late \(row.3)\(row.4 ? ", losses reported" : "")")
+        xrunRows.append(row)
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: work)) ?? [] where file.hasPrefix("x\(take)-") {
+            try? FileManager.default.removeItem(atPath: "\(work)/\(file)")
+        }
+    }
+    player.terminate()
+    player.waitUntilExit()
+    server.stop()
+}
+
 // The report.
 func ratio(_ a: Double, _ b: Double) -> String { b > 0 ? String(format: "%.2f", a / b) : "–" }
 let minutes = options.seconds / 60
@@ -305,12 +399,14 @@ Generated by `make bench` (`.build/release/jaq-bench --seconds \(Int(options.sec
 **Setup.** For each channel count a private JACK server runs **in real time** (dummy backend, \
 48 kHz, \(options.period)-frame periods, \(realtime ? "**realtime scheduling** (`jackd --realtime`: the server and every client's process thread run SCHED_FIFO, as in a studio)" : "`--no-realtime` scheduling as in the tests (this machine did not allow realtime scheduling)")); `jaq play --loop` \
 plays an N-channel ramp on N ports; **`jaq record` (twice) and `jack_capture` record those same N ports, \
-one after the other on the same server**, as 32-bit float, \(Int(options.seconds)) s each in all: \(options.rounds) rounds in which \
+one after the other on the same server**, as 32-bit float and as 24-bit integers, \(Int(options.seconds)) s each in all: \(options.rounds) rounds in which \
 each tool records \(String(format: "%g", options.seconds / Double(options.rounds))) s in turn, so that a slow spell of this shared machine \
 falls on every tool alike (the table sums the rounds; peaks are the largest of them). The runs: \
 `jaq record -b float -d S` writing one file per track (its default), `jaq record --interleaved` \
 writing one multichannel WAV, and `jack_capture --daemon -d S` writing one multichannel WAV \
-(the only kind it writes). \
+(the only kind it writes); then `jaq record -b 24` and `jack_capture --bitdepth 24`. Buffering at \
+the defaults: jaq allocates 10 s of buffers up front (`--buffer 10`) but touches only those the \
+disk needs; jack_capture starts with 8 s and grows to 40 s. \
 Each runs under `/usr/bin/time` (CPU = user + system seconds, peak RSS) and under the same \
 `LD_PRELOAD` probe (`Sources/Benchmarks/CycleTime/cycletime.c`), which times every call of the \
 program's JACK process callback. Dropped and repeated frames are counted by checking the ramp \
@@ -328,15 +424,18 @@ for r in results {
 }
 report += """
 
-Ratios jaq / jack_capture (below 1: jaq uses less):
+Ratios jaq / jack_capture writing the same samples (float runs against `jack_capture`, 24-bit against `jack_capture --bitdepth 24`; below 1: jaq uses less):
 
 | channels | jaq run | CPU | peak RSS | peak RssAnon | callback time (mean) | dropped frames (jaq, jack_capture) |
 |---|---|---:|---:|---:|---:|---:|
 
 """
 for r in results {
-    let capture = r.measurements[r.measurements.count - 1]
-    for (name, m) in zip(r.labels, r.measurements).dropLast() {
+    for (name, m) in zip(r.labels, r.measurements) where name.hasPrefix("jaq") {
+        // Each jaq run against jack_capture writing the same samples (float or 24-bit).
+        let peerLabel = name.contains("24") ? "jack_capture --bitdepth 24" : "jack_capture"
+        guard let peer = r.labels.firstIndex(of: peerLabel) else { continue }
+        let capture = r.measurements[peer]
         report += "| \(r.channels) | \(name) | \(ratio(m.cpuSeconds, capture.cpuSeconds)) | \(ratio(Double(m.peakRSSKiB), Double(capture.peakRSSKiB))) | \(ratio(Double(m.anonymousRSSKiB), Double(capture.anonymousRSSKiB))) | \(ratio(m.cycleMeanMicroseconds, capture.cycleMeanMicroseconds)) | \(m.droppedFrames), \(capture.droppedFrames) |\n"
     }
 }
@@ -353,6 +452,41 @@ The frame counts include the frames before the first ramp sample reached each to
 is exact to the frame (\(rate) × seconds), `jack_capture -d` stops after about that many seconds.
 
 """
+if !playRows.isEmpty {
+    report += """
+    ## Playback: `jaq play` and `sndfile-jackplay`
+
+    A \(options.playChannels)-channel 16-bit WAV of \(Int(playSeconds)) s played to the end, \(options.rounds) times by each in turn, \
+    on a server set up as above (`jaq play --quiet FILE`, `sndfile-jackplay FILE`).
+
+    | player | CPU s (all runs) | CPU s per channel-minute | peak RssAnon MiB | realtime callback µs/cycle (mean / max) | server xruns | exit |
+    |---|---:|---:|---:|---:|---:|---:|
+
+    """
+    for row in playRows {
+        let perChannelMinute = row.m.cpuSeconds / Double(options.playChannels) / (playSeconds * Double(options.rounds) / 60)
+        report += "| \(row.label) | \(String(format: "%.2f", row.m.cpuSeconds)) | \(String(format: "%.4f", perChannelMinute)) | \(String(format: "%.1f", Double(row.m.anonymousRSSKiB) / 1024)) | \(String(format: "%.1f / %.0f", row.m.cycleMeanMicroseconds, row.m.cycleMaxMicroseconds)) | \(row.m.xruns) | \(row.m.exitStatus) |\n"
+    }
+    if playRows.count == 2 {
+        report += "\nCPU ratio jaq play / sndfile-jackplay: \(ratio(playRows[0].m.cpuSeconds, playRows[1].m.cpuSeconds)).\n\n"
+    }
+}
+if !xrunRows.isEmpty {
+    report += """
+    ## Xruns on a non-realtime server
+
+    \(xrunRows.count) takes of 64 tracks (`jaq record -b float -d 5`) from a looping `jaq play` on a `--no-realtime` \
+    server, one after the other. "Late" counts the xruns jackd blamed on that client (`client = NAME was not finished`).
+
+    | take | server xruns | jaq record late | jaq play late | losses reported by jaq record |
+    |---:|---:|---:|---:|---|
+
+    """
+    for row in xrunRows {
+        report += "| \(row.take) | \(row.serverXruns) | \(row.lateRecorder) | \(row.latePlayer) | \(row.lost ? "yes" : "no") |\n"
+    }
+    report += "\n"
+}
 let outputPath = options.output.hasPrefix("/") ? options.output : packageRoot.appendingPathComponent(options.output).path
 try report.write(toFile: outputPath, atomically: true, encoding: .utf8)
 print("wrote \(outputPath)")
