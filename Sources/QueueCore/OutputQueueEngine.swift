@@ -638,8 +638,11 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         while buffer.consumedFrames < playable {
             let space = realtime.pointee.ring.writableFrames()
             var count = min(chunkFrames, playable - buffer.consumedFrames)
+            let ring = realtime  // the ring is not copyable: through the state's pointer
+            let ringOffset = ring.pointee.ring.writeIndex.load(ordering: .relaxed) & ring.pointee.ring.mask
             if resampler == nil {
-                count = min(count, space)
+                // Up to the ring's wrap point: decoded straight into the ring's planes.
+                count = min(count, space, ring.pointee.ring.capacity - ringOffset)
             } else if space < resampleCapacity {
                 count = 0
             }
@@ -647,9 +650,17 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             // Non-interleaved (a jaq extension): plane c starts at c × frameCount samples.
             let step = format.isNonInterleaved ? format.bytesPerSample : format.bytesPerFrame
             let source = buffer.data + (buffer.trimStart + buffer.consumedFrames) * step
-            codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(decodePlanes.planes),
-                         planeStride: buffer.frameCount * format.bytesPerSample)
-            writeDecoded(frames: count)
+            let stride = buffer.frameCount * format.bytesPerSample
+            if resampler == nil {
+                let planes = decodePlanes.view(at: 0)  // the table only: pointed at the ring
+                for c in 0..<format.channelCount { planes[c] = ring.pointee.ring.plane(c) + ringOffset }
+                codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(planes), planeStride: stride)
+                ring.pointee.ring.publish(count)
+                realtimeWake.post()
+            } else {
+                codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(decodePlanes.planes), planeStride: stride)
+                writeDecoded(frames: count)
+            }
             buffer.consumedFrames += count
             lock.withLock { streamFrames += Int64(count) }
         }
