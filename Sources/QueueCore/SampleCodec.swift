@@ -171,6 +171,30 @@ public struct SampleCodec: Sendable {
                         destination.storeBytes(of: bigEndian ? bits.byteSwapped : bits, toByteOffset: i * stride + c * channelStep, as: UInt64.self)
                     }
                 }
+            case .integer(let bytes, let bigEndian, true, 0, let bits) where (bytes == 2 || bytes == 3) && bits == bytes &* 8:
+                // Packed signed 16- and 24-bit: in Float, which holds x × 2^(n-1) exactly for
+                // these widths, so rounding and clipping give the same integers as in Double.
+                let full = Float(sign: .plus, exponent: bits - 1, significand: 1)
+                let maxValue = full - 1
+                for c in 0..<channels {
+                    let input = planes[c]
+                    let out = destination + c &* channelStep
+                    for i in first..<end {
+                        let scaled = (input[i] * full).rounded(.toNearestOrEven)
+                        let value = Int32(scaled.isNaN ? 0 : scaled < -full ? -full : scaled > maxValue ? maxValue : scaled)
+                        let p = out + i &* stride
+                        if bytes == 2 {
+                            let sample = UInt16(truncatingIfNeeded: value)
+                            p.storeBytes(of: bigEndian ? sample.byteSwapped : sample, as: UInt16.self)
+                        } else {
+                            let low = UInt8(truncatingIfNeeded: value), middle = UInt8(truncatingIfNeeded: value >> 8)
+                            let high = UInt8(truncatingIfNeeded: value >> 16)
+                            p.storeBytes(of: bigEndian ? high : low, as: UInt8.self)
+                            p.storeBytes(of: middle, toByteOffset: 1, as: UInt8.self)
+                            p.storeBytes(of: bigEndian ? low : high, toByteOffset: 2, as: UInt8.self)
+                        }
+                    }
+                }
             case .integer(let bytes, let bigEndian, let signed, let shift, let bits):
                 let full = Double(sign: .plus, exponent: bits - 1, significand: 1)
                 let maxValue = full - 1

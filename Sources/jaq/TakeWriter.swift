@@ -402,7 +402,7 @@ final class TakeWriter: @unchecked Sendable {
         if target > written {
             // Every file gets the frames, or (disk full, a write error) none does: the tracks of
             // a take always have the same length, and `written` is what each file holds.
-            guard reserve(frames: Int(target - written)) else { return }
+            guard reserve(through: target) else { return }
             for file in files {
                 writeFile(file, from: written, to: target, takeStart: takeStart)
                 guard state.withLock({ $0.error }) == nil else { return }
@@ -415,16 +415,34 @@ final class TakeWriter: @unchecked Sendable {
         while let first = held.first, first.end <= needed { release(held.removeFirst()!.buffer) }
     }
 
-    /// Reserves the disk space `frames` more frames take in every file; false, with the
-    /// error set, if a file system is full.
-    private func reserve(frames: Int) -> Bool {
-        for file in files {
-            do { try file.take.reserve(frames: frames) } catch {
-                fail(error)
+    /// Take frames every file has disk space reserved for.
+    private var reserved: Int64 = 0
+
+    /// Reserves the disk space of every file through take frame `target`; false, with the
+    /// error set, if a file system is full. Space is taken two seconds ahead (one `fallocate`
+    /// per file every two seconds, not per write); if that much is not there, just what the
+    /// frames need, so a nearly full disk still takes every frame it can hold.
+    private func reserve(through target: Int64) -> Bool {
+        guard target > reserved else { return true }
+        let ahead = Int64(2 * rate)
+        for (attempt, frames) in [target - written + ahead, target - written].enumerated() {
+            var failure: AudioTakeFileError?
+            for file in files {
+                do { try file.take.reserve(frames: Int(frames)) } catch {
+                    failure = error
+                    break
+                }
+            }
+            guard let failure else {
+                reserved = written + frames
+                return true
+            }
+            if attempt == 1 || !failure.isDiskFull {
+                fail(failure)
                 return false
             }
         }
-        return true
+        return false
     }
 
     /// Calls `body` for each run of track `channel`'s queue frames [from, to): its samples in a

@@ -199,4 +199,33 @@ import Testing
         #expect(encoded == expectedPlanes ? true : false, "planar encoding equals the interleaved codec's")
         if bits < 32 || float { #expect(encoded == planar ? true : false, "the source comes back bit-exact") }
     }
+
+    /// The 16- and 24-bit encoders round and clip as x × 2^(n-1) in Double would, for values
+    /// between the integers, beyond full scale, infinities and NaN, in both byte orders.
+    @Test(arguments: [(16, false), (16, true), (24, false), (24, true)])
+    func integerEncodingRoundsAndClipsAsSpecified(bits: Int, bigEndian: Bool) {
+        let bytes = bits / 8
+        let format = StreamFormat(sampleRate: 48000, encoding: .linearPCM, isBigEndian: bigEndian,
+                                  bytesPerFrame: bytes, channelCount: 1, bitsPerChannel: bits)
+        var values: [Float] = [0, 1, -1, 2, -2, .infinity, -.infinity, .nan, 0.5, -0.5, 1e-9, -1e-9]
+        var x: UInt32 = 99
+        for _ in 0..<5000 {
+            x = x &* 1_664_525 &+ 1_013_904_223
+            values.append((Float(x % 2_000_001) / 1_000_000 - 1) * 1.1)
+        }
+        let full = Double(sign: .plus, exponent: bits - 1, significand: 1)
+        var expected: [UInt8] = []
+        for value in values {
+            let scaled = (Double(value) * full).rounded(.toNearestOrEven)
+            let integer = Int64(scaled.isNaN ? 0 : min(max(scaled, -full), full - 1))
+            let little = (0..<bytes).map { UInt8(truncatingIfNeeded: integer >> (8 * $0)) }
+            expected += bigEndian ? little.reversed() : little
+        }
+        var out = [UInt8](repeating: 0, count: values.count * bytes)
+        values.withUnsafeBufferPointer { input in
+            var table = [input.baseAddress!]
+            out.withUnsafeMutableBytes { SampleCodec(format: format).encode(&table, frames: values.count, into: $0.baseAddress!) }
+        }
+        #expect(out == expected ? true : false)
+    }
 }
