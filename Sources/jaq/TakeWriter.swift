@@ -420,29 +420,24 @@ final class TakeWriter: @unchecked Sendable {
 
     /// Reserves the disk space of every file through take frame `target`; false, with the
     /// error set, if a file system is full. Space is taken two seconds ahead (one `fallocate`
-    /// per file every two seconds, not per write); if that much is not there, just what the
-    /// frames need, so a nearly full disk still takes every frame it can hold.
+    /// per file every two seconds, not per write) while the file systems have room for four
+    /// times that; nearer full, just what the frames need, so a nearly full disk still takes
+    /// every frame it can hold and every track stops on the same one.
     private func reserve(through target: Int64) -> Bool {
         guard target > reserved else { return true }
         let ahead = Int64(2 * rate)
-        for (attempt, frames) in [target - written + ahead, target - written].enumerated() {
-            var failure: AudioTakeFileError?
-            for file in files {
-                do { try file.take.reserve(frames: Int(frames)) } catch {
-                    failure = error
-                    break
-                }
-            }
-            guard let failure else {
-                reserved = written + frames
-                return true
-            }
-            if attempt == 1 || !failure.isDiskFull {
-                fail(failure)
+        let roomy = files.allSatisfy { file in
+            (file.take.freeBytes ?? 0) > Int64(4 * files.count * file.take.byteCount(frames: Int(target - written + ahead)))
+        }
+        let frames = roomy ? target - written + ahead : target - written
+        for file in files {
+            do { try file.take.reserve(frames: Int(frames)) } catch {
+                fail(error)
                 return false
             }
         }
-        return false
+        reserved = written + frames
+        return true
     }
 
     /// Calls `body` for each run of track `channel`'s queue frames [from, to): its samples in a

@@ -217,6 +217,16 @@ public final class AudioTakeFile {
         }
     }
 
+    /// Bytes free for an unprivileged writer on the file's file system (`statvfs`), nil if unknown.
+    public var freeBytes: Int64? {
+        var status = statvfs()
+        guard statvfs(path, &status) == 0 else { return nil }
+        return Int64(status.f_bavail) * Int64(status.f_frsize)
+    }
+
+    /// Bytes `frames` frames take in the file.
+    public func byteCount(frames: Int) -> Int { frames * channelCount * format.bytesPerSample }
+
     /// Completes the header and closes the file.
     public func close() throws(AudioTakeFileError) {
         do { try file.close() } catch { throw failure(error) }

@@ -488,5 +488,10 @@ if !xrunRows.isEmpty {
     report += "\n"
 }
 let outputPath = options.output.hasPrefix("/") ? options.output : packageRoot.appendingPathComponent(options.output).path
+// Notes written by hand (profiles: where the time goes) follow the generated tables and stay.
+let notesHeading = "## Where the time goes"
+if let existing = try? String(contentsOfFile: outputPath, encoding: .utf8), let notes = existing.range(of: notesHeading) {
+    report += String(existing[notes.lowerBound...])
+}
 try report.write(toFile: outputPath, atomically: true, encoding: .utf8)
 print("wrote \(outputPath)")
