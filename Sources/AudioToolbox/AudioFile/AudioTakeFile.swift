@@ -68,52 +68,6 @@ public final class AudioTakeFile {
                 mBitsPerChannel: bytes * 8, mReserved: 0)
         }
 
-        /// The format for a container name (wav, w64, rf64, aiff, caf, flac, ogg, opus, mp3)
-        /// and a sample size (16, 24, 32, float).
-        /// - Throws: `AudioTakeFileError` whose reason says what to use instead.
-        public init(name format: String, bits: String) throws(AudioTakeFileError) {
-            let samples: Samples
-            switch bits.lowercased() {
-            case "16": samples = .int16
-            case "24": samples = .int24
-            case "32": samples = .int32
-            case "float", "f32", "32f": samples = .float32
-            default: throw AudioTakeFileError(path: nil, reason: "--bits \(bits): use 16, 24, 32 or float")
-            }
-            func make(_ name: String, _ major: SoundFile.MajorFormat, _ samples: Samples, bigEndian: Bool = false,
-                      compressed: Bool = false, ext: String) -> Format {
-                Format(name: name, samples: samples, bigEndian: bigEndian, isCompressed: compressed, fileExtension: ext, major: major)
-            }
-            switch format.lowercased() {
-            case "wav": self = make("wav", .rf64, samples, ext: "wav")
-            case "rf64": self = make("rf64", .rf64, samples, ext: "rf64")
-            case "w64": self = make("w64", .w64, samples, ext: "w64")
-            case "aiff", "aif":
-                guard samples != .float32 else {
-                    throw AudioTakeFileError(path: nil, reason: "AIFF holds integer samples: use --format caf or wav for float")
-                }
-                self = make("aiff", .aiff, samples, bigEndian: true, ext: "aif")
-            case "caf": self = make("caf", .caf, samples, ext: "caf")
-            case "flac":
-                guard samples == .int16 || samples == .int24 else { throw AudioTakeFileError(path: nil, reason: "FLAC holds 16- or 24-bit samples") }
-                self = make("flac", .flac, samples, compressed: true, ext: "flac")
-            case "ogg", "vorbis": self = make("ogg", .ogg, .float32, compressed: true, ext: "ogg")
-            case "opus": self = make("opus", .ogg, .float32, compressed: true, ext: "opus")
-            case "mp3": self = make("mp3", .mpeg, .float32, compressed: true, ext: "mp3")
-            default:
-                throw AudioTakeFileError(path: nil, reason: "--format \(format): use wav, w64, rf64, aiff, caf, flac, ogg, opus or mp3")
-            }
-        }
-
-        private init(name: String, samples: Samples, bigEndian: Bool, isCompressed: Bool, fileExtension: String,
-                     major: SoundFile.MajorFormat) {
-            self.name = name
-            self.samples = samples
-            self.bigEndian = bigEndian
-            self.isCompressed = isCompressed
-            self.fileExtension = fileExtension
-            self.major = major
-        }
     }
 
     public let path: String
@@ -263,6 +217,45 @@ public final class AudioTakeFile {
     private static func reason(_ error: SoundFileError) -> String {
         guard let code = error.errno else { return error.reason }
         return code == ENOSPC ? "disk full (\(String(cString: strerror(code))))" : String(cString: strerror(code))
+    }
+}
+
+extension AudioTakeFile.Format {
+    /// The format for a container name (wav, w64, rf64, aiff, caf, flac, ogg, opus, mp3)
+    /// and a sample size (16, 24, 32, float).
+    /// - Throws: `AudioTakeFileError` whose reason says what to use instead.
+    public init(name format: String, bits: String) throws(AudioTakeFileError) {
+        let samples: Samples
+        switch bits.lowercased() {
+        case "16": samples = .int16
+        case "24": samples = .int24
+        case "32": samples = .int32
+        case "float", "f32", "32f": samples = .float32
+        default: throw AudioTakeFileError(path: nil, reason: "--bits \(bits): use 16, 24, 32 or float")
+        }
+        func make(_ name: String, _ major: SoundFile.MajorFormat, _ samples: Samples, bigEndian: Bool = false,
+                  compressed: Bool = false, ext: String) -> AudioTakeFile.Format {
+            AudioTakeFile.Format(name: name, samples: samples, bigEndian: bigEndian, isCompressed: compressed, fileExtension: ext, major: major)
+        }
+        switch format.lowercased() {
+        case "wav": self = make("wav", .rf64, samples, ext: "wav")
+        case "rf64": self = make("rf64", .rf64, samples, ext: "rf64")
+        case "w64": self = make("w64", .w64, samples, ext: "w64")
+        case "aiff", "aif":
+            guard samples != .float32 else {
+                throw AudioTakeFileError(path: nil, reason: "AIFF holds integer samples: use --format caf or wav for float")
+            }
+            self = make("aiff", .aiff, samples, bigEndian: true, ext: "aif")
+        case "caf": self = make("caf", .caf, samples, ext: "caf")
+        case "flac":
+            guard samples == .int16 || samples == .int24 else { throw AudioTakeFileError(path: nil, reason: "FLAC holds 16- or 24-bit samples") }
+            self = make("flac", .flac, samples, compressed: true, ext: "flac")
+        case "ogg", "vorbis": self = make("ogg", .ogg, .float32, compressed: true, ext: "ogg")
+        case "opus": self = make("opus", .ogg, .float32, compressed: true, ext: "opus")
+        case "mp3": self = make("mp3", .mpeg, .float32, compressed: true, ext: "mp3")
+        default:
+            throw AudioTakeFileError(path: nil, reason: "--format \(format): use wav, w64, rf64, aiff, caf, flac, ogg, opus or mp3")
+        }
     }
 }
 
