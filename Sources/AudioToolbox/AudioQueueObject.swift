@@ -101,10 +101,9 @@ final class AudioQueueObject: @unchecked Sendable {
         let dataOffset = (header + descriptions + 15) & ~15
         let total = dataOffset + Int(bytes)
         guard total < Int(Int32.max) else { throw QueueError.invalidParameter("buffer of \(bytes) bytes") }
-        // calloc: zeroed, and a large buffer's pages cost no memory until the queue first fills
-        // them (a recorder that allocates seconds of buffers up front uses the ones it cycles).
-        // glibc aligns it to 16 bytes; it is freed with free().
-        guard let block = calloc(1, max(total, 16)) else { throw QueueError.invalidParameter("no memory for \(bytes) bytes") }
+        guard let block = BufferMemory.allocate(byteCount: max(total, 16)) else {
+            throw QueueError.invalidParameter("no memory for \(bytes) bytes")
+        }
         let data = block + dataOffset
         let descriptionsPointer = packetDescriptions > 0
             ? (block + header).assumingMemoryBound(to: AudioStreamPacketDescription.self) : nil
@@ -116,7 +115,7 @@ final class AudioQueueObject: @unchecked Sendable {
         do {
             try engine.addBuffer(QueueBuffer(handle: block, data: data, byteCapacity: Int(bytes)))
         } catch {
-            free(block)
+            BufferMemory.free(block)
             throw error
         }
         state.withLock { _ = $0.buffers.insert(block) }
@@ -129,7 +128,7 @@ final class AudioQueueObject: @unchecked Sendable {
         guard state.withLock({ $0.buffers.contains(block) }) else { throw QueueError.invalidBuffer }
         try engine.removeBuffer(block)
         state.withLock { _ = $0.buffers.remove(block) }
-        free(block)
+        BufferMemory.free(block)
     }
 
     /// Frees everything once the engine is disposed of.
@@ -141,7 +140,7 @@ final class AudioQueueObject: @unchecked Sendable {
             state.listeners.removeAll()
             return blocks
         }
-        for block in blocks { free(block) }
+        for block in blocks { BufferMemory.free(block) }
         delivery?.invalidate()
     }
 }
@@ -264,4 +263,37 @@ func streamFormat(_ asbd: AudioStreamBasicDescription, allowsZeroRate: Bool) thr
     try format.validate(allowsZeroRate: allowsZeroRate, bytesPerPacket: Int(asbd.mBytesPerPacket) * planes,
                         framesPerPacket: Int(asbd.mFramesPerPacket))
     return format
+}
+
+/// The memory of queue buffers: zeroed, 16-byte aligned, and for large buffers mapped pages
+/// that cost nothing until the queue first fills them (a recorder that allocates seconds of
+/// buffers up front uses only those it cycles). calloc alone does not promise that: once
+/// glibc has freed a large block it raises its mmap threshold and serves the next ones from
+/// the heap, zeroing every page. 16 bytes before each block record its size and origin.
+enum BufferMemory {
+    private static let prefix = 16
+    private static let mapThreshold = 64 << 10
+
+    static func allocate(byteCount: Int) -> UnsafeMutableRawPointer? {
+        let total = byteCount + prefix
+        let mapped = total >= mapThreshold
+        let base: UnsafeMutableRawPointer
+        if mapped {
+            guard let pages = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                  pages != MAP_FAILED else { return nil }
+            base = pages
+        } else {
+            guard let memory = calloc(1, total) else { return nil }
+            base = memory
+        }
+        base.storeBytes(of: total, as: Int.self)
+        base.storeBytes(of: mapped ? 1 : 0, toByteOffset: 8, as: Int.self)
+        return base + prefix
+    }
+
+    static func free(_ block: UnsafeMutableRawPointer) {
+        let base = block - prefix
+        let total = base.load(as: Int.self)
+        if base.load(fromByteOffset: 8, as: Int.self) == 1 { munmap(base, total) } else { Glibc.free(base) }
+    }
 }
