@@ -247,7 +247,8 @@ func streamFormat(_ asbd: AudioStreamBasicDescription, allowsZeroRate: Bool) thr
     // Non-interleaved (a jaq extension): as in an AudioBufferList, mBytesPerFrame and
     // mBytesPerPacket count one channel; the engine counts frames of every channel.
     let nonInterleaved = flags & kAudioFormatFlagIsNonInterleaved != 0
-    let planes = nonInterleaved ? Int(asbd.mChannelsPerFrame) : 1
+    // (At most one more than a queue takes: a hostile channel count must not overflow the products.)
+    let planes = nonInterleaved ? min(Int(asbd.mChannelsPerFrame), StreamFormat.maximumChannels + 1) : 1
     // In 64 bits: mBytesPerFrame × 8 overflows 32 for the values a hostile caller passes.
     let bitsPerFrame = UInt64(asbd.mBytesPerFrame) * 8 * UInt64(planes)
     let format = StreamFormat(
