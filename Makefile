@@ -56,7 +56,9 @@ test: deps
 demo: build
 	./Configs/demo.sh
 
-# jaq record against jack_capture, 2/16/64 channels, 60 s each in real time; writes Docs/benchmarks.md.
+# jaq record against jack_capture (float and 24-bit), 2/16/64 channels, 60 s each in real time;
+# jaq play against sndfile-jackplay (64-channel 16-bit WAV); 10 takes of 64 tracks on a
+# non-realtime server, counting the xruns jackd blames on a jaq client. Writes Docs/benchmarks.md.
 bench: release
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
