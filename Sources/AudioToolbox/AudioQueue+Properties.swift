@@ -73,7 +73,7 @@ func defaultChannelLayout(channels: UInt32) -> [UInt8] {
 }
 
 /// Channels a layout describes; nil if it can't say.
-private func channelCount(ofLayout bytes: UnsafeRawPointer, size: Int) -> UInt32? {
+func channelCount(ofLayout bytes: UnsafeRawPointer, size: Int) -> UInt32? {
     guard size >= 12 else { return nil }
     let tag = bytes.loadUnaligned(as: AudioChannelLayoutTag.self)
     let bitmap = bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)

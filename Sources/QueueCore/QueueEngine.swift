@@ -22,7 +22,9 @@ public class QueueEngine: @unchecked Sendable {
     public let direction: DeviceDirection
     /// The queue's format; an input queue asked for rate 0 gets the device's rate here.
     public let format: StreamFormat
+    /// The device client: the one the queue was opened with, or the offline clock (`DeviceSwitch`).
     public let device: AudioDevice
+    let deviceSwitch: DeviceSwitch
     let executor: CallbackExecutor
     let lock = ConditionLock()
     /// Wakes the queue thread (posted by the realtime side and by API calls).
@@ -70,7 +72,8 @@ public class QueueEngine: @unchecked Sendable {
         self.direction = direction
         self.executor = executor
         let layout = PortLayout.forQueue(direction: direction, channelCount: format.channelCount)
-        device = try provider.openDevice(name: clientName, direction: direction, layout: layout)
+        deviceSwitch = DeviceSwitch(try provider.openDevice(name: clientName, direction: direction, layout: layout))
+        device = deviceSwitch
         var resolved = format
         if resolved.sampleRate == 0 { resolved.sampleRate = device.sampleRate }
         self.format = resolved

@@ -228,6 +228,26 @@ OSStatus AudioQueueFlush(AudioQueueRef inAQ);
 /** Drops what is queued, returning every queued buffer through the callback once. */
 OSStatus AudioQueueReset(AudioQueueRef inAQ);
 
+/**
+ * Playback only: switches the queue to offline rendering in `inFormat` (interleaved
+ * linear PCM, integer or float, any rate; the channel count is the layout's), or back
+ * to the JACK device with NULL. The queue must be stopped (kAudioQueueErr_InvalidRunState).
+ * Offline, the queue's ports are disconnected and silent; AudioQueueOfflineRender runs it.
+ */
+OSStatus AudioQueueSetOfflineRenderFormat(AudioQueueRef inAQ, const AudioStreamBasicDescription *JAQ_NULLABLE inFormat,
+                                          const AudioChannelLayout *JAQ_NULLABLE inLayout);
+
+/**
+ * Playback only, offline mode only (else kAudioQueueErr_InvalidOfflineMode): renders the
+ * next `inNumberFrames` frames into `ioBuffer` (a buffer of this queue, not enqueued) and
+ * sets its mAudioDataByteSize. `inTimestamp->mSampleTime` is the render's time: the first
+ * call (by convention asking for 0 frames, after AudioQueueStart) sets its origin; each
+ * call continues where the last ended (a later time skips frames, an earlier one is -50).
+ * Bit-exact with what the queue plays on JACK, at any speed the machine allows.
+ */
+OSStatus AudioQueueOfflineRender(AudioQueueRef inAQ, const AudioTimeStamp *inTimestamp, AudioQueueBufferRef ioBuffer,
+                                 UInt32 inNumberFrames);
+
 /** Gets a parameter (Volume, VolumeRampTime, Pan). */
 OSStatus AudioQueueGetParameter(AudioQueueRef inAQ, AudioQueueParameterID inParamID,
                                 AudioQueueParameterValue *outValue);
