@@ -46,6 +46,7 @@ private func status(forQueueError error: QueueError) -> OSStatus {
     case .invalidPropertyValue: kAudioQueueErr_InvalidPropertyValue
     case .nonAscendingStartTime: kAudio_ParamError
     case .invalidOfflineMode: kAudioQueueErr_InvalidOfflineMode
+    case .queueThreadTimedOut: kAudioQueueErr_InvalidRunState
     }
 }
 

@@ -294,12 +294,14 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Otherwise: plays every frame enqueued, then IsRunning goes to 0.
     public func stop(immediate: Bool) throws {
         try lock.withLock { try checkUsable() }
-        stopChecked(immediate: immediate)
+        guard stopChecked(immediate: immediate) else { throw QueueError.queueThreadTimedOut("Stop", controlTimeout) }
     }
 
     override func beginStopForDisposal() { stopChecked(immediate: false) }
 
-    private func stopChecked(immediate: Bool) {
+    /// False if the queue thread did not return the buffers within `controlTimeout`.
+    @discardableResult
+    private func stopChecked(immediate: Bool) -> Bool {
         if !immediate {
             let asynchronous: Bool = lock.withLock {
                 switch runState {
@@ -322,11 +324,11 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             if asynchronous {
                 producerStateChanged()
                 wake.post()
-                return
+                return true
             }
         }
         let wasRunning = haltRealtime { stopPending = false }
-        resetOnQueueThread()
+        let finished = resetOnQueueThread()
         lock.withLock {
             resetDepth -= 1
             primedFrames = 0
@@ -334,6 +336,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             lock.broadcast()
         }
         if wasRunning { notify(.isRunningChanged(false)) }
+        return finished
     }
 
     /// Reset: drops what is queued and decoded, returning every queued buffer through the callback once.
@@ -342,12 +345,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             try checkUsable()
             resetDepth += 1
         }
-        resetOnQueueThread()
+        let finished = resetOnQueueThread()
         lock.withLock {
             resetDepth -= 1
             primedFrames = 0
             lock.broadcast()
         }
+        if !finished { throw QueueError.queueThreadTimedOut("Reset", controlTimeout) }
     }
 
     /// Flush: what is enqueued now plays to its last frame, the resampler's tail included,
@@ -361,19 +365,22 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         wake.post()
     }
 
-    private func resetOnQueueThread() {
+    /// Has the queue thread reset the queue; false if it did not within `controlTimeout`.
+    private func resetOnQueueThread() -> Bool {
         if thread?.isCurrent == true {
             lock.withLock { resetTicket += 1 }
             serviceQueue()
-            return
+            return true
         }
         let ticket: Int = lock.withLock {
             resetTicket += 1
             return resetTicket
         }
         wake.post()
-        lock.withLock { _ = lock.wait(timeout: 10) { resetDone >= ticket || disposed || exiting } }
-        waitForDeliveries()
+        let timeout = controlTimeout
+        let done = lock.withLock { lock.wait(timeout: timeout) { resetDone >= ticket || disposed || exiting } }
+        if done { waitForDeliveries(timeout: timeout) }
+        return done
     }
 
     // MARK: Parameters
@@ -629,8 +636,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
                 + Int((resampler?.delay ?? 0).rounded())
             for change in buffer.parameters {
-                let kind: ParameterEvent.Kind = change.parameter == .volume ? .volume : .pan
-                _ = realtime.pointee.parameterEvents.push(ParameterEvent(kind: kind, value: change.value, position: position))
+                guard let event = realtimeEvent(for: change, at: position) else { continue }
+                _ = realtime.pointee.parameterEvents.push(event)
             }
             buffer.consumedFrames = 0
         }
@@ -729,5 +736,21 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     override func didFinish() {
         primedFrames = 0
         beginTimeline()
+    }
+}
+
+extension OutputQueueEngine {
+    /// The realtime event that applies `change` at ring position `position`; nil for the
+    /// parameters the queue thread applies itself (PlayRate and Pitch, in the time/pitch stage).
+    func realtimeEvent(for change: ParameterChange, at position: Int) -> ParameterEvent? {
+        switch change.parameter {
+        case .volume: return ParameterEvent(kind: .volume, value: change.value, position: position)
+        case .pan: return ParameterEvent(kind: .pan, value: change.value, position: position)
+        case .volumeRampTime:
+            let seconds = change.value.isNaN ? 0 : min(max(change.value, 0), Self.maximumVolumeRampTime)
+            let frames = (Double(seconds) * device.sampleRate).rounded()
+            return ParameterEvent(kind: .volumeRampFrames, value: Float(frames), position: position)
+        case .playRate, .pitch: return nil
+        }
     }
 }

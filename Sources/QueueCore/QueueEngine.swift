@@ -33,6 +33,14 @@ public class QueueEngine: @unchecked Sendable {
     let realtimeWake = Semaphore()
     var thread: QueueThread?
 
+    /// Seconds Reset, Stop(true) and an input queue's Flush wait for the queue thread (held by a
+    /// callback that blocks) before they fail with `.queueThreadTimedOut`.
+    public var controlTimeout: Double {
+        get { lock.withLock { _controlTimeout } }
+        set { lock.withLock { _controlTimeout = max(0, newValue) } }
+    }
+    private var _controlTimeout = 10.0
+
     /// Listener dispatch, set by the API layer; runs through the callback executor.
     public var eventSink: (@Sendable (QueueEvent) -> Void)? {
         get { lock.withLock { _eventSink } }
@@ -511,13 +519,15 @@ public class QueueEngine: @unchecked Sendable {
     // MARK: Disposal
 
     /// Disposes of the queue. Immediate: now; afterwards no callback or listener runs.
-    /// Otherwise once the enqueued buffers have played (output) or at once (input, stopped queues).
+    /// Otherwise once the enqueued buffers have played (output) or received what was captured
+    /// (input: capture ends now), or at once for a stopped or paused queue.
     public func dispose(immediate: Bool) {
         if !immediate {
             let deferred: Bool = lock.withLock {
                 guard !disposed, !disposalPending else { return true }
-                let busy = direction == .output && (runState == .running || runState == .starting
-                    || runState == .stopping) && !invalidated
+                // Output: once what is enqueued has played. Input: once what was captured has
+                // been delivered to the enqueued buffers ("until all enqueued buffers are processed").
+                let busy = (runState == .running || runState == .starting || runState == .stopping) && !invalidated
                 if busy { disposalPending = true }
                 return busy
             }

@@ -1,0 +1,187 @@
+import Testing
+import Foundation
+import Synchronization
+@testable import AudioToolbox
+import QueueCore
+
+/// A playback callback that blocks while `stall` is set (a callback holding the queue thread).
+final class StallingContext: @unchecked Sendable {
+    let stall = Mutex(true)
+    let entered = Mutex(0)
+}
+
+func stallingOutputCallback(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef) {
+    let context = Unmanaged<StallingContext>.fromOpaque(userData!).takeUnretainedValue()
+    context.entered.withLock { $0 += 1 }
+    while context.stall.withLock({ $0 }) { usleep(1000) }
+}
+
+/// The partial behaviours of issue #12, made whole: each test fails on the code before it.
+@Suite(.serialized) struct AudioQueueReferenceBehaviourTests {
+    /// Sample `frame` of system capture port `port`: exact in 16 bits.
+    static func captured(_ port: Int, _ frame: Int64) -> Float { Float(signal(Int(frame), port)) / 32768 }
+
+    func makeInput(_ driver: ManualDriver, _ context: RecordingContext, framesPerBuffer: Int, buffers: Int) throws -> AudioQueueRef {
+        driver.setCaptureSignal(Self.captured)
+        var format = lpcm(channels: 2)
+        var queue: AudioQueueRef?
+        #expect(AudioQueueNewInput(&format, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &queue) == noErr)
+        let q = try #require(queue)
+        for _ in 0..<buffers {
+            var buffer: AudioQueueBufferRef?
+            #expect(AudioQueueAllocateBuffer(q, UInt32(framesPerBuffer * 4), &buffer) == noErr)
+            #expect(AudioQueueEnqueueBuffer(q, buffer!, 0, nil) == noErr)
+        }
+        return q
+    }
+
+    /// The interleaved 16-bit signal the capture ports deliver from device frame `start`.
+    func expectedCapture(from start: Int64, frames: Int) -> [Int16] {
+        (0..<frames).flatMap { i in (0..<2).map { signal(Int(start) + i, $0) } }
+    }
+
+    @Test func flushOnAnInputQueueDeliversThePartlyFilledBufferWithWhatWasCaptured() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        try withProvider(driver) {
+            let context = RecordingContext()
+            let queue = try makeInput(driver, context, framesPerBuffer: 4096, buffers: 2)
+            defer { AudioQueueDispose(queue, true) }
+            let start = driver.frameTime
+            #expect(AudioQueueStart(queue, nil) == noErr)
+            driver.run(cycles: 3)
+            #expect(context.samples.withLock { $0.count } == 0, "no buffer is full yet")
+            #expect(AudioQueueFlush(queue) == noErr)
+            // Flush returns once the callback has had the buffer: 768 frames, not a full one.
+            let starts = context.starts.withLock { $0 }
+            #expect(starts.count == 1)
+            #expect(starts.first.map { Int($0.bytes) } == 768 * 4)
+            #expect(starts.first?.sampleTime == 0)
+            #expect(firstMismatch(context.samples.withLock { $0 }, expectedCapture(from: start, frames: 768)) == nil)
+            // Capture goes on into the next buffer, from frame 768.
+            driver.run(cycles: 16)
+            #expect(eventually { context.starts.withLock { $0.count } == 2 })
+            #expect(context.starts.withLock { $0.last?.sampleTime } == 768)
+            #expect(firstMismatch(context.samples.withLock { $0 }, expectedCapture(from: start, frames: 768 + 4096)) == nil)
+        }
+    }
+
+    @Test func disposeFalseOnARecordingQueueDeliversWhatWasCapturedFirst() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        try withProvider(driver) {
+            let context = RecordingContext()
+            let queue = try makeInput(driver, context, framesPerBuffer: 1024, buffers: 3)
+            let start = driver.frameTime
+            #expect(AudioQueueStart(queue, nil) == noErr)
+            driver.run(cycles: 6)
+            #expect(eventually { context.starts.withLock { $0.count } == 1 })
+            #expect(AudioQueueDispose(queue, false) == noErr)
+            // The 512 frames in the second buffer come back before the queue goes away.
+            #expect(eventually { AudioQueueStop(queue, true) == kAudio_ParamError }, "the queue is disposed of")
+            let sizes: [UInt32] = context.starts.withLock { $0.map(\.bytes) }
+            // Then the buffers left, empty, as Stop(false) returns them.
+            #expect(Array(sizes.prefix(2)) == [4096, 2048])
+            #expect(sizes.dropFirst(2).allSatisfy { $0 == 0 })
+            #expect(firstMismatch(context.samples.withLock { $0 }, expectedCapture(from: start, frames: 1536)) == nil)
+            // Buffers re-enqueued by the callbacks meanwhile are refused.
+            let refusals = context.enqueueErrors.withLock { $0 }
+            #expect(refusals.allSatisfy { $0 == kAudioQueueErr_DisposalPending || $0 == kAudioQueueErr_EnqueueDuringReset }, "\(refusals)")
+        }
+    }
+
+    @Test func resetAndStopFailWhenACallbackHoldsTheQueueThreadPastTheTimeout() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        try withProvider(driver) {
+            // Output: a buffer played goes back to a callback that blocks.
+            let stalling = StallingContext()
+            var format = lpcm(channels: 2)
+            var queue: AudioQueueRef?
+            #expect(AudioQueueNewOutput(&format, stallingOutputCallback, Unmanaged.passUnretained(stalling).toOpaque(),
+                                        nil, nil, 0, &queue) == noErr)
+            let output = try #require(queue)
+            defer { AudioQueueDispose(output, true) }
+            try AudioQueueRegistry.object(output).engine.controlTimeout = 0.3
+            for _ in 0..<2 {
+                var buffer: AudioQueueBufferRef?
+                #expect(AudioQueueAllocateBuffer(output, 1024 * 4, &buffer) == noErr)
+                buffer!.pointee.mAudioDataByteSize = 1024 * 4
+                #expect(AudioQueueEnqueueBuffer(output, buffer!, 0, nil) == noErr)
+            }
+            #expect(AudioQueueStart(output, nil) == noErr)
+            driver.run(cycles: 5)
+            #expect(eventually { stalling.entered.withLock { $0 } == 1 })
+            let began = Date()
+            #expect(AudioQueueReset(output) == kAudioQueueErr_InvalidRunState)
+            #expect(Date().timeIntervalSince(began) >= 0.25)
+            #expect(AudioQueueStop(output, true) == kAudioQueueErr_InvalidRunState)
+            stalling.stall.withLock { $0 = false }
+            #expect(AudioQueueReset(output) == noErr)
+            #expect(AudioQueueStop(output, true) == noErr)
+
+            // Input: a filled buffer goes to a callback that blocks.
+            let context = RecordingContext()
+            context.stall.withLock { $0 = true }
+            let input = try makeInput(driver, context, framesPerBuffer: 256, buffers: 2)
+            defer { AudioQueueDispose(input, true) }
+            try AudioQueueRegistry.object(input).engine.controlTimeout = 0.3
+            #expect(AudioQueueStart(input, nil) == noErr)
+            driver.run(cycles: 2)
+            usleep(100_000)
+            #expect(AudioQueueReset(input) == kAudioQueueErr_InvalidRunState)
+            #expect(AudioQueueFlush(input) == kAudioQueueErr_InvalidRunState)
+            context.stall.withLock { $0 = false }
+            #expect(AudioQueueFlush(input) == noErr)
+            #expect(AudioQueueReset(input) == noErr)
+        }
+    }
+
+    @Test func enqueueWithParametersTakesVolumeRampTimePlayRateAndPitch() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        try withProvider(driver) {
+            var format = lpcm(channels: 2, bits: 32, float: true)
+            var queue: AudioQueueRef?
+            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
+            let q = try #require(queue)
+            defer { AudioQueueDispose(q, true) }
+            var buffers: [AudioQueueBufferRef] = []
+            for _ in 0..<3 {
+                var buffer: AudioQueueBufferRef?
+                #expect(AudioQueueAllocateBuffer(q, 1000 * 8, &buffer) == noErr)
+                let samples = buffer!.pointee.mAudioData.assumingMemoryBound(to: Float.self)
+                for i in 0..<2000 { samples[i] = 1 }
+                buffer!.pointee.mAudioDataByteSize = 1000 * 8
+                buffers.append(buffer!)
+            }
+            // Out of range: the documented ranges.
+            for (id, value) in [(kAudioQueueParam_PlayRate, Float(2.5)), (kAudioQueueParam_Pitch, -2500),
+                                (kAudioQueueParam_VolumeRampTime, -1)] {
+                var event = AudioQueueParameterEvent(mID: id, mValue: value)
+                #expect(AudioQueueEnqueueBufferWithParameters(q, buffers[0], 0, nil, 0, 0, 1, &event, nil, nil) == kAudio_ParamError)
+            }
+            #expect(AudioQueueEnqueueBuffer(q, buffers[0], 0, nil) == noErr)
+            // Volume 0 ramped over 480 frames (the ramp time event listed after the volume: it still applies).
+            var events = [AudioQueueParameterEvent(mID: kAudioQueueParam_Volume, mValue: 0),
+                          AudioQueueParameterEvent(mID: kAudioQueueParam_VolumeRampTime, mValue: 0.01)]
+            #expect(AudioQueueEnqueueBufferWithParameters(q, buffers[1], 0, nil, 0, 0, 2, &events, nil, nil) == noErr)
+            var timePitch = [AudioQueueParameterEvent(mID: kAudioQueueParam_PlayRate, mValue: 1),
+                             AudioQueueParameterEvent(mID: kAudioQueueParam_Pitch, mValue: 0)]
+            #expect(AudioQueueEnqueueBufferWithParameters(q, buffers[2], 0, nil, 0, 0, 2, &timePitch, nil, nil) == noErr)
+            driver.startRecordingPlayback()
+            #expect(AudioQueueStart(q, nil) == noErr)
+            driver.run(cycles: 14)
+            let played = driver.recordedPlayback(port: 0).samples
+            #expect(played[0..<1000].allSatisfy { $0 == 1 })
+            // From buffer 1's first frame the gain falls linearly to 0 over 480 frames.
+            for i in [0, 100, 240, 479] {
+                let expected: Float = 1 - Float(i + 1) / 480
+                let got: Float = played[1000 + i]
+                let deviation: Float = abs(got - expected)
+                #expect(deviation < 1e-4, "frame \(i) of the ramp: \(got)")
+            }
+            #expect(played[1480..<3000].allSatisfy { $0 == 0 })
+            var rampTime: Float = 0
+            #expect(AudioQueueGetParameter(q, kAudioQueueParam_VolumeRampTime, &rampTime) == noErr)
+            let rampDeviation: Float = abs(rampTime - 0.01)
+            #expect(rampDeviation < 1e-6, "the event's ramp time is the parameter's value from then on")
+        }
+    }
+}
