@@ -303,6 +303,11 @@ public final class ManualDevice: AudioDevice, @unchecked Sendable {
         handler?(.shutdown(reason: reason))
     }
 
+    /// Simulates the server reporting a new sample rate (JACK's sample-rate callback).
+    public func simulateSampleRateChange(_ rate: Double) {
+        lock.withLock { $0.handler }?(.sampleRateChanged(rate))
+    }
+
     /// Simulates an xrun reported by the server.
     public func simulateXrun() {
         lock.withLock { $0.handler }?(.xrun)

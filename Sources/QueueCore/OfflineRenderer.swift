@@ -148,9 +148,10 @@ extension OutputQueueEngine {
         guard let format else {
             guard isOffline else { return }
             deviceSwitch.goOnline()
-            let target = lock.withLock { currentTarget }
+            let target = lock.withLock { connectionTarget ?? currentTarget }
             let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
             lock.withLock { connectedPorts = ports }
+            notify(.deviceChannelsChanged)
             return
         }
         guard format.encoding == .linearPCM else {
@@ -165,7 +166,11 @@ extension OutputQueueEngine {
         let renderer = try OfflineRenderer(format: format, online: deviceSwitch.online,
                                            name: clientName + "-offline", layout: layout)
         deviceSwitch.goOffline(renderer)
-        lock.withLock { connectedPorts = [] }
+        let before = lock.withLock { () -> Int in
+            defer { connectedPorts = [] }
+            return connectedPorts.count
+        }
+        if before != 0 { notify(.deviceChannelsChanged) }
     }
 
     /// AudioQueueOfflineRender: renders the next `frames` frames, from `sampleTime` (the

@@ -82,4 +82,8 @@ public enum QueueEvent: Sendable, Equatable {
     case recordUnderrun
     /// The device (connection) changed.
     case currentDeviceChanged
+    /// The number of device channels (connected ports) changed (kAudioQueueDeviceProperty_NumberChannels).
+    case deviceChannelsChanged
+    /// The device's sample rate changed (kAudioQueueDeviceProperty_SampleRate).
+    case deviceSampleRateChanged
 }

@@ -68,6 +68,8 @@ public class QueueEngine: @unchecked Sendable {
     var seenFinishCount = 0
     var discontinuities = 0
     var currentTarget: String
+    /// What the ports are connected to when it is not `currentTarget` itself.
+    var connectionTarget: String?
     var connectedPorts: [String] = []
     var primedFrames = 0
     var clientNameStorage: String
@@ -349,8 +351,11 @@ public class QueueEngine: @unchecked Sendable {
             lock.withLock { deliveries.append { [self] in self.finishInvalidation() } }
             wake.post()
             realtimeWake.post()
-        case .xrun, .sampleRateChanged:
+        case .xrun:
             lock.withLock { discontinuities += 1 }
+        case .sampleRateChanged:
+            lock.withLock { discontinuities += 1 }
+            deviceRateChanged()
         case .freewheel:
             realtimeWake.post()
         }
@@ -449,15 +454,27 @@ public class QueueEngine: @unchecked Sendable {
     public var connectedDevicePorts: [String] { lock.withLock { connectedPorts } }
 
     /// Connects to `target`, replacing the connections; throws `.invalidDevice` if nothing matches.
-    public func setCurrentDevice(_ target: String) throws {
+    /// - Parameters:
+    ///   - ports: what to connect to instead, port i to the i-th name (a comma-separated list),
+    ///     while CurrentDevice reports `target` (ChannelAssignments, a ChannelLayout's labels).
+    public func setCurrentDevice(_ target: String, connecting ports: String? = nil) throws {
         try lock.withLock { try checkUsable() }
-        let ports = try device.connect(to: target)
+        let before = lock.withLock { connectedPorts.count }
+        let connected = try device.connect(to: ports ?? target)
         lock.withLock {
             currentTarget = target
-            connectedPorts = ports
+            connectionTarget = ports ?? target
+            connectedPorts = connected
         }
         notify(.currentDeviceChanged)
+        if connected.count != before { notify(.deviceChannelsChanged) }
     }
+
+    /// What the queue's ports are connected to now (CurrentDevice, or the ports it maps to).
+    public var connectionTargetValue: String { lock.withLock { connectionTarget ?? currentTarget } }
+
+    /// The JACK sample rate changed: listeners of the device's rate hear of it.
+    func deviceRateChanged() { notify(.deviceSampleRateChanged) }
 
     /// The JACK client's name.
     public var clientName: String { lock.withLock { clientNameStorage } }
@@ -469,7 +486,7 @@ public class QueueEngine: @unchecked Sendable {
             guard runState == .stopped else { throw QueueError.invalidRunState("rename a stopped queue") }
         }
         try device.rename(to: name)
-        let target = lock.withLock { currentTarget }
+        let target = lock.withLock { connectionTarget ?? currentTarget }
         let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
         lock.withLock {
             clientNameStorage = device.clientName

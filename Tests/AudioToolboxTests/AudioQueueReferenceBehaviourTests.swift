@@ -185,3 +185,146 @@ func stallingOutputCallback(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
         }
     }
 }
+
+/// Records which properties listeners were told about.
+final class PropertyChangeLog: @unchecked Sendable {
+    let ids = Mutex<[AudioQueuePropertyID]>([])
+}
+
+func propertyChangeListener(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ id: AudioQueuePropertyID) {
+    Unmanaged<PropertyChangeLog>.fromOpaque(userData!).takeUnretainedValue().ids.withLock { $0.append(id) }
+}
+
+/// ChannelAssignments, ChannelLayout on the ports, and the device listeners.
+@Suite(.serialized) struct AudioQueueChannelMappingTests {
+    /// A float queue of `channels` channels playing channel c as the constant c + 1.
+    func makeConstantQueue(channels: Int) throws -> AudioQueueRef {
+        var format = lpcm(channels: UInt32(channels), bits: 32, float: true)
+        var queue: AudioQueueRef?
+        #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
+        let q = try #require(queue)
+        var buffer: AudioQueueBufferRef?
+        #expect(AudioQueueAllocateBuffer(q, UInt32(2048 * 4 * channels), &buffer) == noErr)
+        let samples = buffer!.pointee.mAudioData.assumingMemoryBound(to: Float.self)
+        for f in 0..<2048 { for c in 0..<channels { samples[f * channels + c] = Float(c + 1) / 8 } }
+        buffer!.pointee.mAudioDataByteSize = UInt32(2048 * 4 * channels)
+        #expect(AudioQueueEnqueueBuffer(q, buffer!, 0, nil) == noErr)
+        return q
+    }
+
+    /// What each system playback port heard (its first nonzero value, 0 if silent), as channel numbers.
+    func heard(_ driver: ManualDriver) -> [Int] {
+        (0..<driver.physicalPortCount).map { p in
+            Int(((driver.recordedPlayback(port: p).samples.first { $0 != 0 } ?? 0) * 8).rounded())
+        }
+    }
+
+    @Test func channelAssignmentsConnectEachChannelToThePortItNames() throws {
+        let driver = ManualDriver(periodFrames: 256, physicalPortCount: 6)
+        try withProvider(driver) {
+            let q = try makeConstantQueue(channels: 2)
+            defer { AudioQueueDispose(q, true) }
+            let log = PropertyChangeLog()
+            #expect(AudioQueueAddPropertyListener(q, kAudioQueueDeviceProperty_NumberChannels, propertyChangeListener,
+                                                  Unmanaged.passUnretained(log).toOpaque()) == noErr)
+            var size: UInt32 = 0
+            #expect(AudioQueueGetPropertySize(q, kAudioQueueProperty_ChannelAssignments, &size) == noErr)
+            #expect(size == 2 * UInt32(MemoryLayout<AudioQueueChannelAssignment>.size))
+            // Channel 1 to physical port 4 ("system", channel 4), channel 2 to a port by name.
+            let names = ["system", "system:playback_2", "nobody:here", ""].map { CFString.make($0) }  // alive while used
+            var assignments = [
+                AudioQueueChannelAssignment(mDeviceUID: Unmanaged.passUnretained(names[0]), mChannelNumber: 4),
+                AudioQueueChannelAssignment(mDeviceUID: Unmanaged.passUnretained(names[1]), mChannelNumber: 0),
+            ]
+            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_ChannelAssignments, &assignments, size - 1) == kAudioQueueErr_InvalidPropertySize)
+            var wrong = assignments
+            wrong[1] = AudioQueueChannelAssignment(mDeviceUID: Unmanaged.passUnretained(names[2]), mChannelNumber: 0)
+            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_ChannelAssignments, &wrong, size) == kAudioQueueErr_InvalidDevice)
+            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_ChannelAssignments, &assignments, size) == noErr)
+            driver.startRecordingPlayback()
+            #expect(AudioQueueStart(q, nil) == noErr)
+            driver.run(cycles: 4)
+            #expect(heard(driver) == [0, 2, 0, 1, 0, 0])
+            // Reading them back: the port names, the device channel numbers.
+            var back = [AudioQueueChannelAssignment](repeating: AudioQueueChannelAssignment(
+                mDeviceUID: Unmanaged.passUnretained(names[3]), mChannelNumber: 0), count: 2)
+            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_ChannelAssignments, &back, &size) == noErr)
+            #expect(back.map { String($0.mDeviceUID.takeRetainedValue()) } == ["system:playback_4", "system:playback_2"])
+            #expect(back.map(\.mChannelNumber) == [4, 2])
+            withExtendedLifetime(names) {}
+            // Two ports connected before (system 1, 2), two now: the count did not change; going
+            // offline (no ports) and back changes it twice.
+            var offline = lpcm(channels: 2, bits: 32, float: true)
+            #expect(AudioQueueStop(q, true) == noErr)
+            #expect(AudioQueueSetOfflineRenderFormat(q, &offline, nil) == noErr)
+            #expect(AudioQueueSetOfflineRenderFormat(q, nil, nil) == noErr)
+            #expect(eventually { log.ids.withLock { $0.count } == 2 })
+            var channels: UInt32 = 0
+            var four = UInt32(4)
+            #expect(AudioQueueGetProperty(q, kAudioQueueDeviceProperty_NumberChannels, &channels, &four) == noErr)
+            #expect(channels == 2, "back online, connected as assigned")
+        }
+    }
+
+    @Test func channelAssignmentsOfARecordingQueue() throws {
+        let driver = ManualDriver(periodFrames: 256, physicalPortCount: 4)
+        driver.setCaptureSignal { port, _ in Float(port + 1) / 8 }
+        try withProvider(driver) {
+            let context = RecordingContext()
+            var format = lpcm(channels: 2)
+            var queue: AudioQueueRef?
+            #expect(AudioQueueNewInput(&format, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &queue) == noErr)
+            let q = try #require(queue)
+            defer { AudioQueueDispose(q, true) }
+            var buffer: AudioQueueBufferRef?
+            #expect(AudioQueueAllocateBuffer(q, 256 * 4, &buffer) == noErr)
+            #expect(AudioQueueEnqueueBuffer(q, buffer!, 0, nil) == noErr)
+            let names = [CFString.make("system:capture_3"), CFString.make("system")]  // alive while used
+            var assignments = [
+                AudioQueueChannelAssignment(mDeviceUID: Unmanaged.passUnretained(names[0]), mChannelNumber: 0),
+                AudioQueueChannelAssignment(mDeviceUID: Unmanaged.passUnretained(names[1]), mChannelNumber: 1),
+            ]
+            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_ChannelAssignments, &assignments,
+                                          UInt32(2 * MemoryLayout<AudioQueueChannelAssignment>.size)) == noErr)
+            #expect(AudioQueueStart(q, nil) == noErr)
+            driver.run(cycles: 2)
+            #expect(eventually { context.samples.withLock { $0.count } >= 512 })
+            let samples = context.samples.withLock { $0 }
+            #expect(samples[0] == 3 * 4096 && samples[1] == 1 * 4096, "channel 1 from capture 3, channel 2 from capture 1")
+            withExtendedLifetime(names) {}
+        }
+    }
+
+    @Test func aChannelLayoutsLabelsPlaceTheChannelsOnThePhysicalPorts() throws {
+        let driver = ManualDriver(periodFrames: 256, physicalPortCount: 6)
+        try withProvider(driver) {
+            let q = try makeConstantQueue(channels: 6)
+            defer { AudioQueueDispose(q, true) }
+            // MPEG 5.1 D: C L R Ls Rs LFE. The physical ports are in WAVE order: L R C LFE Ls Rs.
+            var layout = AudioChannelLayout()
+            layout.mChannelLayoutTag = kAudioChannelLayoutTag_MPEG_5_1_D
+            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_ChannelLayout, &layout, 12) == noErr)
+            driver.startRecordingPlayback()
+            #expect(AudioQueueStart(q, nil) == noErr)
+            driver.run(cycles: 4)
+            #expect(heard(driver) == [2, 3, 1, 6, 4, 5])
+            var device: CFString?
+            var size = UInt32(8)
+            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_CurrentDevice, &device, &size) == noErr)
+            #expect(device.map { String($0) } == "system", "CurrentDevice stays what was set")
+        }
+    }
+
+    @Test func aSampleRateChangeOfTheDeviceIsHeardByItsListeners() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        try withProvider(driver) {
+            let q = try makeConstantQueue(channels: 2)
+            defer { AudioQueueDispose(q, true) }
+            let log = PropertyChangeLog()
+            #expect(AudioQueueAddPropertyListener(q, kAudioQueueDeviceProperty_SampleRate, propertyChangeListener,
+                                                  Unmanaged.passUnretained(log).toOpaque()) == noErr)
+            try #require(driver.devices.first).simulateSampleRateChange(44100)
+            #expect(eventually { log.ids.withLock { $0 } == [kAudioQueueDeviceProperty_SampleRate] })
+        }
+    }
+}
