@@ -328,3 +328,25 @@ func propertyChangeListener(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
         }
     }
 }
+
+@Suite(.serialized) struct AudioQueueCannotStartTests {
+    @Test func aQueueMadeForAnotherServerRateCannotStart() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        try withProvider(driver) {
+            var format = lpcm(channels: 2)
+            var queue: AudioQueueRef?
+            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
+            let q = try #require(queue)
+            defer { AudioQueueDispose(q, true) }
+            #expect(AudioQueueStart(q, nil) == noErr)
+            #expect(AudioQueueStop(q, true) == noErr)
+            try #require(driver.devices.first).simulateSampleRateChange(44100)
+            #expect(AudioQueueStart(q, nil) == kAudioQueueErr_CannotStart)
+            // A new queue is made for the new rate.
+            var fresh: AudioQueueRef?
+            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &fresh) == noErr)
+            #expect(AudioQueueStart(try #require(fresh), nil) == noErr)
+            AudioQueueDispose(fresh!, true)
+        }
+    }
+}
