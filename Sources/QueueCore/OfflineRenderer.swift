@@ -11,6 +11,9 @@
 /// slices the render (volume ramps and control-thread parameter changes fall on the same
 /// cycle boundaries as on JACK).
 ///
+/// The clock runs at the render format's rate: the queue converts to it as it would to a
+/// JACK server at that rate, so a render at the queue's own rate is not resampled at all.
+///
 /// Thread safety: `render` and `discard` are serialized by the engine's offline lock.
 final class OfflineRenderer: @unchecked Sendable {
     let driver: ManualDriver
@@ -19,15 +22,12 @@ final class OfflineRenderer: @unchecked Sendable {
     let format: StreamFormat
     private let codec: SampleCodec
     private let portCount: Int
-    /// Rendered frames (at the output rate) not yet handed out.
+    /// Rendered frames not yet handed out.
     private let staging: PlaneBuffers
     private var stagedStart = 0
     private var stagedCount = 0
-    /// Device rate → output rate, when they differ.
-    private let resampler: Resampler?
     private let zeros: UnsafeMutablePointer<Float>
     private let table: UnsafeMutablePointer<UnsafePointer<Float>>
-    private let stagingTable: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// mSampleTime of the first render (the 0-frame priming call); nil before it.
     var origin: Double?
     /// Frames handed out (or discarded) since the origin.
@@ -37,7 +37,9 @@ final class OfflineRenderer: @unchecked Sendable {
         self.format = format
         codec = SampleCodec(format: format)
         portCount = layout.names.count
-        driver = ManualDriver(sampleRate: online.sampleRate, periodFrames: online.periodFrames,
+        // The clock runs at the render's rate: the queue converts to it as it would to a
+        // server at that rate (and not at all when it is the queue's own rate).
+        driver = ManualDriver(sampleRate: format.sampleRate, periodFrames: online.periodFrames,
                               physicalPortCount: 0, startFrame: online.currentFrame())
         // Nothing is real time offline: cycles wait for the queue thread, and never drop.
         driver.allowsWaiting = true
@@ -46,24 +48,15 @@ final class OfflineRenderer: @unchecked Sendable {
         }
         self.device = device
         let period = driver.periodFrames
-        if format.sampleRate != driver.sampleRate {
-            resampler = try Resampler(inputRate: driver.sampleRate, outputRate: format.sampleRate,
-                                      channelCount: format.channelCount)
-        } else {
-            resampler = nil
-        }
-        let ratio = format.sampleRate / driver.sampleRate
-        staging = PlaneBuffers(channelCount: format.channelCount, capacity: Int((Double(period) * ratio).rounded(.up)) * 2 + 1024)
+        staging = PlaneBuffers(channelCount: format.channelCount, capacity: period)
         zeros = .allocate(capacity: period)
         zeros.initialize(repeating: 0, count: period)
         table = .allocate(capacity: format.channelCount)
-        stagingTable = .allocate(capacity: format.channelCount)
     }
 
     deinit {
         zeros.deallocate()
         table.deallocate()
-        stagingTable.deallocate()
     }
 
     /// Renders `frames` frames into `destination` (interleaved, `format`).
@@ -97,34 +90,14 @@ final class OfflineRenderer: @unchecked Sendable {
     /// Runs one device cycle and stages its frames (channel c is port c; channels
     /// beyond the queue's ports are silent).
     private func produce() {
-        stagedStart = 0
-        while stagedCount == 0 {
-            let period = driver.periodFrames
-            driver.run(cycles: 1)
-            for c in 0..<format.channelCount {
-                table[c] = c < portCount ? UnsafePointer(device.buffers[c]) : UnsafePointer(zeros)
-            }
-            if let resampler {
-                var consumed = 0
-                while consumed < period {
-                    for c in 0..<format.channelCount {
-                        if c < portCount { table[c] = UnsafePointer(device.buffers[c] + consumed) }
-                        stagingTable[c] = staging.planes[c] + stagedCount
-                    }
-                    let (used, produced) = resampler.process(
-                        input: UnsafePointer(table), inputFrames: period - consumed,
-                        output: UnsafePointer(stagingTable), outputCapacity: staging.capacity - stagedCount)
-                    consumed += used
-                    stagedCount += produced
-                    if used == 0 && produced == 0 { break }
-                }
-            } else {
-                for c in 0..<format.channelCount {
-                    staging.planes[c].update(from: table[c], count: period)
-                }
-                stagedCount = period
-            }
+        let period = driver.periodFrames
+        driver.run(cycles: 1)
+        for c in 0..<format.channelCount {
+            let source = c < portCount ? UnsafePointer(device.buffers[c]) : UnsafePointer(zeros)
+            staging.planes[c].update(from: source, count: period)
         }
+        stagedStart = 0
+        stagedCount = period
     }
 }
 
@@ -137,7 +110,8 @@ extension OutputQueueEngine {
 
     /// Switches the queue to offline rendering in `format` (interleaved linear PCM, any
     /// rate and channel count), or back to the device with nil. The queue must be stopped
-    /// (`.invalidRunState`); buffers already enqueued stay enqueued.
+    /// (`.invalidRunState`), and, to change the rate, have nothing decoded; buffers already
+    /// enqueued stay enqueued.
     public func setOfflineRenderFormat(_ format: StreamFormat?) throws {
         try lock.withLock {
             try checkUsable()
@@ -145,9 +119,12 @@ extension OutputQueueEngine {
                 throw QueueError.invalidRunState("stop the queue before changing its rendering mode")
             }
         }
+        let decodeFrames = decodeBufferFrames
+        let rampSeconds = volumeRampTime
         guard let format else {
             guard isOffline else { return }
             deviceSwitch.goOnline()
+            try adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
             let target = lock.withLock { connectionTarget ?? currentTarget }
             let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
             lock.withLock { connectedPorts = ports }
@@ -166,6 +143,13 @@ extension OutputQueueEngine {
         let renderer = try OfflineRenderer(format: format, online: deviceSwitch.online,
                                            name: clientName + "-offline", layout: layout)
         deviceSwitch.goOffline(renderer)
+        do {
+            try adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
+        } catch {
+            deviceSwitch.goOnline()
+            try? adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
+            throw error
+        }
         let before = lock.withLock { () -> Int in
             defer { connectedPorts = [] }
             return connectedPorts.count

@@ -428,7 +428,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 throw QueueError.invalidRunState("the decode buffer size can change only while stopped and empty")
             }
         }
-        let deviceFrames = Int((Double(frames) / rateRatio).rounded(.up))
+        replaceRealtimeState(ringFrames: Int((Double(frames) / rateRatio).rounded(.up)))
+    }
+
+    /// Replaces the realtime state (ring, meters, time) with a new one of `deviceFrames`
+    /// frames at the device's rate now, keeping what control threads set (lock not held; the
+    /// queue is stopped and nothing is decoded).
+    private func replaceRealtimeState(ringFrames deviceFrames: Int, rampFrames: Int? = nil) {
         let replacement = UnsafeMutablePointer<OutputRealtimeState>.allocate(capacity: 1)
         replacement.initialize(to: OutputRealtimeState(
             channelCount: format.channelCount, ringFrames: deviceFrames,
@@ -437,7 +443,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         // Carry over what control threads set.
         replacement.pointee.requestedVolume.store(old.pointee.requestedVolume.load(ordering: .relaxed), ordering: .relaxed)
         replacement.pointee.requestedPan.store(old.pointee.requestedPan.load(ordering: .relaxed), ordering: .relaxed)
-        replacement.pointee.volumeRampFrames.store(old.pointee.volumeRampFrames.load(ordering: .relaxed), ordering: .relaxed)
+        replacement.pointee.volumeRampFrames.store(rampFrames ?? old.pointee.volumeRampFrames.load(ordering: .relaxed), ordering: .relaxed)
         replacement.pointee.meters.enabled.store(old.pointee.meters.enabled.load(ordering: .relaxed), ordering: .relaxed)
         // Swap with no cycle in progress: detach the entry, swap, reattach.
         device.setProcessor(nil)
@@ -454,6 +460,34 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             lostBaseline = 0
             ringFrames = deviceFrames
         }
+    }
+
+    /// Remakes the converter and the ring for the device's rate now (the device switched
+    /// between JACK and an offline clock of another rate). The queue must be stopped with
+    /// nothing decoded; the decode buffer keeps its length and the volume ramp its seconds.
+    func adoptDeviceRate(decodeFrames: Int, rampSeconds: Float) throws {
+        let deviceRate = device.sampleRate
+        guard deviceRate != converterRate else { return }
+        try lock.withLock {
+            guard runState == .stopped, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
+                throw QueueError.invalidRunState("the rendering rate can change only while stopped with nothing decoded (Reset first)")
+            }
+        }
+        if format.sampleRate != deviceRate {
+            resampler = try Resampler(inputRate: format.sampleRate, outputRate: deviceRate, channelCount: format.channelCount)
+            resamplePlanes = PlaneBuffers(
+                channelCount: format.channelCount,
+                capacity: Int((Double(chunkFrames) * deviceRate / format.sampleRate).rounded(.up)) + 256)
+        } else {
+            resampler = nil
+            resamplePlanes = nil
+        }
+        lock.withLock {
+            converterRate = deviceRate
+            resamplerHasInput = false
+        }
+        replaceRealtimeState(ringFrames: Int((Double(decodeFrames) / rateRatio).rounded(.up)),
+                             rampFrames: Int((Double(rampSeconds) * deviceRate).rounded()))
     }
 
     /// Turns level metering on or off.

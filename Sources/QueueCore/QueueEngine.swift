@@ -74,8 +74,8 @@ public class QueueEngine: @unchecked Sendable {
     var primedFrames = 0
     var clientNameStorage: String
 
-    /// The device rate the queue's converter and ring were made for.
-    let setupRate: Double
+    /// The device rate the queue's converter and ring were made for (guarded by `lock`).
+    var converterRate: Double
 
     /// Queue rate / device rate.
     public var rateRatio: Double { format.sampleRate / device.sampleRate }
@@ -90,7 +90,7 @@ public class QueueEngine: @unchecked Sendable {
         var resolved = format
         if resolved.sampleRate == 0 { resolved.sampleRate = device.sampleRate }
         self.format = resolved
-        setupRate = device.sampleRate
+        converterRate = device.sampleRate
         currentTarget = provider.defaultTarget(for: direction)
         clientNameStorage = device.clientName
     }
@@ -386,8 +386,8 @@ public class QueueEngine: @unchecked Sendable {
             // A server that changed its rate since: the converter, the ring and queue time
             // are the old rate's, and would play at the wrong speed.
             let rate = device.sampleRate
-            guard rate == setupRate else {
-                throw QueueError.cannotStart("the JACK server runs at \(Int(rate)) Hz, the queue was made for \(Int(setupRate)) Hz")
+            guard rate == converterRate else {
+                throw QueueError.cannotStart("the JACK server runs at \(Int(rate)) Hz, the queue was made for \(Int(converterRate)) Hz")
             }
             switch runState {
             case .running, .starting: return false
