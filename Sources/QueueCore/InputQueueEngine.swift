@@ -237,20 +237,11 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     /// the queue thread is held (by a callback that blocks) for `controlTimeout`.
     public func flush() throws {
         try lock.withLock { try checkUsable() }
-        if thread?.isCurrent == true {
-            lock.withLock { flushTicket += 1 }
-            serviceQueue()
-            return
-        }
-        let ticket: Int = lock.withLock {
+        let done = runOnQueueThread(request: {
             flushTicket += 1
             return flushTicket
-        }
-        wake.post()
-        let timeout = controlTimeout
-        let done = lock.withLock { lock.wait(timeout: timeout) { flushDone >= ticket || disposed || exiting } }
-        guard done else { throw QueueError.queueThreadTimedOut("Flush", timeout) }
-        waitForDeliveries(timeout: timeout)
+        }, isDone: { flushDone >= $0 })
+        if !done { throw QueueError.queueThreadTimedOut("Flush", controlTimeout) }
     }
 
     private func handleFlushRequest() {
@@ -288,24 +279,11 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
 
     /// Has the queue thread reset the queue; false if it did not within `controlTimeout`.
     private func resetOnQueueThread(deliveringData: Bool) -> Bool {
-        if thread?.isCurrent == true {
-            lock.withLock {
-                resetTicket += 1
-                resetDeliversData = deliveringData
-            }
-            serviceQueue()
-            return true
-        }
-        let ticket: Int = lock.withLock {
+        runOnQueueThread(request: {
             resetTicket += 1
             resetDeliversData = deliveringData
             return resetTicket
-        }
-        wake.post()
-        let timeout = controlTimeout
-        let done = lock.withLock { lock.wait(timeout: timeout) { resetDone >= ticket || disposed || exiting } }
-        if done { waitForDeliveries(timeout: timeout) }
-        return done
+        }, isDone: { resetDone >= $0 })
     }
 
     // MARK: Properties

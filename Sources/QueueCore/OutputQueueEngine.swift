@@ -367,20 +367,10 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     /// Has the queue thread reset the queue; false if it did not within `controlTimeout`.
     private func resetOnQueueThread() -> Bool {
-        if thread?.isCurrent == true {
-            lock.withLock { resetTicket += 1 }
-            serviceQueue()
-            return true
-        }
-        let ticket: Int = lock.withLock {
+        runOnQueueThread(request: {
             resetTicket += 1
             return resetTicket
-        }
-        wake.post()
-        let timeout = controlTimeout
-        let done = lock.withLock { lock.wait(timeout: timeout) { resetDone >= ticket || disposed || exiting } }
-        if done { waitForDeliveries(timeout: timeout) }
-        return done
+        }, isDone: { resetDone >= $0 })
     }
 
     // MARK: Parameters

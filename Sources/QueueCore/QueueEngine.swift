@@ -282,6 +282,24 @@ public class QueueEngine: @unchecked Sendable {
         }
     }
 
+    /// Has the queue thread do a job a control call asked for: `request` (lock held) files it
+    /// and returns its ticket, `isDone(ticket)` (lock held) says it was done. Runs the queue's
+    /// work here when called on the queue thread. Returns false if the queue thread did not do
+    /// it within `controlTimeout` (a callback holds it); otherwise waits for the callbacks it posted.
+    func runOnQueueThread(request: () -> Int, isDone: (Int) -> Bool) -> Bool {
+        if thread?.isCurrent == true {
+            _ = lock.withLock { request() }
+            serviceQueue()
+            return true
+        }
+        let ticket = lock.withLock { request() }
+        wake.post()
+        let timeout = controlTimeout
+        let done = lock.withLock { lock.wait(timeout: timeout) { isDone(ticket) || disposed || exiting } }
+        if done { waitForDeliveries(timeout: timeout) }
+        return done
+    }
+
     /// Waits until every queue-thread delivery posted so far has run (not from the queue thread).
     func waitForDeliveries(timeout: Double = 10) {
         guard case .queueThread = executor, thread?.isCurrent != true else { return }

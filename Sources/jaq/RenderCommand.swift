@@ -21,22 +21,12 @@ final class RenderTrack: @unchecked Sendable {
 
     init(path: String, offsetSeconds: Double) throws {
         self.path = path
-        var id: AudioFileID?
-        let status = AudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, .readPermission, 0, &id)
-        guard status == noErr, let id else { throw CLIError("\(path): \(describe(status, file: true))") }
-        file = id
-        var asbd = AudioStreamBasicDescription()
-        var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
-        var result = AudioFileGetProperty(id, kAudioFilePropertyDataFormat, &size, &asbd)
-        guard result == noErr else { throw CLIError("\(path): cannot read its data format (\(describe(result, file: true)))") }
-        format = asbd
-        var packets: UInt64 = 0
-        size = 8
-        result = AudioFileGetProperty(id, kAudioFilePropertyAudioDataPacketCount, &size, &packets)
-        guard result == noErr else { throw CLIError("\(path): cannot read its length (\(describe(result, file: true)))") }
-        totalPackets = Int64(packets)
-        packetsPerBuffer = UInt32(max(1024, Int(asbd.mSampleRate / 4)))
-        startFrame = Int64((offsetSeconds * asbd.mSampleRate).rounded())
+        let opened = try PlayableFile(path: path)
+        file = opened.id
+        format = opened.format
+        totalPackets = opened.packetCount
+        packetsPerBuffer = UInt32(max(1024, Int(format.mSampleRate / 4)))
+        startFrame = Int64((offsetSeconds * format.mSampleRate).rounded())
     }
 
     deinit { AudioFileClose(file) }
@@ -93,11 +83,7 @@ struct RenderCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("The file to write (WAV; see --bits).", valueName: "file"))
     var output: String
 
-    @Option(name: .long, help: ArgumentHelp("Volume 0...1 of file N (or every file).", valueName: "[N:]volume"))
-    var volume: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("Pan -1...1 of file N (or every file): balance for stereo, position for mono.", valueName: "[N:]pan"))
-    var pan: [String] = []
+    @OptionGroup var levels: LevelOptions
 
     @Option(name: .long, help: ArgumentHelp("Seconds of silence before file N (or every file) starts.", valueName: "[N:]seconds"))
     var offset: [String] = []
@@ -144,8 +130,8 @@ struct RenderCommand: ParsableCommand {
     }
 
     private func render() throws {
-        let volumes = try values(volume, "volume", 0...1)
-        let pans = try values(pan, "pan", -1...1)
+        let volumes = try values(levels.volume, "volume", 0...1)
+        let pans = try values(levels.pan, "pan", -1...1)
         let offsets = try values(offset, "offset", 0...86_400)
         let tracks = try files.enumerated().map { try RenderTrack(path: $0.element, offsetSeconds: offsets[$0.offset] ?? 0) }
         let mixRate = rate ?? tracks[0].format.mSampleRate

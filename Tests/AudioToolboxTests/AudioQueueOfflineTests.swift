@@ -220,10 +220,8 @@ func deinterleave(_ samples: [Float], channels: Int, channel: Int) -> [Float] {
         try withProvider(ManualDriver(periodFrames: 256)) {
             // 1 kHz sine at 48 kHz, rendered at 24 kHz: 24 samples per period.
             let frames = 48000
-            var format = lpcm(rate: 48000, channels: 1, bits: 32, float: true)
-            var queue: AudioQueueRef?
-            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
+            let format = lpcm(rate: 48000, channels: 1, bits: 32, float: true)
+            let q = try silentOutputQueue(format)
             defer { AudioQueueDispose(q, true) }
             var buffer: AudioQueueBufferRef?
             #expect(AudioQueueAllocateBuffer(q, UInt32(frames * 4), &buffer) == noErr)
@@ -258,10 +256,8 @@ func deinterleave(_ samples: [Float], channels: Int, channel: Int) -> [Float] {
     @Test func resultCodes() throws {
         let driver = ManualDriver(periodFrames: 256)
         try withProvider(driver) {
-            var format = lpcm(channels: 2)
-            var queue: AudioQueueRef?
-            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
+            let format = lpcm(channels: 2)
+            let q = try silentOutputQueue(format)
             defer { AudioQueueDispose(q, true) }
             var capture: AudioQueueBufferRef?
             #expect(AudioQueueAllocateBuffer(q, 4096, &capture) == noErr)

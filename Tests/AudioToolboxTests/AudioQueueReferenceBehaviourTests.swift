@@ -137,10 +137,8 @@ func stallingOutputCallback(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
     @Test func enqueueWithParametersTakesVolumeRampTimePlayRateAndPitch() throws {
         let driver = ManualDriver(periodFrames: 256)
         try withProvider(driver) {
-            var format = lpcm(channels: 2, bits: 32, float: true)
-            var queue: AudioQueueRef?
-            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
+            let format = lpcm(channels: 2, bits: 32, float: true)
+            let q = try silentOutputQueue(format)
             defer { AudioQueueDispose(q, true) }
             var buffers: [AudioQueueBufferRef] = []
             for _ in 0..<3 {
@@ -199,10 +197,8 @@ func propertyChangeListener(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
 @Suite(.serialized) struct AudioQueueChannelMappingTests {
     /// A float queue of `channels` channels playing channel c as the constant c + 1.
     func makeConstantQueue(channels: Int) throws -> AudioQueueRef {
-        var format = lpcm(channels: UInt32(channels), bits: 32, float: true)
-        var queue: AudioQueueRef?
-        #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
-        let q = try #require(queue)
+        let format = lpcm(channels: UInt32(channels), bits: 32, float: true)
+        let q = try silentOutputQueue(format)
         var buffer: AudioQueueBufferRef?
         #expect(AudioQueueAllocateBuffer(q, UInt32(2048 * 4 * channels), &buffer) == noErr)
         let samples = buffer!.pointee.mAudioData.assumingMemoryBound(to: Float.self)
@@ -334,9 +330,7 @@ func propertyChangeListener(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
         let driver = ManualDriver(periodFrames: 256)
         try withProvider(driver) {
             var format = lpcm(channels: 2)
-            var queue: AudioQueueRef?
-            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
+            let q = try silentOutputQueue(format)
             defer { AudioQueueDispose(q, true) }
             #expect(AudioQueueStart(q, nil) == noErr)
             #expect(AudioQueueStop(q, true) == noErr)

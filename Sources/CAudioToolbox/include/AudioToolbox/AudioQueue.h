@@ -192,7 +192,7 @@ OSStatus AudioQueueEnqueueBuffer(AudioQueueRef inAQ, AudioQueueBufferRef inBuffe
 
 /**
  * Playback only: enqueues a buffer with frames to trim, parameter events taking
- * effect on its first frame, and a start time in queue time (NULL: right after
+ * effect on its first frame (Volume, Pan, VolumeRampTime; PlayRate and Pitch in their ranges), and a start time in queue time (NULL: right after
  * the previous buffer; times must ascend). outActualStartTime gets the queue
  * time it will start at.
  */
@@ -222,7 +222,12 @@ OSStatus AudioQueueStop(AudioQueueRef inAQ, Boolean inImmediate);
 /** Pauses; Start resumes with nothing lost. */
 OSStatus AudioQueuePause(AudioQueueRef inAQ);
 
-/** Makes sure everything enqueued reaches the device (drains the converter). */
+/**
+ * Playback: what is enqueued plays to its last frame (the converter drained) before anything
+ * enqueued later; returns at once. Recording: everything captured so far is delivered, the
+ * buffer being filled with what it holds; returns once those callbacks ran. A callback that
+ * holds the queue thread for 10 s makes it kAudioQueueErr_InvalidRunState (so Reset and Stop).
+ */
 OSStatus AudioQueueFlush(AudioQueueRef inAQ);
 
 /** Drops what is queued, returning every queued buffer through the callback once. */
