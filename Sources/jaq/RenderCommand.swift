@@ -71,10 +71,13 @@ struct RenderCommand: ParsableCommand {
         commandName: "render",
         abstract: "Mix files (volume, pan, offsets) offline into one file, through audio queues.",
         discussion: """
-            Each file plays through its own audio queue, as `jaq play` plays it, but offline
-            (AudioQueueSetOfflineRenderFormat): no JACK server is needed, and it runs as fast as
-            the machine allows. The mix is the sum of the queues' renders: sample for sample what
+            Each file plays through its own audio queue, as `jaq play` plays it, but offline \
+            (AudioQueueSetOfflineRenderFormat): no JACK server is needed, and it runs as fast as \
+            the machine allows. The mix is the sum of the queues' renders: sample for sample what \
             JACK would mix from the same queues playing in real time.
+
+            Example:
+              jaq render -o mix.wav drums.wav bass.wav --volume 2:0.8 --pan 2:-0.3 --offset 2:1.5
             """)
 
     @Argument(help: "Audio files to mix.")
