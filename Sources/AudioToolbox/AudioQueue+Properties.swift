@@ -157,7 +157,9 @@ extension AudioQueueObject {
             }
             io.size.pointee = UInt32(min(capacity, levels.count) * MemoryLayout<AudioQueueLevelMeterState>.size)
         case kAudioQueueProperty_DecodeBufferSizeFrames: try out.put(UInt32(clamping: output!.decodeBufferFrames))
-        case kAudioQueueProperty_ConverterError: try out.put(UInt32(0))
+        case kAudioQueueProperty_ConverterError:
+            // 'fmt?' (kAudioConverterErr_FormatNotSupported) once the server changed to a rate the converter can't serve.
+            try out.put(UInt32(bitPattern: engine.converterFailed ? kAudioFormatUnsupportedDataFormatError : noErr))
         case kAudioQueueProperty_ChannelAssignments: try putChannelAssignments(io.data, io.size)
         case kAudioQueueProperty_HardwareCodecPolicy: try out.put(state.withLock { $0.codecPolicy })
         case kAudioQueueProperty_JACKClientName: try out.put(retainedCFString(engine.clientName))

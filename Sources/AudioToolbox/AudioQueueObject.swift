@@ -85,6 +85,7 @@ final class AudioQueueObject: @unchecked Sendable {
             case .currentDeviceChanged: id = kAudioQueueProperty_CurrentDevice
             case .deviceChannelsChanged: id = kAudioQueueDeviceProperty_NumberChannels
             case .deviceSampleRateChanged: id = kAudioQueueDeviceProperty_SampleRate
+            case .converterError: id = kAudioQueueProperty_ConverterError
             }
             let listeners = state.withLock { $0.listeners[id] ?? [] }
             for listener in listeners {

@@ -86,4 +86,6 @@ public enum QueueEvent: Sendable, Equatable {
     case deviceChannelsChanged
     /// The device's sample rate changed (kAudioQueueDeviceProperty_SampleRate).
     case deviceSampleRateChanged
+    /// The queue's converter met an error (kAudioQueueProperty_ConverterError).
+    case converterError
 }

@@ -75,7 +75,15 @@ public class QueueEngine: @unchecked Sendable {
     var clientNameStorage: String
 
     /// The device rate the queue's converter and ring were made for (guarded by `lock`).
-    var converterRate: Double
+    var converterRate: Double {
+        didSet { converterMismatch = false }
+    }
+    /// The server changed its rate away from `converterRate` (guarded by `lock`).
+    var converterMismatch = false
+
+    /// True once the server runs at a rate the queue's converter was not made for
+    /// (kAudioQueueProperty_ConverterError reports it; Start fails with `.cannotStart`).
+    public var converterFailed: Bool { lock.withLock { converterMismatch } }
 
     /// Queue rate / device rate.
     public var rateRatio: Double { format.sampleRate / device.sampleRate }
@@ -375,9 +383,15 @@ public class QueueEngine: @unchecked Sendable {
             realtimeWake.post()
         case .xrun:
             lock.withLock { discontinuities += 1 }
-        case .sampleRateChanged:
-            lock.withLock { discontinuities += 1 }
+        case .sampleRateChanged(let rate):
+            let mismatch = lock.withLock { () -> Bool in
+                discontinuities += 1
+                converterMismatch = rate != converterRate
+                return converterMismatch
+            }
             deviceRateChanged()
+            // The queue's converter was made for another rate: its conversion no longer fits.
+            if mismatch { notify(.converterError) }
         case .freewheel:
             realtimeWake.post()
         }

@@ -311,16 +311,24 @@ func propertyChangeListener(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
         }
     }
 
-    @Test func aSampleRateChangeOfTheDeviceIsHeardByItsListeners() throws {
+    @Test func aSampleRateChangeIsHeardByDeviceRateAndConverterErrorListeners() throws {
         let driver = ManualDriver(periodFrames: 256)
         try withProvider(driver) {
             let q = try makeConstantQueue(channels: 2)
             defer { AudioQueueDispose(q, true) }
             let log = PropertyChangeLog()
-            #expect(AudioQueueAddPropertyListener(q, kAudioQueueDeviceProperty_SampleRate, propertyChangeListener,
-                                                  Unmanaged.passUnretained(log).toOpaque()) == noErr)
+            for id in [kAudioQueueDeviceProperty_SampleRate, kAudioQueueProperty_ConverterError] {
+                #expect(AudioQueueAddPropertyListener(q, id, propertyChangeListener, Unmanaged.passUnretained(log).toOpaque()) == noErr)
+            }
+            var error: UInt32 = 9
+            var size = UInt32(4)
+            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_ConverterError, &error, &size) == noErr)
+            #expect(error == 0)
             try #require(driver.devices.first).simulateSampleRateChange(44100)
-            #expect(eventually { log.ids.withLock { $0 } == [kAudioQueueDeviceProperty_SampleRate] })
+            #expect(eventually { Set(log.ids.withLock { $0 }) == [kAudioQueueDeviceProperty_SampleRate, kAudioQueueProperty_ConverterError] })
+            // The queue's converter was made for 48 kHz: 'fmt?' (kAudioConverterErr_FormatNotSupported).
+            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_ConverterError, &error, &size) == noErr)
+            #expect(OSStatus(bitPattern: error) == kAudioFormatUnsupportedDataFormatError)
         }
     }
 }
