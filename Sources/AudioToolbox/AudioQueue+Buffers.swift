@@ -64,12 +64,10 @@ public func audioQueueEnqueueBufferWithParameters(
                 guard event.mValue.isFinite else {
                     throw AudioToolboxError(kAudio_ParamError, "parameter \(event.mID) value \(event.mValue)")
                 }
-                switch event.mID {
-                case kAudioQueueParam_Volume: changes.append(ParameterChange(.volume, event.mValue))
-                case kAudioQueueParam_Pan: changes.append(ParameterChange(.pan, event.mValue))
-                default: throw AudioToolboxError(kAudioQueueErr_InvalidParameter, "parameter \(event.mID) can't be scheduled")
-                }
+                changes.append(try scheduledChange(event))
             }
+            // A ramp time applies to the volume change of the same buffer: it goes first.
+            changes.sort { $0.parameter == .volumeRampTime && $1.parameter != .volumeRampTime }
         }
         var start: Int64?
         if let inStartTime {
@@ -93,6 +91,26 @@ public func audioQueueEnqueueBufferWithParameters(
             }
             outActualStartTime.pointee = time
         }
+    }
+}
+
+/// The engine's change for a parameter event of EnqueueBufferWithParameters; out-of-range
+/// values are kAudio_ParamError, parameters a queue does not have kAudioQueueErr_InvalidParameter.
+private func scheduledChange(_ event: AudioQueueParameterEvent) throws -> ParameterChange {
+    func checked(_ range: ClosedRange<Float>, _ name: String) throws -> Float {
+        guard range.contains(event.mValue) else {
+            throw AudioToolboxError(kAudio_ParamError, "\(name) \(event.mValue) is outside \(range)")
+        }
+        return event.mValue
+    }
+    switch event.mID {
+    case kAudioQueueParam_Volume: return ParameterChange(.volume, event.mValue)
+    case kAudioQueueParam_Pan: return ParameterChange(.pan, event.mValue)
+    case kAudioQueueParam_VolumeRampTime:
+        return ParameterChange(.volumeRampTime, try checked(0...OutputQueueEngine.maximumVolumeRampTime, "volume ramp time"))
+    case kAudioQueueParam_PlayRate: return ParameterChange(.playRate, try checked(0.5...2, "play rate"))
+    case kAudioQueueParam_Pitch: return ParameterChange(.pitch, try checked(-2400...2400, "pitch (cents)"))
+    default: throw AudioToolboxError(kAudioQueueErr_InvalidParameter, "parameter \(event.mID) can't be scheduled")
     }
 }
 
@@ -168,6 +186,7 @@ public func audioQueueFlush(_ inAQ: AudioQueueRef?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         if let output = object.output { try output.flush() }
+        if let input = object.input { try input.flush() }
     }
 }
 

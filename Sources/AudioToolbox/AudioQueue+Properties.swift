@@ -73,7 +73,7 @@ func defaultChannelLayout(channels: UInt32) -> [UInt8] {
 }
 
 /// Channels a layout describes; nil if it can't say.
-private func channelCount(ofLayout bytes: UnsafeRawPointer, size: Int) -> UInt32? {
+func channelCount(ofLayout bytes: UnsafeRawPointer, size: Int) -> UInt32? {
     guard size >= 12 else { return nil }
     let tag = bytes.loadUnaligned(as: AudioChannelLayoutTag.self)
     let bitmap = bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
@@ -119,6 +119,7 @@ extension AudioQueueObject {
         case kAudioQueueProperty_RecordUnderrun:
             guard input != nil else { throw QueueError.invalidQueueType }
             return UInt32(MemoryLayout<AudioQueueRecordUnderrunInfo>.size)
+        case kAudioQueueProperty_ChannelAssignments: return channelAssignmentsSize
         default:
             throw AudioToolboxError(kAudioQueueErr_InvalidProperty, "property \(fourCharString(OSStatus(bitPattern: id))) is not supported")
         }
@@ -156,7 +157,10 @@ extension AudioQueueObject {
             }
             io.size.pointee = UInt32(min(capacity, levels.count) * MemoryLayout<AudioQueueLevelMeterState>.size)
         case kAudioQueueProperty_DecodeBufferSizeFrames: try out.put(UInt32(clamping: output!.decodeBufferFrames))
-        case kAudioQueueProperty_ConverterError: try out.put(UInt32(0))
+        case kAudioQueueProperty_ConverterError:
+            // 'fmt?' (kAudioConverterErr_FormatNotSupported) once the server changed to a rate the converter can't serve.
+            try out.put(UInt32(bitPattern: engine.converterFailed ? kAudioFormatUnsupportedDataFormatError : noErr))
+        case kAudioQueueProperty_ChannelAssignments: try putChannelAssignments(io.data, io.size)
         case kAudioQueueProperty_HardwareCodecPolicy: try out.put(state.withLock { $0.codecPolicy })
         case kAudioQueueProperty_JACKClientName: try out.put(retainedCFString(engine.clientName))
         case kAudioQueueProperty_JACKPortNames: try out.put(retainedCFString(engine.device.portNames.joined(separator: ",")))
@@ -189,6 +193,8 @@ extension AudioQueueObject {
         case kAudioQueueProperty_CurrentDevice:
             let target = try string(fromCFString: value(data, size, as: OpaquePointer?.self))
             try engine.setCurrentDevice(target)
+            state.withLock { $0.channelAssignments = nil }
+            applyChannelLayoutToPorts()
         case kAudioQueueProperty_JACKClientName:
             let name = try string(fromCFString: value(data, size, as: OpaquePointer?.self))
             guard !name.isEmpty else { throw AudioToolboxError(kAudioQueueErr_InvalidPropertyValue, "an empty client name") }
@@ -206,6 +212,7 @@ extension AudioQueueObject {
                                         "the layout's channels must match the format's \(format.mChannelsPerFrame)")
             }
             state.withLock { $0.channelLayout = Array(UnsafeRawBufferPointer(start: data, count: Int(size))) }
+            applyChannelLayoutToPorts()
         case kAudioQueueProperty_EnableLevelMetering:
             let enabled = try value(data, size, as: UInt32.self) != 0
             if let output { output.meteringEnabled = enabled }
@@ -223,6 +230,8 @@ extension AudioQueueObject {
         case kAudioQueueProperty_CaptureBufferSeconds:
             guard let input else { throw QueueError.invalidQueueType }
             try input.setRingSeconds(try value(data, size, as: Float64.self))
+        case kAudioQueueProperty_ChannelAssignments:
+            try setChannelAssignments(data, size)
         default:
             _ = try propertySize(id)
             throw AudioToolboxError(kAudioQueueErr_InvalidProperty, "property \(fourCharString(OSStatus(bitPattern: id))) is read-only")

@@ -51,6 +51,8 @@ final class AudioQueueObject: @unchecked Sendable {
         var listeners: [AudioQueuePropertyID: [Listener]] = [:]
         var magicCookie: [UInt8] = []
         var channelLayout: [UInt8]? = nil
+        /// ChannelAssignments as set: the port each channel connects to.
+        var channelAssignments: [String]? = nil
         var codecPolicy: UInt32 = 0
         var timelines: [UnsafeMutableRawPointer: Timeline] = [:]
         var buffers: Set<UnsafeMutableRawPointer> = []
@@ -81,6 +83,9 @@ final class AudioQueueObject: @unchecked Sendable {
             case .isRunningChanged: id = kAudioQueueProperty_IsRunning
             case .recordUnderrun: id = kAudioQueueProperty_RecordUnderrun
             case .currentDeviceChanged: id = kAudioQueueProperty_CurrentDevice
+            case .deviceChannelsChanged: id = kAudioQueueDeviceProperty_NumberChannels
+            case .deviceSampleRateChanged: id = kAudioQueueDeviceProperty_SampleRate
+            case .converterError: id = kAudioQueueProperty_ConverterError
             }
             let listeners = state.withLock { $0.listeners[id] ?? [] }
             for listener in listeners {

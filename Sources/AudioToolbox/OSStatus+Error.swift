@@ -45,6 +45,8 @@ private func status(forQueueError error: QueueError) -> OSStatus {
     case .primeTimedOut: kAudioQueueErr_PrimeTimedOut
     case .invalidPropertyValue: kAudioQueueErr_InvalidPropertyValue
     case .nonAscendingStartTime: kAudio_ParamError
+    case .invalidOfflineMode: kAudioQueueErr_InvalidOfflineMode
+    case .queueThreadTimedOut: kAudioQueueErr_InvalidRunState
     }
 }
 

@@ -89,6 +89,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     private var resetDone = 0
     private var resetDeliversData = false
     private var stopDrainPending = false
+    private var flushTicket = 0
+    private var flushDone = 0
     private var underrun = RecordUnderrunInfo(eventCount: 0, framesLost: 0, lastLossSampleTime: 0)
     private var resamplerHasInput = false
 
@@ -199,21 +201,65 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         let current = lock.withLock { runState }
         if current == .stopped && !immediate { return }
         if !immediate && current != .stopping {
-            lock.withLock {
-                runState = .stopping
-                stopDrainPending = true
-            }
-            send(.stop, synchronous: true)
-            wake.post()
+            beginStopAndDeliver()
             return
         }
         let wasRunning = haltRealtime { stopDrainPending = false }
-        resetOnQueueThread(deliveringData: true)
+        let finished = resetOnQueueThread(deliveringData: true)
         lock.withLock {
             resetDepth -= 1
             lock.broadcast()
         }
         if wasRunning { notify(.isRunningChanged(false)) }
+        if !finished { throw QueueError.queueThreadTimedOut("Stop", controlTimeout) }
+    }
+
+    /// Stop(false): capture ends now; the queue thread delivers what was captured, then stops.
+    private func beginStopAndDeliver() {
+        lock.withLock {
+            runState = .stopping
+            stopDrainPending = true
+        }
+        send(.stop, synchronous: true)
+        wake.post()
+    }
+
+    /// Dispose(false) of a running queue: as Stop(false); the queue is disposed of once
+    /// everything captured has been delivered to the enqueued buffers.
+    override func beginStopForDisposal() {
+        if lock.withLock({ runState != .stopping }) { beginStopAndDeliver() }
+    }
+
+    /// Flush: everything captured up to now reaches the enqueued buffers — the capture ring
+    /// and the resampler's tail are converted, and the partly filled buffer is delivered with
+    /// what it holds (a short buffer); capture goes on into the next buffer. Returns once
+    /// those callbacks have run (unless called from one). Throws `.queueThreadTimedOut` if
+    /// the queue thread is held (by a callback that blocks) for `controlTimeout`.
+    public func flush() throws {
+        try lock.withLock { try checkUsable() }
+        let done = runOnQueueThread(request: {
+            flushTicket += 1
+            return flushTicket
+        }, isDone: { flushDone >= $0 })
+        if !done { throw QueueError.queueThreadTimedOut("Flush", controlTimeout) }
+    }
+
+    private func handleFlushRequest() {
+        let pending = lock.withLock { flushTicket > flushDone ? flushTicket : 0 }
+        guard pending > 0 else { return }
+        drain(ignoringState: true)
+        // The resampler's tail, once the ring has been read (a bounded number of rounds: capture goes on).
+        var rounds = 0
+        while resampler != nil, rounds < 8, realtime.pointee.ring.readableFrames() == 0, lock.withLock({ !fifo.isEmpty }),
+              stageCount > 0 || fillStage(flush: true) {
+            drain(ignoringState: true)
+            rounds += 1
+        }
+        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
+        lock.withLock {
+            flushDone = max(flushDone, pending)
+            lock.broadcast()
+        }
     }
 
     /// Reset: drops captured data not yet in a buffer and returns every queued buffer
@@ -223,30 +269,21 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             try checkUsable()
             resetDepth += 1
         }
-        resetOnQueueThread(deliveringData: true)
+        let finished = resetOnQueueThread(deliveringData: true)
         lock.withLock {
             resetDepth -= 1
             lock.broadcast()
         }
+        if !finished { throw QueueError.queueThreadTimedOut("Reset", controlTimeout) }
     }
 
-    private func resetOnQueueThread(deliveringData: Bool) {
-        if thread?.isCurrent == true {
-            lock.withLock {
-                resetTicket += 1
-                resetDeliversData = deliveringData
-            }
-            serviceQueue()
-            return
-        }
-        let ticket: Int = lock.withLock {
+    /// Has the queue thread reset the queue; false if it did not within `controlTimeout`.
+    private func resetOnQueueThread(deliveringData: Bool) -> Bool {
+        runOnQueueThread(request: {
             resetTicket += 1
             resetDeliversData = deliveringData
             return resetTicket
-        }
-        wake.post()
-        lock.withLock { _ = lock.wait(timeout: 10) { resetDone >= ticket || disposed || exiting } }
-        waitForDeliveries()
+        }, isDone: { resetDone >= $0 })
     }
 
     // MARK: Properties
@@ -305,6 +342,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
 
     override func serviceQueue() {
         handleResetRequest()
+        handleFlushRequest()
         drain()
         finishStopIfDone()
         armWakeThreshold()

@@ -10,7 +10,9 @@ import Synchronization
 /// By default cycles may wait for the queues (as in JACK's freewheel mode), so
 /// no frame is dropped because a queue thread was slow.
 public final class ManualDriver: DeviceProvider, @unchecked Sendable {
-    public let sampleRate: Double
+    /// The server's sample rate (a simulated rate change sets it).
+    public var sampleRate: Double { Double(bitPattern: rateBits.load(ordering: .relaxed)) }
+    private let rateBits: Atomic<UInt64>
     public let physicalPortCount: Int
     /// Largest period a test may use.
     public let maximumPeriodFrames = 8192
@@ -35,7 +37,7 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
     /// - Parameters:
     ///   - startFrame: device time of the first cycle (tests start near 2^32 to cross a wrap).
     public init(sampleRate: Double = 48000, periodFrames: Int = 256, physicalPortCount: Int = 2, startFrame: Int64 = 0) {
-        self.sampleRate = sampleRate
+        rateBits = Atomic(sampleRate.bitPattern)
         self.physicalPortCount = physicalPortCount
         state.withLock {
             $0.periodFrames = periodFrames
@@ -43,6 +45,8 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
             $0.playback = Array(repeating: [], count: physicalPortCount)
         }
     }
+
+    func setSampleRate(_ rate: Double) { rateBits.store(rate.bitPattern, ordering: .relaxed) }
 
     /// Frames per cycle; change it between cycles to vary the period.
     public var periodFrames: Int {
@@ -301,6 +305,13 @@ public final class ManualDevice: AudioDevice, @unchecked Sendable {
             }
         }
         handler?(.shutdown(reason: reason))
+    }
+
+    /// Simulates the server changing its sample rate (JACK's sample-rate callback): the
+    /// driver runs at `rate` from now on, and this client hears of it.
+    public func simulateSampleRateChange(_ rate: Double) {
+        driver.setSampleRate(rate)
+        lock.withLock { $0.handler }?(.sampleRateChanged(rate))
     }
 
     /// Simulates an xrun reported by the server.

@@ -294,12 +294,14 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Otherwise: plays every frame enqueued, then IsRunning goes to 0.
     public func stop(immediate: Bool) throws {
         try lock.withLock { try checkUsable() }
-        stopChecked(immediate: immediate)
+        guard stopChecked(immediate: immediate) else { throw QueueError.queueThreadTimedOut("Stop", controlTimeout) }
     }
 
     override func beginStopForDisposal() { stopChecked(immediate: false) }
 
-    private func stopChecked(immediate: Bool) {
+    /// False if the queue thread did not return the buffers within `controlTimeout`.
+    @discardableResult
+    private func stopChecked(immediate: Bool) -> Bool {
         if !immediate {
             let asynchronous: Bool = lock.withLock {
                 switch runState {
@@ -322,11 +324,11 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             if asynchronous {
                 producerStateChanged()
                 wake.post()
-                return
+                return true
             }
         }
         let wasRunning = haltRealtime { stopPending = false }
-        resetOnQueueThread()
+        let finished = resetOnQueueThread()
         lock.withLock {
             resetDepth -= 1
             primedFrames = 0
@@ -334,6 +336,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             lock.broadcast()
         }
         if wasRunning { notify(.isRunningChanged(false)) }
+        return finished
     }
 
     /// Reset: drops what is queued and decoded, returning every queued buffer through the callback once.
@@ -342,12 +345,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             try checkUsable()
             resetDepth += 1
         }
-        resetOnQueueThread()
+        let finished = resetOnQueueThread()
         lock.withLock {
             resetDepth -= 1
             primedFrames = 0
             lock.broadcast()
         }
+        if !finished { throw QueueError.queueThreadTimedOut("Reset", controlTimeout) }
     }
 
     /// Flush: what is enqueued now plays to its last frame, the resampler's tail included,
@@ -361,19 +365,12 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         wake.post()
     }
 
-    private func resetOnQueueThread() {
-        if thread?.isCurrent == true {
-            lock.withLock { resetTicket += 1 }
-            serviceQueue()
-            return
-        }
-        let ticket: Int = lock.withLock {
+    /// Has the queue thread reset the queue; false if it did not within `controlTimeout`.
+    private func resetOnQueueThread() -> Bool {
+        runOnQueueThread(request: {
             resetTicket += 1
             return resetTicket
-        }
-        wake.post()
-        lock.withLock { _ = lock.wait(timeout: 10) { resetDone >= ticket || disposed || exiting } }
-        waitForDeliveries()
+        }, isDone: { resetDone >= $0 })
     }
 
     // MARK: Parameters
@@ -421,7 +418,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 throw QueueError.invalidRunState("the decode buffer size can change only while stopped and empty")
             }
         }
-        let deviceFrames = Int((Double(frames) / rateRatio).rounded(.up))
+        replaceRealtimeState(ringFrames: Int((Double(frames) / rateRatio).rounded(.up)))
+    }
+
+    /// Replaces the realtime state (ring, meters, time) with a new one of `deviceFrames`
+    /// frames at the device's rate now, keeping what control threads set (lock not held; the
+    /// queue is stopped and nothing is decoded).
+    private func replaceRealtimeState(ringFrames deviceFrames: Int, rampFrames: Int? = nil) {
         let replacement = UnsafeMutablePointer<OutputRealtimeState>.allocate(capacity: 1)
         replacement.initialize(to: OutputRealtimeState(
             channelCount: format.channelCount, ringFrames: deviceFrames,
@@ -430,7 +433,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         // Carry over what control threads set.
         replacement.pointee.requestedVolume.store(old.pointee.requestedVolume.load(ordering: .relaxed), ordering: .relaxed)
         replacement.pointee.requestedPan.store(old.pointee.requestedPan.load(ordering: .relaxed), ordering: .relaxed)
-        replacement.pointee.volumeRampFrames.store(old.pointee.volumeRampFrames.load(ordering: .relaxed), ordering: .relaxed)
+        replacement.pointee.volumeRampFrames.store(rampFrames ?? old.pointee.volumeRampFrames.load(ordering: .relaxed), ordering: .relaxed)
         replacement.pointee.meters.enabled.store(old.pointee.meters.enabled.load(ordering: .relaxed), ordering: .relaxed)
         // Swap with no cycle in progress: detach the entry, swap, reattach.
         device.setProcessor(nil)
@@ -447,6 +450,34 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             lostBaseline = 0
             ringFrames = deviceFrames
         }
+    }
+
+    /// Remakes the converter and the ring for the device's rate now (the device switched
+    /// between JACK and an offline clock of another rate). The queue must be stopped with
+    /// nothing decoded; the decode buffer keeps its length and the volume ramp its seconds.
+    func adoptDeviceRate(decodeFrames: Int, rampSeconds: Float) throws {
+        let deviceRate = device.sampleRate
+        guard deviceRate != converterRate else { return }
+        try lock.withLock {
+            guard runState == .stopped, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
+                throw QueueError.invalidRunState("the rendering rate can change only while stopped with nothing decoded (Reset first)")
+            }
+        }
+        if format.sampleRate != deviceRate {
+            resampler = try Resampler(inputRate: format.sampleRate, outputRate: deviceRate, channelCount: format.channelCount)
+            resamplePlanes = PlaneBuffers(
+                channelCount: format.channelCount,
+                capacity: Int((Double(chunkFrames) * deviceRate / format.sampleRate).rounded(.up)) + 256)
+        } else {
+            resampler = nil
+            resamplePlanes = nil
+        }
+        lock.withLock {
+            converterRate = deviceRate
+            resamplerHasInput = false
+        }
+        replaceRealtimeState(ringFrames: Int((Double(decodeFrames) / rateRatio).rounded(.up)),
+                             rampFrames: Int((Double(rampSeconds) * deviceRate).rounded()))
     }
 
     /// Turns level metering on or off.
@@ -629,8 +660,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
                 + Int((resampler?.delay ?? 0).rounded())
             for change in buffer.parameters {
-                let kind: ParameterEvent.Kind = change.parameter == .volume ? .volume : .pan
-                _ = realtime.pointee.parameterEvents.push(ParameterEvent(kind: kind, value: change.value, position: position))
+                guard let event = realtimeEvent(for: change, at: position) else { continue }
+                _ = realtime.pointee.parameterEvents.push(event)
             }
             buffer.consumedFrames = 0
         }
@@ -743,5 +774,21 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     override func didFinish() {
         primedFrames = 0
         beginTimeline()
+    }
+}
+
+extension OutputQueueEngine {
+    /// The realtime event that applies `change` at ring position `position`; nil for the
+    /// parameters the queue thread applies itself (PlayRate and Pitch, in the time/pitch stage).
+    func realtimeEvent(for change: ParameterChange, at position: Int) -> ParameterEvent? {
+        switch change.parameter {
+        case .volume: return ParameterEvent(kind: .volume, value: change.value, position: position)
+        case .pan: return ParameterEvent(kind: .pan, value: change.value, position: position)
+        case .volumeRampTime:
+            let seconds = change.value.isNaN ? 0 : min(max(change.value, 0), Self.maximumVolumeRampTime)
+            let frames = (Double(seconds) * device.sampleRate).rounded()
+            return ParameterEvent(kind: .volumeRampFrames, value: Float(frames), position: position)
+        case .playRate, .pitch: return nil
+        }
     }
 }

@@ -40,7 +40,13 @@ public final class QueueBuffer: @unchecked Sendable {
 
 /// A parameter value a buffer carries (EnqueueBufferWithParameters).
 public struct ParameterChange: Sendable, Equatable {
-    public enum Parameter: Sendable, Equatable { case volume, pan }
+    public enum Parameter: Sendable, Equatable {
+        case volume, pan
+        /// kAudioQueueParam_PlayRate and kAudioQueueParam_Pitch: the time/pitch unit's, from the buffer's first frame.
+        case playRate, pitch
+        /// kAudioQueueParam_VolumeRampTime (seconds): the ramp of volume changes from the buffer's first frame.
+        case volumeRampTime
+    }
     public var parameter: Parameter
     public var value: Float
     public init(_ parameter: Parameter, _ value: Float) {
@@ -76,4 +82,10 @@ public enum QueueEvent: Sendable, Equatable {
     case recordUnderrun
     /// The device (connection) changed.
     case currentDeviceChanged
+    /// The number of device channels (connected ports) changed (kAudioQueueDeviceProperty_NumberChannels).
+    case deviceChannelsChanged
+    /// The device's sample rate changed (kAudioQueueDeviceProperty_SampleRate).
+    case deviceSampleRateChanged
+    /// The queue's converter met an error (kAudioQueueProperty_ConverterError).
+    case converterError
 }

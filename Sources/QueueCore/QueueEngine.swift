@@ -22,7 +22,9 @@ public class QueueEngine: @unchecked Sendable {
     public let direction: DeviceDirection
     /// The queue's format; an input queue asked for rate 0 gets the device's rate here.
     public let format: StreamFormat
+    /// The device client: the one the queue was opened with, or the offline clock (`DeviceSwitch`).
     public let device: AudioDevice
+    let deviceSwitch: DeviceSwitch
     let executor: CallbackExecutor
     let lock = ConditionLock()
     /// Wakes the queue thread (posted by the realtime side and by API calls).
@@ -30,6 +32,14 @@ public class QueueEngine: @unchecked Sendable {
     /// Wakes a realtime entry that waits (freewheel, ManualDriver).
     let realtimeWake = Semaphore()
     var thread: QueueThread?
+
+    /// Seconds Reset, Stop(true) and an input queue's Flush wait for the queue thread (held by a
+    /// callback that blocks) before they fail with `.queueThreadTimedOut`.
+    public var controlTimeout: Double {
+        get { lock.withLock { _controlTimeout } }
+        set { lock.withLock { _controlTimeout = max(0, newValue) } }
+    }
+    private var _controlTimeout = 10.0
 
     /// Listener dispatch, set by the API layer; runs through the callback executor.
     public var eventSink: (@Sendable (QueueEvent) -> Void)? {
@@ -58,9 +68,22 @@ public class QueueEngine: @unchecked Sendable {
     var seenFinishCount = 0
     var discontinuities = 0
     var currentTarget: String
+    /// What the ports are connected to when it is not `currentTarget` itself.
+    var connectionTarget: String?
     var connectedPorts: [String] = []
     var primedFrames = 0
     var clientNameStorage: String
+
+    /// The device rate the queue's converter and ring were made for (guarded by `lock`).
+    var converterRate: Double {
+        didSet { converterMismatch = false }
+    }
+    /// The server changed its rate away from `converterRate` (guarded by `lock`).
+    var converterMismatch = false
+
+    /// True once the server runs at a rate the queue's converter was not made for
+    /// (kAudioQueueProperty_ConverterError reports it; Start fails with `.cannotStart`).
+    public var converterFailed: Bool { lock.withLock { converterMismatch } }
 
     /// Queue rate / device rate.
     public var rateRatio: Double { format.sampleRate / device.sampleRate }
@@ -70,10 +93,12 @@ public class QueueEngine: @unchecked Sendable {
         self.direction = direction
         self.executor = executor
         let layout = PortLayout.forQueue(direction: direction, channelCount: format.channelCount)
-        device = try provider.openDevice(name: clientName, direction: direction, layout: layout)
+        deviceSwitch = DeviceSwitch(try provider.openDevice(name: clientName, direction: direction, layout: layout))
+        device = deviceSwitch
         var resolved = format
         if resolved.sampleRate == 0 { resolved.sampleRate = device.sampleRate }
         self.format = resolved
+        converterRate = device.sampleRate
         currentTarget = provider.defaultTarget(for: direction)
         clientNameStorage = device.clientName
     }
@@ -265,6 +290,24 @@ public class QueueEngine: @unchecked Sendable {
         }
     }
 
+    /// Has the queue thread do a job a control call asked for: `request` (lock held) files it
+    /// and returns its ticket, `isDone(ticket)` (lock held) says it was done. Runs the queue's
+    /// work here when called on the queue thread. Returns false if the queue thread did not do
+    /// it within `controlTimeout` (a callback holds it); otherwise waits for the callbacks it posted.
+    func runOnQueueThread(request: () -> Int, isDone: (Int) -> Bool) -> Bool {
+        if thread?.isCurrent == true {
+            _ = lock.withLock { request() }
+            serviceQueue()
+            return true
+        }
+        let ticket = lock.withLock { request() }
+        wake.post()
+        let timeout = controlTimeout
+        let done = lock.withLock { lock.wait(timeout: timeout) { isDone(ticket) || disposed || exiting } }
+        if done { waitForDeliveries(timeout: timeout) }
+        return done
+    }
+
     /// Waits until every queue-thread delivery posted so far has run (not from the queue thread).
     func waitForDeliveries(timeout: Double = 10) {
         guard case .queueThread = executor, thread?.isCurrent != true else { return }
@@ -338,8 +381,17 @@ public class QueueEngine: @unchecked Sendable {
             lock.withLock { deliveries.append { [self] in self.finishInvalidation() } }
             wake.post()
             realtimeWake.post()
-        case .xrun, .sampleRateChanged:
+        case .xrun:
             lock.withLock { discontinuities += 1 }
+        case .sampleRateChanged(let rate):
+            let mismatch = lock.withLock { () -> Bool in
+                discontinuities += 1
+                converterMismatch = rate != converterRate
+                return converterMismatch
+            }
+            deviceRateChanged()
+            // The queue's converter was made for another rate: its conversion no longer fits.
+            if mismatch { notify(.converterError) }
         case .freewheel:
             realtimeWake.post()
         }
@@ -363,6 +415,12 @@ public class QueueEngine: @unchecked Sendable {
     public func start(atDeviceFrame deviceFrame: Int64?) throws {
         let proceed: Bool = try lock.withLock {
             try checkUsable()
+            // A server that changed its rate since: the converter, the ring and queue time
+            // are the old rate's, and would play at the wrong speed.
+            let rate = device.sampleRate
+            guard rate == converterRate else {
+                throw QueueError.cannotStart("the JACK server runs at \(Int(rate)) Hz, the queue was made for \(Int(converterRate)) Hz")
+            }
             switch runState {
             case .running, .starting: return false
             case .stopping:
@@ -438,15 +496,27 @@ public class QueueEngine: @unchecked Sendable {
     public var connectedDevicePorts: [String] { lock.withLock { connectedPorts } }
 
     /// Connects to `target`, replacing the connections; throws `.invalidDevice` if nothing matches.
-    public func setCurrentDevice(_ target: String) throws {
+    /// - Parameters:
+    ///   - ports: what to connect to instead, port i to the i-th name (a comma-separated list),
+    ///     while CurrentDevice reports `target` (ChannelAssignments, a ChannelLayout's labels).
+    public func setCurrentDevice(_ target: String, connecting ports: String? = nil) throws {
         try lock.withLock { try checkUsable() }
-        let ports = try device.connect(to: target)
+        let before = lock.withLock { connectedPorts.count }
+        let connected = try device.connect(to: ports ?? target)
         lock.withLock {
             currentTarget = target
-            connectedPorts = ports
+            connectionTarget = ports ?? target
+            connectedPorts = connected
         }
         notify(.currentDeviceChanged)
+        if connected.count != before { notify(.deviceChannelsChanged) }
     }
+
+    /// What the queue's ports are connected to now (CurrentDevice, or the ports it maps to).
+    public var connectionTargetValue: String { lock.withLock { connectionTarget ?? currentTarget } }
+
+    /// The JACK sample rate changed: listeners of the device's rate hear of it.
+    func deviceRateChanged() { notify(.deviceSampleRateChanged) }
 
     /// The JACK client's name.
     public var clientName: String { lock.withLock { clientNameStorage } }
@@ -458,7 +528,7 @@ public class QueueEngine: @unchecked Sendable {
             guard runState == .stopped else { throw QueueError.invalidRunState("rename a stopped queue") }
         }
         try device.rename(to: name)
-        let target = lock.withLock { currentTarget }
+        let target = lock.withLock { connectionTarget ?? currentTarget }
         let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
         lock.withLock {
             clientNameStorage = device.clientName
@@ -508,13 +578,15 @@ public class QueueEngine: @unchecked Sendable {
     // MARK: Disposal
 
     /// Disposes of the queue. Immediate: now; afterwards no callback or listener runs.
-    /// Otherwise once the enqueued buffers have played (output) or at once (input, stopped queues).
+    /// Otherwise once the enqueued buffers have played (output) or received what was captured
+    /// (input: capture ends now), or at once for a stopped or paused queue.
     public func dispose(immediate: Bool) {
         if !immediate {
             let deferred: Bool = lock.withLock {
                 guard !disposed, !disposalPending else { return true }
-                let busy = direction == .output && (runState == .running || runState == .starting
-                    || runState == .stopping) && !invalidated
+                // Output: once what is enqueued has played. Input: once what was captured has
+                // been delivered to the enqueued buffers ("until all enqueued buffers are processed").
+                let busy = (runState == .running || runState == .starting || runState == .stopping) && !invalidated
                 if busy { disposalPending = true }
                 return busy
             }

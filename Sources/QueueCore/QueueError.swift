@@ -29,6 +29,12 @@ public enum QueueError: Error, Equatable, Sendable {
     case primeTimedOut
     /// A property value that is not valid (kAudioQueueErr_InvalidPropertyValue).
     case invalidPropertyValue(String)
+    /// A control call (Reset, Stop, Flush) waited `seconds` for the queue thread, which a
+    /// callback holds (kAudioQueueErr_InvalidRunState).
+    case queueThreadTimedOut(String, Double)
+    /// The call needs offline rendering mode and the queue is not in it, or the other way
+    /// round (kAudioQueueErr_InvalidOfflineMode).
+    case invalidOfflineMode(String)
     /// A buffer start time earlier than the end of the one enqueued before it.
     case nonAscendingStartTime
 }
@@ -51,6 +57,9 @@ extension QueueError: CustomStringConvertible {
         case .primeTimedOut: "prime timed out"
         case .invalidPropertyValue(let why): "invalid property value: \(why)"
         case .nonAscendingStartTime: "buffer start times must ascend"
+        case .invalidOfflineMode(let why): "invalid offline mode: \(why)"
+        case .queueThreadTimedOut(let call, let seconds):
+            "\(call) waited \(seconds) s for the queue thread, which a callback holds"
         }
     }
 }

@@ -27,24 +27,12 @@ final class FilePlayer: @unchecked Sendable {
         self.path = path
         self.index = index
         self.loop = loop
-        var id: AudioFileID?
-        let status = AudioFileOpenURL(URL(fileURLWithPath: path) as CFURL, .readPermission, 0, &id)
-        guard status == noErr, let id else {
-            throw CLIError("\(path): \(describe(status, file: true))")
-        }
-        file = id
-        var asbd = AudioStreamBasicDescription()
-        var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
-        var result = AudioFileGetProperty(id, kAudioFilePropertyDataFormat, &size, &asbd)
-        guard result == noErr else { throw CLIError("\(path): cannot read its data format (\(describe(result, file: true)))") }
-        format = asbd
-        var packets: UInt64 = 0
-        size = 8
-        result = AudioFileGetProperty(id, kAudioFilePropertyAudioDataPacketCount, &size, &packets)
-        guard result == noErr else { throw CLIError("\(path): cannot read its length (\(describe(result, file: true)))") }
-        totalPackets = Int64(packets)
+        let opened = try PlayableFile(path: path)
+        file = opened.id
+        format = opened.format
+        totalPackets = opened.packetCount
         // A quarter second per buffer.
-        packetsPerBuffer = UInt32(max(256, Int(asbd.mSampleRate / 4)))
+        packetsPerBuffer = UInt32(max(256, Int(opened.format.mSampleRate / 4)))
     }
 
     deinit { AudioFileClose(file) }
@@ -135,11 +123,7 @@ struct PlayCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Connect file N (or every file) to PORTS.", valueName: "[N:]ports"))
     var to: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Volume 0...1 of file N (or every file).", valueName: "[N:]volume"))
-    var volume: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("Pan -1...1 of file N (or every file): balance for stereo, position for mono.", valueName: "[N:]pan"))
-    var pan: [String] = []
+    @OptionGroup var levels: LevelOptions
 
     @Option(name: .long, help: ArgumentHelp("Start on this JACK frame (see `jaq time`).", valueName: "frame"))
     var at: Int64?
@@ -199,8 +183,8 @@ struct PlayCommand: ParsableCommand {
 
     func play() throws {
         let targets = try perFile(to, name: "to") { $0 }
-        let volumes = try perFile(volume, name: "volume") { Float($0).flatMap { (0...1).contains($0) ? "" : nil } }
-        let pans = try perFile(pan, name: "pan") { Float($0).flatMap { (-1...1).contains($0) ? "" : nil } }
+        let volumes = try perFile(levels.volume, name: "volume") { Float($0).flatMap { (0...1).contains($0) ? "" : nil } }
+        let pans = try perFile(levels.pan, name: "pan") { Float($0).flatMap { (-1...1).contains($0) ? "" : nil } }
         let players = try files.enumerated().map { try FilePlayer(path: $0.element, index: $0.offset + 1, loop: loop) }
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was played")

@@ -1,3 +1,4 @@
+import Testing
 import Foundation
 import Synchronization
 import AudioToolbox
@@ -20,6 +21,14 @@ func lpcm(rate: Double = 48000, channels: UInt32 = 2, bits: UInt32 = 16, float: 
     return AudioStreamBasicDescription(mSampleRate: rate, mFormatID: kAudioFormatLinearPCM, mFormatFlags: flags,
                                        mBytesPerPacket: bytes, mFramesPerPacket: 1, mBytesPerFrame: bytes,
                                        mChannelsPerFrame: channels, mBitsPerChannel: bits, mReserved: 0)
+}
+
+/// A playback queue in `format` whose callback does nothing (the test enqueues by hand).
+func silentOutputQueue(_ format: AudioStreamBasicDescription) throws -> AudioQueueRef {
+    var format = format
+    var queue: AudioQueueRef?
+    #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
+    return try #require(queue)
 }
 
 /// Polls `condition` until it holds or `seconds` pass.

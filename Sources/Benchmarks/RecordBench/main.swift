@@ -451,6 +451,8 @@ Reproduce: `make bench` (or `swift build -c release && .build/release/jaq-bench 
 The frame counts include the frames before the first ramp sample reached each tool; `jaq record -d` \
 is exact to the frame (\(rate) × seconds), `jack_capture -d` stops after about that many seconds.
 
+Offline rendering (`jaq render`, AudioQueueOfflineRender) against sox: [benchmarks-render.md](benchmarks-render.md).
+
 """
 if !playRows.isEmpty {
     report += """

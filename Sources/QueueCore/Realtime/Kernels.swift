@@ -504,6 +504,9 @@ private func renderFrames(
                     expected: s.pointee.lastPanRequest, desired: bits, ordering: .relaxed).exchanged {
                     s.pointee.lastPanRequest = bits
                 }
+            case .volumeRampFrames:
+                // What GetParameter(VolumeRampTime) reports from here on, as if set then.
+                s.pointee.volumeRampFrames.store(Int(event.value), ordering: .relaxed)
             }
         }
         var chunk = count - done

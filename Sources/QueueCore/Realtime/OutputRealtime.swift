@@ -4,7 +4,11 @@ import Synchronization
 /// plays position `position` (the buffer's first frame).
 /// Producer: the queue thread. Consumer: the process thread.
 public struct ParameterEvent: BitwiseCopyable, Sendable {
-    public enum Kind: UInt8, BitwiseCopyable, Sendable { case volume, pan }
+    public enum Kind: UInt8, BitwiseCopyable, Sendable {
+        case volume, pan
+        /// The ramp time of later volume changes; `value` is in device frames.
+        case volumeRampFrames
+    }
     public var kind: Kind
     public var value: Float
     public var position: Int

@@ -192,7 +192,7 @@ OSStatus AudioQueueEnqueueBuffer(AudioQueueRef inAQ, AudioQueueBufferRef inBuffe
 
 /**
  * Playback only: enqueues a buffer with frames to trim, parameter events taking
- * effect on its first frame, and a start time in queue time (NULL: right after
+ * effect on its first frame (Volume, Pan, VolumeRampTime; PlayRate and Pitch in their ranges), and a start time in queue time (NULL: right after
  * the previous buffer; times must ascend). outActualStartTime gets the queue
  * time it will start at.
  */
@@ -222,11 +222,36 @@ OSStatus AudioQueueStop(AudioQueueRef inAQ, Boolean inImmediate);
 /** Pauses; Start resumes with nothing lost. */
 OSStatus AudioQueuePause(AudioQueueRef inAQ);
 
-/** Makes sure everything enqueued reaches the device (drains the converter). */
+/**
+ * Playback: what is enqueued plays to its last frame (the converter drained) before anything
+ * enqueued later; returns at once. Recording: everything captured so far is delivered, the
+ * buffer being filled with what it holds; returns once those callbacks ran. A callback that
+ * holds the queue thread for 10 s makes it kAudioQueueErr_InvalidRunState (so Reset and Stop).
+ */
 OSStatus AudioQueueFlush(AudioQueueRef inAQ);
 
 /** Drops what is queued, returning every queued buffer through the callback once. */
 OSStatus AudioQueueReset(AudioQueueRef inAQ);
+
+/**
+ * Playback only: switches the queue to offline rendering in `inFormat` (interleaved
+ * linear PCM, integer or float, any rate; the channel count is the layout's), or back
+ * to the JACK device with NULL. The queue must be stopped (kAudioQueueErr_InvalidRunState).
+ * Offline, the queue's ports are disconnected and silent; AudioQueueOfflineRender runs it.
+ */
+OSStatus AudioQueueSetOfflineRenderFormat(AudioQueueRef inAQ, const AudioStreamBasicDescription *JAQ_NULLABLE inFormat,
+                                          const AudioChannelLayout *JAQ_NULLABLE inLayout);
+
+/**
+ * Playback only, offline mode only (else kAudioQueueErr_InvalidOfflineMode): renders the
+ * next `inNumberFrames` frames into `ioBuffer` (a buffer of this queue, not enqueued) and
+ * sets its mAudioDataByteSize. `inTimestamp->mSampleTime` is the render's time: the first
+ * call (by convention asking for 0 frames, after AudioQueueStart) sets its origin; each
+ * call continues where the last ended (a later time skips frames, an earlier one is -50).
+ * Bit-exact with what the queue plays on JACK, at any speed the machine allows.
+ */
+OSStatus AudioQueueOfflineRender(AudioQueueRef inAQ, const AudioTimeStamp *inTimestamp, AudioQueueBufferRef ioBuffer,
+                                 UInt32 inNumberFrames);
 
 /** Gets a parameter (Volume, VolumeRampTime, Pan). */
 OSStatus AudioQueueGetParameter(AudioQueueRef inAQ, AudioQueueParameterID inParamID,

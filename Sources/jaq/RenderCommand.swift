@@ -1,0 +1,223 @@
+import ArgumentParser
+import AudioToolbox
+import Foundation
+import QueueCore
+import SoundFile
+import Synchronization
+
+/// One input of a render: a file played by its own output queue in offline mode.
+final class RenderTrack: @unchecked Sendable {
+    let path: String
+    let file: AudioFileID
+    let format: AudioStreamBasicDescription
+    let totalPackets: Int64
+    let packetsPerBuffer: UInt32
+    /// Queue time (frames at the file's rate) of the file's first frame.
+    let startFrame: Int64
+    var queue: AudioQueueRef!
+    let nextPacket = Mutex<Int64>(0)
+    let failure = Mutex<String?>(nil)
+    let finished = Atomic<Bool>(false)
+
+    init(path: String, offsetSeconds: Double) throws {
+        self.path = path
+        let opened = try PlayableFile(path: path)
+        file = opened.id
+        format = opened.format
+        totalPackets = opened.packetCount
+        packetsPerBuffer = UInt32(max(1024, Int(format.mSampleRate / 4)))
+        startFrame = Int64((offsetSeconds * format.mSampleRate).rounded())
+    }
+
+    deinit { AudioFileClose(file) }
+
+    /// Reads the next packets into `buffer` and enqueues it (the first one at the track's
+    /// offset); at the end of the file, Stop(false): the queue plays out and stops.
+    func refill(_ buffer: AudioQueueBufferRef) {
+        let start = nextPacket.withLock { $0 }
+        var packets = UInt32(min(Int64(packetsPerBuffer), max(0, totalPackets - start)))
+        var bytes = packets * format.mBytesPerPacket
+        var status = noErr
+        if packets > 0 {
+            status = AudioFileReadPacketData(file, false, &bytes, nil, start, &packets, buffer.pointee.mAudioData)
+        }
+        if status != noErr && status != kAudioFileEndOfFileError {
+            failure.withLock { $0 = "\(path): read error at packet \(start): \(describe(status, file: true))" }
+            packets = 0
+        }
+        guard packets > 0 else {
+            if !finished.exchange(true, ordering: .relaxed) { AudioQueueStop(queue, false) }
+            return
+        }
+        nextPacket.withLock { $0 = start + Int64(packets) }
+        buffer.pointee.mAudioDataByteSize = packets * format.mBytesPerPacket
+        var when = AudioTimeStamp()
+        when.mFlags = .sampleTimeValid
+        when.mSampleTime = Double(startFrame)
+        let result = withUnsafePointer(to: &when) { pointer in
+            AudioQueueEnqueueBufferWithParameters(queue, buffer, 0, nil, 0, 0, 0, nil, start == 0 ? pointer : nil, nil)
+        }
+        if result != noErr { failure.withLock { $0 = "\(path): cannot enqueue (\(describe(result, file: false)))" } }
+    }
+}
+
+private func renderCallback(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef) {
+    Unmanaged<RenderTrack>.fromOpaque(userData!).takeUnretainedValue().refill(buffer)
+}
+
+/// `jaq render`: mixes files offline, through audio queues in offline render mode, into one file.
+struct RenderCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "render",
+        abstract: "Mix files (volume, pan, offsets) offline into one file, through audio queues.",
+        discussion: """
+            Each file plays through its own audio queue, as `jaq play` plays it, but offline \
+            (AudioQueueSetOfflineRenderFormat): no JACK server is needed, and it runs as fast as \
+            the machine allows. The mix is the sum of the queues' renders: sample for sample what \
+            JACK would mix from the same queues playing in real time.
+
+            Example:
+              jaq render -o mix.wav drums.wav bass.wav --volume 2:0.8 --pan 2:-0.3 --offset 2:1.5
+            """)
+
+    @Argument(help: "Audio files to mix.")
+    var files: [String]
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("The file to write (WAV; see --bits).", valueName: "file"))
+    var output: String
+
+    @OptionGroup var levels: LevelOptions
+
+    @Option(name: .long, help: ArgumentHelp("Seconds of silence before file N (or every file) starts.", valueName: "[N:]seconds"))
+    var offset: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Sample rate of the mix (default: the first file's).", valueName: "hz"))
+    var rate: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Sample format: float (32-bit), 16, 24 or 32 (integer).", valueName: "bits"))
+    var bits: String = "float"
+
+    func validate() throws {
+        if files.isEmpty { throw ValidationError("name at least one file to mix") }
+        if !["float", "16", "24", "32"].contains(bits) { throw ValidationError("--bits takes float, 16, 24 or 32") }
+        if let rate, !(rate >= 1000 && rate <= 768_000) { throw ValidationError("--rate \(rate): 1000...768000 Hz") }
+    }
+
+    func run() throws {
+        Log.command = "jaq render"
+        do {
+            try render()
+        } catch let error as CLIError {
+            Log.error(error.description)
+            throw ExitCode(error.exitCode)
+        }
+    }
+
+    /// Values of a per-file option ("[N:]value"): file index (0-based) → value.
+    private func values(_ entries: [String], _ name: String, _ range: ClosedRange<Double>) throws -> [Int: Double] {
+        var result: [Int: Double] = [:]
+        for entry in entries {
+            let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
+            let index = parts.count == 2 ? Int(parts[0]) : nil
+            guard let value = Double(parts.last ?? ""), range.contains(value), parts.count == 1 || index != nil else {
+                throw CLIError("--\(name) \(entry): not a value in \(range)", exitCode: 2)
+            }
+            if let index {
+                guard (1...files.count).contains(index) else { throw CLIError("--\(name) \(entry): there is no file \(index)", exitCode: 2) }
+                result[index - 1] = value
+            } else {
+                for i in files.indices where result[i] == nil { result[i] = value }
+            }
+        }
+        return result
+    }
+
+    private func render() throws {
+        let volumes = try values(levels.volume, "volume", 0...1)
+        let pans = try values(levels.pan, "pan", -1...1)
+        let offsets = try values(offset, "offset", 0...86_400)
+        let tracks = try files.enumerated().map { try RenderTrack(path: $0.element, offsetSeconds: offsets[$0.offset] ?? 0) }
+        let mixRate = rate ?? tracks[0].format.mSampleRate
+        // Mono queues have a left/right pair of ports: the mix is at least stereo.
+        let channels = max(2, tracks.map { Int($0.format.mChannelsPerFrame) }.max() ?? 2)
+        let chunk = 4096
+
+        // No server: each queue runs on a clock of its own, advanced by its renders.
+        let driver = ManualDriver(sampleRate: mixRate, periodFrames: 1024, physicalPortCount: 0)
+        var renderFormat = AudioStreamBasicDescription(
+            mSampleRate: mixRate, mFormatID: kAudioFormatLinearPCM,
+            mFormatFlags: kAudioFormatFlagIsFloat | kAudioFormatFlagIsPacked, mBytesPerPacket: UInt32(4 * channels),
+            mFramesPerPacket: 1, mBytesPerFrame: UInt32(4 * channels), mChannelsPerFrame: UInt32(channels),
+            mBitsPerChannel: 32, mReserved: 0)
+        var captures: [AudioQueueBufferRef] = []
+        defer { for track in tracks where track.queue != nil { AudioQueueDispose(track.queue, true) } }
+        try AudioQueueDevices.withProvider(driver) {
+            for (i, track) in tracks.enumerated() {
+                var format = track.format
+                var queue: AudioQueueRef?
+                let user = Unmanaged.passUnretained(track).toOpaque()
+                let status = AudioQueueNewOutput(&format, renderCallback, user, nil, nil, 0, &queue)
+                guard status == noErr, let queue else { throw CLIError("\(track.path): \(describe(status, file: false))") }
+                track.queue = queue
+                if let value = volumes[i] { AudioQueueSetParameter(queue, kAudioQueueParam_Volume, Float(value)) }
+                if let value = pans[i] { AudioQueueSetParameter(queue, kAudioQueueParam_Pan, Float(value)) }
+                for _ in 0..<3 {
+                    var buffer: AudioQueueBufferRef?
+                    let result = AudioQueueAllocateBuffer(queue, track.packetsPerBuffer * format.mBytesPerPacket, &buffer)
+                    guard result == noErr, let buffer else { throw CLIError("\(track.path): \(describe(result, file: false))") }
+                    track.refill(buffer)
+                }
+                var capture: AudioQueueBufferRef?
+                var result = AudioQueueAllocateBuffer(queue, UInt32(chunk * channels * 4), &capture)
+                guard result == noErr, let capture else { throw CLIError("\(track.path): \(describe(result, file: false))") }
+                captures.append(capture)
+                result = AudioQueueSetOfflineRenderFormat(queue, &renderFormat, nil)
+                guard result == noErr else { throw CLIError("\(track.path): cannot render offline (\(describe(result, file: false)))") }
+                result = AudioQueueStart(queue, nil)
+                guard result == noErr else { throw CLIError("\(track.path): cannot start (\(describe(result, file: false)))") }
+                var time = AudioTimeStamp()
+                time.mFlags = .sampleTimeValid
+                result = AudioQueueOfflineRender(queue, &time, capture, 0)
+                guard result == noErr else { throw CLIError("\(track.path): cannot render offline (\(describe(result, file: false)))") }
+            }
+        }
+
+        let encoding: SoundFile.Subtype = switch bits {
+        case "16": .pcm16
+        case "24": .pcm24
+        case "32": .pcm32
+        default: .float
+        }
+        let info = SoundFile.Info(sampleRate: Int(mixRate.rounded()), channelCount: channels, format: SoundFile.Format(.wav, encoding))
+        let out: SoundFile
+        do { out = try SoundFile(path: output, mode: .write, format: info) } catch {
+            throw CLIError("\(output): \(error)")
+        }
+        // The mix ends with its longest track: offset plus duration, at the mix rate.
+        let total = tracks.map { track -> Int in
+            let ratio = mixRate / track.format.mSampleRate
+            return Int((Double(track.startFrame) * ratio).rounded()) + Int((Double(track.totalPackets) * ratio).rounded(.up))
+        }.max() ?? 0
+        var mix = [Float](repeating: 0, count: chunk * channels)
+        var written = 0
+        while written < total {
+            let frames = min(chunk, total - written)
+            for i in mix.indices { mix[i] = 0 }
+            for (track, capture) in zip(tracks, captures) {
+                var time = AudioTimeStamp()
+                time.mFlags = .sampleTimeValid
+                time.mSampleTime = Double(written)
+                let status = AudioQueueOfflineRender(track.queue, &time, capture, UInt32(frames))
+                guard status == noErr else { throw CLIError("\(track.path): offline render failed (\(describe(status, file: false)))") }
+                if let failure = track.failure.withLock({ $0 }) { throw CLIError(failure) }
+                let samples = capture.pointee.mAudioData.assumingMemoryBound(to: Float.self)
+                for i in 0..<(frames * channels) { mix[i] += samples[i] }
+            }
+            let transfer = mix.withUnsafeBufferPointer { out.writeFrames(UnsafeBufferPointer(rebasing: $0[0..<(frames * channels)])) }
+            guard transfer.count == frames else { throw CLIError("\(output): write failed (disk full?)") }
+            written += frames
+        }
+        do { try out.close() } catch { throw CLIError("\(output): \(error)") }
+        Log.info("\(output): \(written) frames, \(channels) channels at \(Int(mixRate)) Hz from \(files.count) file(s)")
+    }
+}

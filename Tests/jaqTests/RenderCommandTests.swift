@@ -1,0 +1,99 @@
+import Testing
+import Foundation
+import JackTestSupport
+import SoundFile
+
+/// `jaq render`: an offline mix through audio queues, against the same mix played on JACK.
+@Suite(.serialized) struct RenderCommandTests {
+    /// Writes `frames` frames of a 16-bit signal that is never 0; returns its samples, interleaved.
+    @discardableResult
+    func writeTrack(_ path: String, frames: Int, channels: Int, seed: Int, rate: Int = 48000) throws -> [Int16] {
+        let file = try SoundFile(path: path, mode: .write,
+                                 format: SoundFile.Info(sampleRate: rate, channelCount: channels, format: SoundFile.Format(.wav, .pcm16)))
+        let samples = (0..<(frames * channels)).map { i -> Int16 in
+            let value = Int16(truncatingIfNeeded: (i &* 7907 &+ seed &* 3571) % 50_001 - 25_000)
+            return value == 0 ? 1 : value
+        }
+        _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+        try file.close()
+        return samples
+    }
+
+    /// A float file's planes.
+    func planes(_ path: String) throws -> [[Float]] {
+        let file = try SoundFile(path: path, mode: .read)
+        let channels = file.info.channelCount
+        var samples = [Float](repeating: 0, count: Int(file.info.frameCount) * channels)
+        let transfer = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
+        try file.close()
+        return (0..<channels).map { c in stride(from: c, to: transfer.count * channels, by: channels).map { samples[$0] } }
+    }
+
+    /// Where two sample runs first differ (nil if equal).
+    func difference(_ a: [Float], _ b: [Float]) -> String? {
+        if a == b { return nil }
+        let i = (0..<min(a.count, b.count)).first { a[$0] != b[$0] } ?? min(a.count, b.count)
+        return "frame \(i) (counts \(a.count), \(b.count))"
+    }
+
+    @Test func renderEqualsTheSameMixPlayedOnJackAndRecordedByJackCapture() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("render")
+        defer { removeScratch(dir) }
+        try writeTrack("\(dir)/a.wav", frames: 48000, channels: 2, seed: 1)
+        try writeTrack("\(dir)/b.wav", frames: 30000, channels: 1, seed: 2)
+        let options = ["--volume", "2:0.5", "--pan", "2:-0.25", "--volume", "1:0.75"]
+        let rendered = try jaq(["render", "-o", "mix.wav"] + options + ["a.wav", "b.wav"], server: nil, directory: dir)
+        #expect(rendered.status == 0, "\(rendered.error)")
+        let mix = try planes("\(dir)/mix.wav")
+        #expect(mix.count == 2 && mix[0].count == 48000)
+
+        // The same files, volumes and pans played by `jaq play` on JACK into jack_capture.
+        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "6", "-c", "2", "--manual-connections",
+                                        "\(dir)/captured.wav"], output: "\(dir)/capture.log")
+        #expect(waitForPorts(server, containing: "jack_capture", count: 2))
+        let ports = try server.run(["jack_lsp"]).split(separator: "\n").filter { $0.contains("jack_capture") }.map(String.init).sorted()
+        let (_, play) = try playAhead(["a.wav", "b.wav"], options: ["--quiet", "--to", ports.joined(separator: ",")] + options,
+                                      server: server, dir: dir, ports: "jaq-", count: 4)
+        #expect(waitForExit(play) == 0)
+        #expect(waitForExit(capture, timeout: 20) == 0)
+        let live = try planes("\(dir)/captured.wav")
+        let xruns = server.xrunCount
+        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns (a loaded machine)"), isIntermittent: true) {
+            for c in 0..<2 {
+                let first = try #require(live[c].firstIndex { $0 != 0 }, "jack_capture recorded channel \(c)")
+                let heard = Array(live[c][first...].prefix(48000))
+                #expect(difference(heard, mix[c]) == nil, "channel \(c): the render equals what JACK mixed")
+            }
+        } when: { xruns > 0 }
+    }
+
+    @Test func offsetsDelayATrackByExactlyThatManyFramesAndBadInputIsOneLine() throws {
+        let dir = scratchDirectory("render-offset")
+        defer { removeScratch(dir) }
+        try writeTrack("\(dir)/a.wav", frames: 10000, channels: 2, seed: 3)
+        try writeTrack("\(dir)/slow.wav", frames: 4410, channels: 1, seed: 4, rate: 44100)
+        #expect(try jaq(["render", "-o", "plain.wav", "a.wav"], server: nil, directory: dir).status == 0)
+        #expect(try jaq(["render", "-o", "late.wav", "--offset", "0.5", "a.wav"], server: nil, directory: dir).status == 0)
+        let plain = try planes("\(dir)/plain.wav")
+        let late = try planes("\(dir)/late.wav")
+        for c in 0..<2 {
+            #expect(late[c].count == 24000 + 10000)
+            #expect(late[c][0..<24000].allSatisfy { $0 == 0 })
+            #expect(difference(Array(late[c][24000...]), plain[c]) == nil)
+        }
+        // A 44.1 kHz file in a 48 kHz mix: resampled by its queue, 0.1 s long.
+        let mixed = try jaq(["render", "-o", "both.wav", "--bits", "16", "a.wav", "slow.wav"], server: nil, directory: dir)
+        #expect(mixed.status == 0, "\(mixed.error)")
+        let both = try SoundFile(path: "\(dir)/both.wav", mode: .read)
+        #expect(both.info.sampleRate == 48000 && both.info.frameCount == 10000)
+        try both.close()
+        // Bad input: one line naming the file and the reason, a non-zero exit.
+        let missing = try jaq(["render", "-o", "x.wav", "a.wav", "missing.wav"], server: nil, directory: dir)
+        #expect(missing.status != 0)
+        #expect(missing.error.split(separator: "\n").count == 1 && missing.error.contains("missing.wav"), "\(missing.error)")
+        let noFile3 = try jaq(["render", "-o", "x.wav", "--volume", "3:0.5", "a.wav"], server: nil, directory: dir)
+        #expect(noFile3.status != 0 && noFile3.error.contains("no file 3"), "\(noFile3.error)")
+    }
+}
