@@ -45,6 +45,9 @@ private func status(forQueueError error: QueueError) -> OSStatus {
     case .primeTimedOut: kAudioQueueErr_PrimeTimedOut
     case .invalidPropertyValue: kAudioQueueErr_InvalidPropertyValue
     case .nonAscendingStartTime: kAudio_ParamError
+    case .tooManyTaps: kAudioQueueErr_TooManyTaps
+    case .invalidTapContext: kAudioQueueErr_InvalidTapContext
+    case .invalidTapType: kAudioQueueErr_InvalidTapType
     }
 }
 

@@ -40,7 +40,11 @@ public final class QueueBuffer: @unchecked Sendable {
 
 /// A parameter value a buffer carries (EnqueueBufferWithParameters).
 public struct ParameterChange: Sendable, Equatable {
-    public enum Parameter: Sendable, Equatable { case volume, pan }
+    public enum Parameter: Sendable, Equatable {
+        case volume, pan
+        /// kAudioQueueParam_PlayRate and kAudioQueueParam_Pitch: the time/pitch unit's, from the buffer's first frame.
+        case playRate, pitch
+    }
     public var parameter: Parameter
     public var value: Float
     public init(_ parameter: Parameter, _ value: Float) {
