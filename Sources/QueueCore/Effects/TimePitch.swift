@@ -6,8 +6,7 @@ import Foundation
 public enum TimePitchAlgorithm: Sendable, Equatable {
     /// kAudioQueueTimePitchAlgorithm_Spectral: Rubber Band's finer (R3) engine; PlayRate and Pitch.
     case spectral
-    /// kAudioQueueTimePitchAlgorithm_TimeDomain: Rubber Band's faster (R2) engine with short
-    /// windows; PlayRate only (Apple applies Pitch with the spectral algorithm only).
+    /// kAudioQueueTimePitchAlgorithm_TimeDomain: Rubber Band's faster (R2) engine; PlayRate only (Apple applies Pitch with the spectral algorithm only).
     case timeDomain
     /// kAudioQueueTimePitchAlgorithm_Varispeed: libsoxr resampling; the pitch follows the rate.
     case varispeed
@@ -40,6 +39,7 @@ final class TimePitchStage: ConversionStage {
         self.channelCount = channelCount
         self.algorithm = algorithm
         silence = PlanarFIFO(channelCount: channelCount, capacity: Self.maximumProcessFrames)
+        silence.appendSilence(Self.maximumProcessFrames)
         switch algorithm {
         case .spectral, .timeDomain:
             var options = Int32(RubberBandOptionProcessRealTime.rawValue | RubberBandOptionChannelsTogether.rawValue
@@ -47,7 +47,7 @@ final class TimePitchStage: ConversionStage {
             if algorithm == .spectral {
                 options |= Int32(RubberBandOptionEngineFiner.rawValue)
             } else {
-                options |= Int32(RubberBandOptionEngineFaster.rawValue | RubberBandOptionWindowShort.rawValue)
+                options |= Int32(RubberBandOptionEngineFaster.rawValue)
             }
             guard let state = rubberband_new(UInt32(sampleRate.rounded()), UInt32(channelCount), options, 1, 1) else {
                 throw QueueError.unsupportedFormat("Rubber Band refused \(sampleRate) Hz, \(channelCount) channels")
@@ -118,9 +118,7 @@ final class TimePitchStage: ConversionStage {
             rubberband_set_time_ratio(rubberBand, 1 / rate)
             rubberband_set_pitch_scale(rubberBand, pow(2, cents / 1200))
             var pad = Int(rubberband_get_preferred_start_pad(rubberBand))
-            let zeros = silence.tail(reserving: Self.maximumProcessFrames)
-            for c in 0..<channelCount { zeros[c].update(repeating: 0, count: Self.maximumProcessFrames) }
-            let zeroPlanes = UnsafeRawPointer(zeros).assumingMemoryBound(to: UnsafePointer<Float>.self)
+            let zeroPlanes = UnsafeRawPointer(silence.head()).assumingMemoryBound(to: UnsafePointer<Float>.self)
             while pad > 0 {
                 let piece = min(pad, Self.maximumProcessFrames)
                 rubberband_process(rubberBand, optionalPlanes(zeroPlanes), UInt32(piece), 0)
@@ -159,16 +157,15 @@ final class TimePitchStage: ConversionStage {
     func drain(into output: PlanarFIFO) {
         guard started else { return }
         if let rubberBand {
+            // Silence pushes the last frames through the stretcher's window (a final block
+            // would end the stream on the spectral engine before its window has been emptied).
             let zeros = UnsafeRawPointer(silence.head()).assumingMemoryBound(to: UnsafePointer<Float>.self)
-            rubberband_process(rubberBand, optionalPlanes(zeros), 0, 1)
-            for _ in 0..<10_000 {
+            let target = Int(expectedFrames.rounded())
+            var blocks = 0
+            while producedFrames < target && blocks < 64 {
+                rubberband_process(rubberBand, optionalPlanes(zeros), UInt32(Self.maximumProcessFrames), 0)
                 retrieve(output)
-                if rubberband_available(rubberBand) < 0 { break }
-                if rubberband_available(rubberBand) == 0 {
-                    // Everything final is out once nothing more comes after one more empty final block.
-                    rubberband_process(rubberBand, optionalPlanes(zeros), 0, 1)
-                    if rubberband_available(rubberBand) <= 0 { break }
-                }
+                blocks += 1
             }
         } else if let varispeed {
             while true {
