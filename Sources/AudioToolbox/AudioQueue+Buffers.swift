@@ -67,6 +67,8 @@ public func audioQueueEnqueueBufferWithParameters(
                 switch event.mID {
                 case kAudioQueueParam_Volume: changes.append(ParameterChange(.volume, event.mValue))
                 case kAudioQueueParam_Pan: changes.append(ParameterChange(.pan, event.mValue))
+                case kAudioQueueParam_PlayRate: changes.append(ParameterChange(.playRate, event.mValue))
+                case kAudioQueueParam_Pitch: changes.append(ParameterChange(.pitch, event.mValue))
                 default: throw AudioToolboxError(kAudioQueueErr_InvalidParameter, "parameter \(event.mID) can't be scheduled")
                 }
             }

@@ -36,8 +36,10 @@ final class EffectsChain: @unchecked Sendable {
     private var pendingRuns: [(frames: Int, rate: Double)] = []
     /// Something went in since the last drain.
     private(set) var hasInput = false
-    /// Source frames (queue time) pushed since the timeline began.
+    /// Source frames (queue time) pushed since the timeline began, and the queue time of
+    /// the frames through a post-effects tap (its frames times the rate they were made at).
     private var sourcePushed = 0.0
+    private var postTapTime = 0.0
 
     /// Output frames (queue rate) released to the ring and the queue time they stand for.
     private let timeMap = Locked(TimeMap())
@@ -130,7 +132,7 @@ final class EffectsChain: @unchecked Sendable {
                 }
             }
             if let tap, tap.flags.contains(.postEffects) {
-                tap.process(current, frames: count, queueTime: (sourcePushed, frames), into: pending)
+                runPostTap(tap, current, frames: count, rate: effectiveRate)
             } else {
                 pending.append(current, frames: count)
             }
@@ -160,13 +162,13 @@ final class EffectsChain: @unchecked Sendable {
                 stageB.clear()
                 timePitch.drain(into: stageB)
                 if let tap, tap.flags.contains(.postEffects) {
-                    tap.process(stageB.head(), frames: stageB.count, queueTime: (sourcePushed, 0), into: pending)
+                    runPostTap(tap, stageB.head(), frames: stageB.count, rate: rate)
                 } else {
                     pending.append(stageB.head(), frames: stageB.count)
                 }
             }
             if let tap, tap.flags.contains(.postEffects) {
-                tap.drain(endOfStream: endOfStream, queueTime: (sourcePushed, 0), into: pending)
+                tap.drain(endOfStream: endOfStream, queueTime: (postTapTime, 0), into: pending)
             }
             addRun(pending.count - before, rate: rate)
             hasInput = false
@@ -188,8 +190,18 @@ final class EffectsChain: @unchecked Sendable {
 
     /// A new timeline (Stop): queue time starts again at 0.
     func beginTimeline() {
-        lock.withLock { sourcePushed = 0 }
+        lock.withLock {
+            sourcePushed = 0
+            postTapTime = 0
+        }
         timeMap.withLock { $0 = TimeMap() }
+    }
+
+    /// A post-effects tap over `frames` frames made at `rate`: they cover `frames × rate` frames of queue time.
+    private func runPostTap(_ tap: ProcessingTap, _ input: UnsafePointer<UnsafePointer<Float>>, frames: Int, rate: Double) {
+        let covered = Double(frames) * rate
+        tap.process(input, frames: frames, queueTime: (postTapTime, Int(covered.rounded())), into: pending)
+        postTapTime += covered
     }
 
     private func addRun(_ frames: Int, rate: Double) {
