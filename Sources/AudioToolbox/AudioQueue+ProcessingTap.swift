@@ -7,15 +7,15 @@ import QueueCore
 /// and the AudioBufferList the callback is given.
 final class AudioQueueTapObject: @unchecked Sendable {
     /// Weak: a disposed queue goes away with its tap (as Apple's does), whoever holds the ref.
-    private(set) weak var output: OutputQueueEngine?
+    private(set) weak var engine: QueueEngine?
     private(set) var tap: ProcessingTap!
     /// The callback's AudioBufferList: one mono buffer per channel (queue thread only).
     private let bufferList: UnsafeMutableRawPointer
     private let channelCount: Int
 
-    init(output: OutputQueueEngine) {
-        self.output = output
-        channelCount = output.format.channelCount
+    init(engine: QueueEngine) {
+        self.engine = engine
+        channelCount = engine.format.channelCount
         bufferList = .allocate(byteCount: Self.bufferListSize(channelCount), alignment: 8)
         bufferList.initializeMemory(as: UInt8.self, repeating: 0, count: Self.bufferListSize(channelCount))
     }
@@ -33,7 +33,15 @@ final class AudioQueueTapObject: @unchecked Sendable {
                  clientData: UnsafeMutableRawPointer?) throws {
         let list = bufferList
         let channels = channelCount
-        tap = try output!.installTap(flags: ProcessingTap.Flags(rawValue: flags.rawValue)) { [weak self] call in
+        let install: (ProcessingTap.Flags, @escaping ProcessingTap.Callback) throws -> ProcessingTap
+        if let output = engine as? OutputQueueEngine {
+            install = output.installTap
+        } else if let input = engine as? InputQueueEngine {
+            install = input.installTap
+        } else {
+            throw QueueError.invalidQueueType
+        }
+        tap = try install(ProcessingTap.Flags(rawValue: flags.rawValue)) { [weak self] call in
             guard let self else { return (0, []) }
             let buffers = audioBuffers(list, channels)
             for c in 0..<channels {
@@ -60,6 +68,12 @@ final class AudioQueueTapObject: @unchecked Sendable {
             return (Int(frames), ProcessingTap.Flags(rawValue: ioFlags.rawValue))
         }
     }
+
+    /// Removes the engine's tap (only while stopped).
+    func remove(from engine: QueueEngine) throws {
+        if let output = engine as? OutputQueueEngine { try output.removeTap(tap) }
+        if let input = engine as? InputQueueEngine { try input.removeTap(tap) }
+    }
 }
 
 /// The AudioBuffers of an AudioBufferList holding `count` of them.
@@ -81,16 +95,16 @@ enum AudioQueueTapRegistry {
 
     /// Forgets the taps of queues that are gone (they went with their queue, as on Apple's).
     static func purgeDisposed() {
-        live.withLock { $0 = $0.filter { $0.value.output.map { !$0.isDisposed } ?? false } }
+        live.withLock { $0 = $0.filter { $0.value.engine.map { !$0.isDisposed } ?? false } }
     }
 
     /// The tap behind `ref`; -50 for NULL, a tap that is gone, or one whose queue is gone.
-    static func object(_ ref: AudioQueueProcessingTapRef?) throws -> (tap: AudioQueueTapObject, output: OutputQueueEngine) {
+    static func object(_ ref: AudioQueueProcessingTapRef?) throws -> (tap: AudioQueueTapObject, engine: QueueEngine) {
         guard let ref else { throw AudioToolboxError(kAudio_ParamError, "NULL AudioQueueProcessingTapRef") }
-        guard let tap = live.withLock({ $0[UnsafeMutableRawPointer(ref)] }), let output = tap.output, !output.isDisposed else {
+        guard let tap = live.withLock({ $0[UnsafeMutableRawPointer(ref)] }), let engine = tap.engine, !engine.isDisposed else {
             throw AudioToolboxError(kAudio_ParamError, "not a live processing tap")
         }
-        return (tap, output)
+        return (tap, engine)
     }
 }
 
@@ -107,21 +121,18 @@ public func audioQueueProcessingTapNew(
         guard let outMaxFrames, let outProcessingFormat, let outAQTap else {
             throw AudioToolboxError(kAudio_ParamError, "NULL out-parameter")
         }
-        guard let output = object.output else {
-            throw AudioToolboxError(kAudioQueueErr_InvalidQueueType, "processing taps are on output queues (see Docs/queues.md)")
-        }
         AudioQueueTapRegistry.purgeDisposed()
-        let tapObject = AudioQueueTapObject(output: output)
+        let tapObject = AudioQueueTapObject(engine: object.engine)
         do {
             try tapObject.install(flags: inFlags, callback: inCallback, clientData: inClientData)
         } catch QueueError.invalidParameter(let why) {
             throw AudioToolboxError(kAudioQueueErr_InvalidTapType, why)
         }
         AudioQueueTapRegistry.add(tapObject)
-        let channels = UInt32(output.format.channelCount)
+        let channels = UInt32(object.engine.format.channelCount)
         outMaxFrames.pointee = UInt32(tapObject.tap.maximumFrames)
         outProcessingFormat.pointee = AudioStreamBasicDescription(
-            mSampleRate: output.format.sampleRate, mFormatID: kAudioFormatLinearPCM,
+            mSampleRate: object.engine.format.sampleRate, mFormatID: kAudioFormatLinearPCM,
             mFormatFlags: kAudioFormatFlagsNativeFloatPacked | kAudioFormatFlagIsNonInterleaved,
             mBytesPerPacket: 4, mFramesPerPacket: 1, mBytesPerFrame: 4, mChannelsPerFrame: channels,
             mBitsPerChannel: 32, mReserved: 0)
@@ -132,8 +143,8 @@ public func audioQueueProcessingTapNew(
 @_cdecl("AudioQueueProcessingTapDispose")
 public func audioQueueProcessingTapDispose(_ inAQTap: AudioQueueProcessingTapRef?) -> OSStatus {
     withStatus {
-        let (tapObject, output) = try AudioQueueTapRegistry.object(inAQTap)
-        try output.removeTap(tapObject.tap)
+        let (tapObject, engine) = try AudioQueueTapRegistry.object(inAQTap)
+        try tapObject.remove(from: engine)
         AudioQueueTapRegistry.remove(tapObject)
     }
 }
@@ -168,7 +179,8 @@ public func audioQueueProcessingTapGetSourceAudio(
         }
         outNumberFrames.pointee = UInt32(given)
         outFlags?.pointee = AudioQueueProcessingTapFlags(rawValue: source.flags.rawValue)
-        if let ioTimeStamp, !ioTimeStamp.pointee.mFlags.contains(.sampleTimeValid) {
+        // An input queue's tap gets the source's time; an output queue's gives its own.
+        if let ioTimeStamp, tapObject.tap.isInput || !ioTimeStamp.pointee.mFlags.contains(.sampleTimeValid) {
             ioTimeStamp.pointee.mSampleTime = source.sampleTime
             ioTimeStamp.pointee.mFlags.insert(.sampleTimeValid)
         }

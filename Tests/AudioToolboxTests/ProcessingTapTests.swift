@@ -210,12 +210,12 @@ func siphonTap(_ client: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTa
             #expect(AudioQueueProcessingTapDispose(tap!) == noErr)
             #expect(AudioQueueProcessingTapDispose(tap!) == kAudio_ParamError, "disposed already")
             #expect(AudioQueueDispose(rig.queue, true) == noErr)
-            // An input queue has no taps here.
+            // An input queue's tap has no queue time to give.
             var inputFormat = lpcm()
             var input: AudioQueueRef?
             #expect(AudioQueueNewInput(&inputFormat, handleInputBuffer, nil, nil, nil, 0, &input) == noErr)
-            #expect(AudioQueueProcessingTapNew(input!, gainTap, user, .preEffects, &maxFrames, &format, &tap)
-                    == kAudioQueueErr_InvalidQueueType)
+            #expect(AudioQueueProcessingTapNew(input!, gainTap, user, .preEffects, &maxFrames, &format, &tap) == noErr)
+            #expect(AudioQueueProcessingTapNew(input!, gainTap, user, .preEffects, &maxFrames, &format, &second) == kAudioQueueErr_TooManyTaps)
             #expect(AudioQueueDispose(input!, true) == noErr)
         }
     }
@@ -258,6 +258,54 @@ func siphonTap(_ client: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTa
             #expect(AudioQueueSetProperty(rig.queue, kAudioQueueProperty_EnableTimePitch, &zero, 4) == kAudioQueueErr_InvalidRunState)
             #expect(AudioQueueSetProperty(rig.queue, kAudioQueueProperty_TimePitchAlgorithm, &algorithm, 4) == kAudioQueueErr_InvalidRunState)
             #expect(AudioQueueSetProperty(rig.queue, kAudioQueueProperty_TimePitchBypass, &zero, 4) == noErr, "bypass any time")
+        }
+    }
+
+    /// What the ManualDriver's capture ports carry.
+    @Sendable static func captured(_ port: Int, _ frame: Int64) -> Float {
+        let ramp = Float(frame % 1000 - 500) / 1024
+        return ramp + Float(port) / 4096
+    }
+
+    /// A tap on a recording queue: what the buffers get is the tap's output, sample for sample.
+    @Test func aTapOnARecordingQueueChangesWhatIsRecorded() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        driver.setCaptureSignal(Self.captured)
+        try withProvider(driver) {
+            let context = RecordingContext()
+            var format = lpcm(bits: 32, float: true)
+            var q: AudioQueueRef?
+            #expect(AudioQueueNewInput(&format, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &q) == noErr)
+            let queue = try #require(q)
+            defer { AudioQueueDispose(queue, true) }
+            let log = TapLog()
+            var maxFrames: UInt32 = 0
+            var tapFormat = AudioStreamBasicDescription()
+            var tap: AudioQueueProcessingTapRef?
+            #expect(AudioQueueProcessingTapNew(queue, gainTap, Unmanaged.passUnretained(log).toOpaque(), .preEffects,
+                                               &maxFrames, &tapFormat, &tap) == noErr)
+            for _ in 0..<4 {
+                var buffer: AudioQueueBufferRef?
+                #expect(AudioQueueAllocateBuffer(queue, 4096 * 8, &buffer) == noErr)
+                #expect(AudioQueueEnqueueBuffer(queue, buffer!, 0, nil) == noErr)
+            }
+            let start = driver.frameTime + 512
+            var time = AudioTimeStamp()
+            time.mSampleTime = Double(start)
+            time.mFlags = .sampleTimeValid
+            #expect(AudioQueueStart(queue, &time) == noErr)
+            driver.run(frames: 20000)
+            #expect(eventually { context.bytes.withLock { $0.count } >= 16384 * 8 })
+            #expect(AudioQueueStop(queue, true) == noErr)
+            let bytes = context.bytes.withLock { $0 }
+            let floats = bytes.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+            let frames = min(floats.count / 2, 16384)
+            let expectedLeft = (0..<frames).map { Self.captured(0, start + Int64($0)) * 0.5 }
+            let expectedRight = (0..<frames).map { Self.captured(1, start + Int64($0)) * 0.5 }
+            #expect(firstMismatch((0..<frames).map { floats[2 * $0] }, expectedLeft) == nil)
+            #expect(firstMismatch((0..<frames).map { floats[2 * $0 + 1] }, expectedRight) == nil)
+            #expect(log.statuses.withLock { $0 }.enumerated().allSatisfy { $0.offset % 2 == 0 ? $0.element == noErr : $0.element == kAudioQueueErr_InvalidTapType },
+                    "GetSourceAudio works; GetQueueTime is for output queues' taps")
         }
     }
 }

@@ -54,12 +54,7 @@ extension OutputQueueEngine {
     /// - Throws: `.invalidRunState` unless stopped, `.tooManyTaps` if the queue has one,
     ///   `.invalidParameter` unless exactly one of PreEffects and PostEffects is set.
     public func installTap(flags: ProcessingTap.Flags, callback: @escaping ProcessingTap.Callback) throws -> ProcessingTap {
-        guard flags.contains(.preEffects) != flags.contains(.postEffects) else {
-            throw QueueError.invalidParameter("a tap is either PreEffects or PostEffects")
-        }
-        guard flags.isSubset(of: [.preEffects, .postEffects, .siphon]) else {
-            throw QueueError.invalidParameter("tap flags 0x\(String(flags.rawValue, radix: 16))")
-        }
+        try ProcessingTap.validate(flags)
         try lock.withLock {
             try checkUsable()
             guard runState == .stopped else { throw QueueError.invalidRunState("taps are added only while stopped") }

@@ -42,7 +42,10 @@ public final class ProcessingTap: @unchecked Sendable {
     public let channelCount: Int
     /// The most frames one call asks for (outMaxFrames).
     public let maximumFrames: Int
+    /// On a recording queue (GetQueueTime is for output queues' taps).
+    public let isInput: Bool
     private let callback: Callback
+    private let scratch: PlanarFIFO
 
     // Queue thread only (and the callback, which runs on it).
     private let source: PlanarFIFO
@@ -56,8 +59,10 @@ public final class ProcessingTap: @unchecked Sendable {
     /// Queue time (source frames) of the chunk being processed and the queue frames it covers.
     private var chunkQueueTime: (sampleTime: Double, frameCount: Int) = (0, 0)
 
-    public init(flags: Flags, channelCount: Int, maximumFrames: Int, callback: @escaping Callback) {
+    public init(flags: Flags, channelCount: Int, maximumFrames: Int, isInput: Bool = false, callback: @escaping Callback) {
         self.flags = flags
+        self.isInput = isInput
+        scratch = PlanarFIFO(channelCount: channelCount, capacity: maximumFrames)
         self.channelCount = channelCount
         self.maximumFrames = maximumFrames
         self.callback = callback
@@ -92,8 +97,28 @@ public final class ProcessingTap: @unchecked Sendable {
     /// AudioQueueProcessingTapGetQueueTime: the queue time of the chunk being processed and
     /// the queue frames it covers (they differ from the tap's frames at a play rate other than 1).
     public func queueTime() throws -> (sampleTime: Double, frameCount: Int) {
+        guard !isInput else { throw QueueError.invalidTapType }
         guard isInCallback else { throw QueueError.invalidTapContext }
         return chunkQueueTime
+    }
+
+    /// Checks creation flags: exactly one of PreEffects and PostEffects, and Siphon or not.
+    static func validate(_ flags: Flags) throws {
+        guard flags.contains(.preEffects) != flags.contains(.postEffects) else {
+            throw QueueError.invalidParameter("a tap is either PreEffects or PostEffects")
+        }
+        guard flags.isSubset(of: [.preEffects, .postEffects, .siphon]) else {
+            throw QueueError.invalidParameter("tap flags 0x\(String(flags.rawValue, radix: 16))")
+        }
+    }
+
+    /// Runs the tap over `frames` frames and writes its output over them.
+    func processInPlace(_ input: UnsafePointer<UnsafePointer<Float>>, _ output: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
+                        frames: Int) {
+        scratch.clear()
+        process(input, frames: frames, queueTime: (sampleTime, frames), into: scratch)
+        let result = scratch.head()
+        for c in 0..<channelCount { output[c].update(from: result[c], count: min(frames, scratch.count)) }
     }
 
     /// Runs the tap over `frames` frames of `input`, appending exactly `frames` frames to `output`.
