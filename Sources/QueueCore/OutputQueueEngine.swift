@@ -641,8 +641,10 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 if written == 0 { return false }
                 if Int64(written) < gap { return false }
             }
+            // Frames the effects hold for the ring come before this buffer's first frame too.
+            let held = effects.isActive ? Double(effects.pending.count) / rateRatio : 0
             let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
-                + Int((resampler?.delay ?? 0).rounded())
+                + Int((resampler?.delay ?? 0).rounded()) + Int(held.rounded())
             for change in buffer.parameters where !applyEffectsParameter(change) {
                 let kind: ParameterEvent.Kind = change.parameter == .volume ? .volume : .pan
                 _ = realtime.pointee.parameterEvents.push(ParameterEvent(kind: kind, value: change.value, position: position))

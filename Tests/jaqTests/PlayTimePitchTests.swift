@@ -50,8 +50,12 @@ import SoundFile
         }
         let hertz = Double(crossings.count - 1) / (crossings.last! - crossings.first!) * 48000
         print("measured: jaq play --rate 2, 2 s of 1 kHz: \(span) frames, \(hertz) Hz")
-        #expect(abs(span - 48000) <= 48, "played \(span) frames")
-        #expect(abs(hertz - 1000) <= 1, "\(hertz) Hz")
+        // A cycle the loaded machine skipped (an xrun) drops its period, as jaq play does to stay on time.
+        let xruns = server.xrunCount
+        withKnownIssue(Comment(rawValue: "jackd logged \(xruns) xruns"), isIntermittent: true) {
+            #expect(abs(span - 48000) <= 48, "played \(span) frames")
+            #expect(abs(hertz - 1000) <= 1, "\(hertz) Hz")
+        } when: { xruns > 0 }
     }
 
     @Test func outOfRangeValuesAreRefusedWithOneLine() throws {

@@ -40,6 +40,9 @@ final class EffectsChain: @unchecked Sendable {
     /// the frames through a post-effects tap (its frames times the rate they were made at).
     private var sourcePushed = 0.0
     private var postTapTime = 0.0
+    /// Set by `beginTimeline` (under the engine's lock, which must not wait for `lock`: a tap
+    /// callback holding `lock` may take the engine's); the queue thread restarts the counts.
+    private let timelineRestart = Atomic<Bool>(false)
 
     /// Output frames (queue rate) released to the ring and the queue time they stand for.
     private let timeMap = Locked(TimeMap())
@@ -107,6 +110,7 @@ final class EffectsChain: @unchecked Sendable {
     func push(_ input: UnsafePointer<UnsafePointer<Float>>, frames: Int) {
         guard frames > 0 else { return }
         lock.withLock {
+            restartTimelineIfAsked()
             hasInput = true
             let rate = Double(playRate)
             let stretching = timePitch != nil && !bypass
@@ -144,6 +148,7 @@ final class EffectsChain: @unchecked Sendable {
     /// Drains the stages into `pending` (Flush, Stop(false)); `endOfStream` when the queue is stopping.
     func drain(endOfStream: Bool) {
         lock.withLock {
+            restartTimelineIfAsked()
             guard hasInput else { return }
             let before = pending.count
             let rate = timePitch != nil && !bypass ? Double(playRate) : 1
@@ -190,11 +195,14 @@ final class EffectsChain: @unchecked Sendable {
 
     /// A new timeline (Stop): queue time starts again at 0.
     func beginTimeline() {
-        lock.withLock {
-            sourcePushed = 0
-            postTapTime = 0
-        }
+        timelineRestart.store(true, ordering: .releasing)
         timeMap.withLock { $0 = TimeMap() }
+    }
+
+    private func restartTimelineIfAsked() {
+        guard timelineRestart.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        sourcePushed = 0
+        postTapTime = 0
     }
 
     /// A post-effects tap over `frames` frames made at `rate`: they cover `frames × rate` frames of queue time.

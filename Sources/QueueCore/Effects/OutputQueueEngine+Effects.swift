@@ -78,9 +78,10 @@ extension OutputQueueEngine {
     // MARK: The queue thread's steps
 
     /// Device frames the ring holds at most while effects are on: a change of rate or pitch
-    /// is heard this soon after it is made (the decode ring would otherwise delay it by its size).
+    /// is heard this soon after it is made (the decode ring would otherwise delay it by its
+    /// size). 8192 frames (170 ms at 48 kHz) keeps a loaded machine's queue thread ahead.
     var effectsFillLimit: Int {
-        min(realtime.pointee.ring.capacity, max(4 * device.periodFrames, 4096))
+        min(realtime.pointee.ring.capacity, max(8 * device.periodFrames, 8192))
     }
 
     /// Whether the chain may take another chunk: nothing pending, the ring below the fill limit.
