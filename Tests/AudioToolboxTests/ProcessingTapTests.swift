@@ -81,6 +81,17 @@ func siphonTap(_ client: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTa
             buffer.pointee.mAudioDataByteSize = UInt32(frames * 8)
         }
 
+        /// Installs a tap logging into `log`; returns it, its maximum frames and processing format.
+        func tap(_ callback: AudioQueueProcessingTapCallback, _ log: TapLog, _ flags: AudioQueueProcessingTapFlags)
+            -> (tap: AudioQueueProcessingTapRef?, maxFrames: UInt32, format: AudioStreamBasicDescription) {
+            var maxFrames: UInt32 = 0
+            var format = AudioStreamBasicDescription()
+            var tap: AudioQueueProcessingTapRef?
+            #expect(AudioQueueProcessingTapNew(queue, callback, Unmanaged.passUnretained(log).toOpaque(), flags,
+                                               &maxFrames, &format, &tap) == noErr)
+            return (tap, maxFrames, format)
+        }
+
         /// Enqueues the buffer, starts, stops once played; returns the left channel heard.
         func play() -> [Float] {
             #expect(AudioQueueEnqueueBuffer(queue, buffer, 0, nil) == noErr)
@@ -106,11 +117,7 @@ func siphonTap(_ client: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTa
             let rig = try Rig(driver, frames: 10000)
             defer { AudioQueueDispose(rig.queue, true) }
             let log = TapLog()
-            var maxFrames: UInt32 = 0
-            var format = AudioStreamBasicDescription()
-            var tap: AudioQueueProcessingTapRef?
-            #expect(AudioQueueProcessingTapNew(rig.queue, gainTap, Unmanaged.passUnretained(log).toOpaque(),
-                                               .preEffects, &maxFrames, &format, &tap) == noErr)
+            let (tap, maxFrames, format) = rig.tap(gainTap, log, .preEffects)
             #expect(maxFrames > 0)
             #expect(format.mSampleRate == 48000 && format.mChannelsPerFrame == 2 && format.mBitsPerChannel == 32)
             #expect(format.mFormatFlags & kAudioFormatFlagIsNonInterleaved != 0 && format.mFormatFlags & kAudioFormatFlagIsFloat != 0)
@@ -137,11 +144,7 @@ func siphonTap(_ client: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTa
             let rig = try Rig(driver, frames: 10000)
             defer { AudioQueueDispose(rig.queue, true) }
             let log = TapLog()
-            var maxFrames: UInt32 = 0
-            var format = AudioStreamBasicDescription()
-            var tap: AudioQueueProcessingTapRef?
-            #expect(AudioQueueProcessingTapNew(rig.queue, siphonTap, Unmanaged.passUnretained(log).toOpaque(),
-                                               [.postEffects, .siphon], &maxFrames, &format, &tap) == noErr)
+            _ = rig.tap(siphonTap, log, [.postEffects, .siphon])
             let played = rig.play()
             #expect(firstMismatch(Array(played[0..<rig.frames]), rig.source) == nil)
             #expect(log.seen.withLock { $0 } == rig.source)
@@ -161,11 +164,7 @@ func siphonTap(_ client: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTa
             #expect(AudioQueueSetParameter(rig.queue, kAudioQueueParam_PlayRate, 2) == noErr)
             let log = TapLog()
             log.gain = 1
-            var maxFrames: UInt32 = 0
-            var format = AudioStreamBasicDescription()
-            var tap: AudioQueueProcessingTapRef?
-            #expect(AudioQueueProcessingTapNew(rig.queue, gainTap, Unmanaged.passUnretained(log).toOpaque(),
-                                               .postEffects, &maxFrames, &format, &tap) == noErr)
+            _ = rig.tap(gainTap, log, .postEffects)
             _ = rig.play()
             let times = log.queueTimes.withLock { $0 }.filter { $0.tapFrames > 0 }
             let tapFrames = times.reduce(0) { $0 + Int($1.tapFrames) }

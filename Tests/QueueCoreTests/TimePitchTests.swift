@@ -69,51 +69,39 @@ func measuredFrequency(_ samples: [Float], in range: Range<Int>) -> Double {
 }
 
 @Suite(.serialized) struct TimePitchTests {
-    /// A 1 kHz sine at PlayRate 2 with the pitch kept: 1 kHz (±1 Hz with the spectral algorithm;
-    /// the time-domain one, "modest quality, suitable for voice", wobbles within ±10 Hz), half
-    /// the duration (±1 period).
-    @Test(arguments: [(TimePitchAlgorithm.spectral, 1.0), (.timeDomain, 10)])
-    func playRateTwoKeepsThePitchAndHalvesTheDuration(algorithm: TimePitchAlgorithm, hertz: Double) throws {
-        let rig = try EffectsRig()
-        defer { rig.engine.dispose(immediate: true) }
-        try rig.engine.setTimePitch(enabled: true, algorithm: algorithm)
-        rig.engine.playRate = 2
-        try rig.enqueue(48000, sine(1000))
-        let played = try rig.playAll()
-        let span = try #require(audibleSpan(played))
-        #expect(abs(span.count - 24000) <= 48, "played \(span.count) frames")
-        let middle = span.first + 2400..<span.first + span.count - 2400
-        let frequency = measuredFrequency(played, in: middle)
-        #expect(abs(frequency - 1000) <= hertz, "measured \(frequency) Hz")
+    /// One second of a 1 kHz sine through the unit, and what must come out.
+    struct SineCase: Sendable, CustomStringConvertible {
+        let algorithm: TimePitchAlgorithm
+        let rate: Float
+        let cents: Float
+        let frames: Int
+        let hertz: Double
+        let hertzTolerance: Double
+        var description: String { "\(algorithm) rate \(rate) pitch \(cents)" }
     }
 
-    /// Pitch +1200 cents: twice the frequency, the same duration.
-    @Test func pitchUpAnOctaveDoublesTheFrequencyAtTheSameDuration() throws {
+    /// - PlayRate 2, pitch kept: 1 kHz (±1 Hz; the time-domain engine, "modest quality,
+    ///   suitable for voice", within ±10 Hz) for half the duration (±1 period, 48 frames).
+    /// - Pitch +1200 cents: 2 kHz for the same duration.
+    /// - Varispeed is resampling: at rate 2 the pitch follows (2 kHz; Pitch is ignored).
+    @Test(arguments: [
+        SineCase(algorithm: .spectral, rate: 2, cents: 0, frames: 24000, hertz: 1000, hertzTolerance: 1),
+        SineCase(algorithm: .timeDomain, rate: 2, cents: 0, frames: 24000, hertz: 1000, hertzTolerance: 10),
+        SineCase(algorithm: .spectral, rate: 1, cents: 1200, frames: 48000, hertz: 2000, hertzTolerance: 2),
+        SineCase(algorithm: .varispeed, rate: 2, cents: 1200, frames: 24000, hertz: 2000, hertzTolerance: 1),
+    ])
+    func aSineComesOutAtTheExpectedFrequencyAndDuration(_ sineCase: SineCase) throws {
         let rig = try EffectsRig()
         defer { rig.engine.dispose(immediate: true) }
-        try rig.engine.setTimePitch(enabled: true, algorithm: .spectral)
-        rig.engine.pitch = 1200
+        try rig.engine.setTimePitch(enabled: true, algorithm: sineCase.algorithm)
+        rig.engine.playRate = sineCase.rate
+        rig.engine.pitch = sineCase.cents
         try rig.enqueue(48000, sine(1000))
         let played = try rig.playAll()
         let span = try #require(audibleSpan(played))
-        #expect(abs(span.count - 48000) <= 48, "played \(span.count) frames")
-        let frequency = measuredFrequency(played, in: span.first + 4800..<span.first + span.count - 4800)
-        #expect(abs(frequency - 2000) <= 2, "measured \(frequency) Hz")
-    }
-
-    /// Varispeed is resampling: at rate 2 the pitch follows (2 kHz) and the duration halves.
-    @Test func varispeedRaisesThePitchWithTheRate() throws {
-        let rig = try EffectsRig()
-        defer { rig.engine.dispose(immediate: true) }
-        try rig.engine.setTimePitch(enabled: true, algorithm: .varispeed)
-        rig.engine.playRate = 2
-        rig.engine.pitch = 1200 // ignored: the pitch follows the rate
-        try rig.enqueue(48000, sine(1000))
-        let played = try rig.playAll()
-        let span = try #require(audibleSpan(played))
-        #expect(abs(span.count - 24000) <= 48, "played \(span.count) frames")
+        #expect(abs(span.count - sineCase.frames) <= 48, "played \(span.count) frames")
         let frequency = measuredFrequency(played, in: span.first + 2400..<span.first + span.count - 2400)
-        #expect(abs(frequency - 2000) <= 1, "measured \(frequency) Hz")
+        #expect(abs(frequency - sineCase.hertz) <= sineCase.hertzTolerance, "measured \(frequency) Hz")
     }
 
     /// Bypassed, the unit passes every sample through untouched, whatever the rate and pitch.

@@ -7,10 +7,7 @@ extension InputQueueEngine {
     ///   `.invalidParameter` unless exactly one of PreEffects and PostEffects is set.
     public func installTap(flags: ProcessingTap.Flags, callback: @escaping ProcessingTap.Callback) throws -> ProcessingTap {
         try ProcessingTap.validate(flags)
-        try lock.withLock {
-            try checkUsable()
-            guard runState == .stopped else { throw QueueError.invalidRunState("taps are added only while stopped") }
-        }
+        try checkTapChange()
         let tap = ProcessingTap(flags: flags, channelCount: format.channelCount, maximumFrames: 1024, isInput: true,
                                 callback: callback)
         try tapSlot.withLock { slot in
@@ -22,12 +19,7 @@ extension InputQueueEngine {
 
     /// Removes a tap (AudioQueueProcessingTapDispose); only while stopped, never from its callback.
     public func removeTap(_ tap: ProcessingTap) throws {
-        if tap.isInCallback { throw QueueError.invalidTapContext }
-        try lock.withLock {
-            guard runState == .stopped || disposed || invalidated else {
-                throw QueueError.invalidRunState("taps are removed only while stopped")
-            }
-        }
+        try checkTapChange(removing: tap)
         try tapSlot.withLock { slot in
             guard slot === tap else { throw QueueError.invalidParameter("not this queue's tap") }
             slot = nil

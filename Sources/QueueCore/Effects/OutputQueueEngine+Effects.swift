@@ -55,10 +55,7 @@ extension OutputQueueEngine {
     ///   `.invalidParameter` unless exactly one of PreEffects and PostEffects is set.
     public func installTap(flags: ProcessingTap.Flags, callback: @escaping ProcessingTap.Callback) throws -> ProcessingTap {
         try ProcessingTap.validate(flags)
-        try lock.withLock {
-            try checkUsable()
-            guard runState == .stopped else { throw QueueError.invalidRunState("taps are added only while stopped") }
-        }
+        try checkTapChange()
         let tap = ProcessingTap(flags: flags, channelCount: format.channelCount, maximumFrames: chunkFrames, callback: callback)
         try effects.install(tap)
         return tap
@@ -66,12 +63,7 @@ extension OutputQueueEngine {
 
     /// Removes a tap (AudioQueueProcessingTapDispose); only while stopped, never from its callback.
     public func removeTap(_ tap: ProcessingTap) throws {
-        if tap.isInCallback { throw QueueError.invalidTapContext }
-        try lock.withLock {
-            guard runState == .stopped || disposed || invalidated else {
-                throw QueueError.invalidRunState("taps are removed only while stopped")
-            }
-        }
+        try checkTapChange(removing: tap)
         guard effects.remove(tap) else { throw QueueError.invalidParameter("not this queue's tap") }
     }
 

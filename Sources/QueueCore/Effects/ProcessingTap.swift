@@ -205,3 +205,16 @@ public final class ProcessingTap: @unchecked Sendable {
         startOfStream = true
     }
 }
+
+extension QueueEngine {
+    /// Taps are added and removed only while the queue is stopped (removed also once it is
+    /// disposed of), never from the tap's own callback.
+    func checkTapChange(removing tap: ProcessingTap? = nil) throws {
+        if let tap, tap.isInCallback { throw QueueError.invalidTapContext }
+        try lock.withLock {
+            if tap != nil && (disposed || invalidated) { return }
+            try checkUsable()
+            guard runState == .stopped else { throw QueueError.invalidRunState("taps change only while the queue is stopped") }
+        }
+    }
+}
