@@ -603,8 +603,9 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             let finished = convertChunk(of: head)
             if finished {
                 // Held until played. Frames a resampler still holds come out `delay` frames later.
+                let held = effects.isActive ? Double(effects.heldFrames) / rateRatio : 0
                 let end = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
-                    + Int((resampler?.delay ?? 0).rounded(.up))
+                    + Int((resampler?.delay ?? 0).rounded(.up)) + Int(held.rounded(.up))
                 lock.withLock {
                     if let index = fifo.firstIndex(where: { $0 === head }) { fifo.remove(at: index) }
                     head.ringEnd = end
@@ -642,7 +643,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 if Int64(written) < gap { return false }
             }
             // Frames the effects hold for the ring come before this buffer's first frame too.
-            let held = effects.isActive ? Double(effects.pending.count) / rateRatio : 0
+            let held = effects.isActive ? Double(effects.heldFrames) / rateRatio : 0
             let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
                 + Int((resampler?.delay ?? 0).rounded()) + Int(held.rounded())
             for change in buffer.parameters where !applyEffectsParameter(change) {

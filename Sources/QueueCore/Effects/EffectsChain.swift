@@ -145,6 +145,11 @@ final class EffectsChain: @unchecked Sendable {
         }
     }
 
+    /// Queue-rate frames processed but not yet in the ring: pending, and owed by the stretcher.
+    var heldFrames: Int {
+        lock.withLock { pending.count + (timePitch?.owedFrames ?? 0) }
+    }
+
     /// Drains the stages into `pending` (Flush, Stop(false)); `endOfStream` when the queue is stopping.
     func drain(endOfStream: Bool) {
         lock.withLock {

@@ -154,6 +154,9 @@ final class TimePitchStage: ConversionStage {
         }
     }
 
+    /// Output frames the input so far calls for that have not come out yet (in the stretcher's window).
+    var owedFrames: Int { max(0, Int(expectedFrames.rounded()) - producedFrames) }
+
     func drain(into output: PlanarFIFO) {
         guard started else { return }
         if let rubberBand {
