@@ -150,6 +150,30 @@ func measuredFrequency(_ samples: [Float], in range: Range<Int>) -> Double {
         #expect(abs(first - 1000) <= 1 && abs(second - expectedSecond) <= 1, "measured \(first) Hz, \(second) Hz")
     }
 
+    /// PlayRate set while playing is heard within the fill limit: 2 s of sine at rate 1 switched
+    /// to rate 2 after 0.5 s played. The source taken at rate 1 is the 0.5 s played plus what was
+    /// decoded ahead (at most 8192 + a chunk + the stretcher's window), the rest plays at rate 2.
+    @Test func aPlayRateSetWhilePlayingIsHeardWithinTheFillLimit() throws {
+        let rig = try EffectsRig()
+        defer { rig.engine.dispose(immediate: true) }
+        try rig.engine.setTimePitch(enabled: true, algorithm: .spectral)
+        try rig.enqueue(96000, sine(1000))
+        rig.driver.startRecordingPlayback()
+        try rig.engine.start(atDeviceFrame: nil)
+        rig.driver.run(frames: 24000)
+        rig.engine.playRate = 2
+        try rig.engine.stop(immediate: false)
+        var cycles = 0
+        while rig.engine.state != .stopped && cycles < 2000 {
+            rig.driver.run(cycles: 1)
+            cycles += 1
+        }
+        let played = rig.driver.recordedPlayback(port: 0).samples
+        let span = try #require(audibleSpan(played))
+        let ahead = 8192 + 1024 + 2048
+        #expect(span.count >= 60000 - 48 && span.count <= 48000 + (24256 + ahead) / 2, "played \(span.count) frames")
+    }
+
     /// At PlayRate 2 the queue's time counts source frames: twice the device frames played.
     @Test func queueTimeCountsSourceFramesConsumed() throws {
         let rig = try EffectsRig()
