@@ -101,6 +101,7 @@ func measuredFrequency(_ samples: [Float], in range: Range<Int>) -> Double {
         let span = try #require(audibleSpan(played))
         #expect(abs(span.count - sineCase.frames) <= 48, "played \(span.count) frames")
         let frequency = measuredFrequency(played, in: span.first + 2400..<span.first + span.count - 2400)
+        print("measured: 1 s of 1 kHz, \(sineCase): \(span.count) frames, \(frequency) Hz")
         #expect(abs(frequency - sineCase.hertz) <= sineCase.hertzTolerance, "measured \(frequency) Hz")
     }
 

@@ -1,6 +1,7 @@
 /// One step of an output queue's conversion on the queue thread (never on the JACK thread):
-/// planar Float32 in, planar Float32 appended to a `PlanarFIFO`. The time/pitch unit, the
-/// processing taps and the sample-rate converter are stages.
+/// planar Float32 in, planar Float32 appended to a `PlanarFIFO`, with a tail to drain at the
+/// end of a stream. The time/pitch unit is one; the engine's Resampler keeps its own
+/// ring-sized interface (OutputQueueEngine.writeToRing).
 protocol ConversionStage: AnyObject {
     /// Takes `frames` frames of `input` (one pointer per channel) and appends what it produces to `output`.
     func process(_ input: UnsafePointer<UnsafePointer<Float>>, frames: Int, into output: PlanarFIFO)
@@ -9,30 +10,6 @@ protocol ConversionStage: AnyObject {
     func drain(into output: PlanarFIFO)
     /// Forgets everything held (Reset, Stop(true)).
     func reset()
-}
-
-extension Resampler: ConversionStage {
-    func process(_ input: UnsafePointer<UnsafePointer<Float>>, frames: Int, into output: PlanarFIFO) {
-        var offset = 0
-        while offset < frames {
-            let room = Int(Double(frames - offset) * outputRate / inputRate) + 256
-            let (consumed, produced) = process(input: output.offsetView(input, by: offset), inputFrames: frames - offset,
-                                               output: output.tail(reserving: room), outputCapacity: room)
-            output.commit(produced)
-            offset += consumed
-            if consumed == 0 && produced == 0 { break }
-        }
-    }
-
-    func drain(into output: PlanarFIFO) {
-        while true {
-            let room = 4096
-            let (_, produced) = process(input: nil, inputFrames: 0, output: output.tail(reserving: room), outputCapacity: room)
-            output.commit(produced)
-            if produced == 0 { break }
-        }
-        reset()
-    }
 }
 
 /// A growable planar Float32 first-in first-out buffer of a queue thread.
