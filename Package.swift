@@ -15,12 +15,13 @@ let package = Package(
         // C libraries of the system.
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
 
         // The Apple-compatible C API: headers, layout checks, CoreFoundation forwarders.
         .target(name: "CAudioToolbox", linkerSettings: [.linkedLibrary("Foundation")]),
 
         // The queue engine: no JACK here. Rings, realtime kernels, conversion, ManualDriver.
-        .target(name: "QueueCore", dependencies: ["CSoxr"]),
+        .target(name: "QueueCore", dependencies: ["CSoxr", "CRubberBand"]),
 
         // libjack for Swift: headers and the shim for the variadic jack_client_open.
         .target(name: "CJack", linkerSettings: [.linkedLibrary("jack")]),

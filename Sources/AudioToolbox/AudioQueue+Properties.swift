@@ -97,7 +97,8 @@ extension AudioQueueObject {
              kAudioQueueProperty_ConverterError, kAudioQueueProperty_HardwareCodecPolicy,
              kAudioQueueProperty_JACKPeriodFrames, kAudioQueueProperty_DiscontinuityCount:
             return 4
-        case kAudioQueueProperty_DecodeBufferSizeFrames:
+        case kAudioQueueProperty_DecodeBufferSizeFrames, kAudioQueueProperty_EnableTimePitch,
+             kAudioQueueProperty_TimePitchAlgorithm, kAudioQueueProperty_TimePitchBypass:
             guard output != nil else { throw QueueError.invalidQueueType }
             return 4
         case kAudioQueueDeviceProperty_SampleRate, kAudioQueueProperty_StartDeviceFrame: return 8
@@ -161,6 +162,9 @@ extension AudioQueueObject {
             // 'fmt?' (kAudioConverterErr_FormatNotSupported) once the server changed to a rate the converter can't serve.
             try out.put(UInt32(bitPattern: engine.converterFailed ? kAudioFormatUnsupportedDataFormatError : noErr))
         case kAudioQueueProperty_ChannelAssignments: try putChannelAssignments(io.data, io.size)
+        case kAudioQueueProperty_EnableTimePitch: try out.put(UInt32(output!.timePitchEnabled ? 1 : 0))
+        case kAudioQueueProperty_TimePitchAlgorithm: try out.put(timePitchAlgorithmCode(output!.timePitchAlgorithm))
+        case kAudioQueueProperty_TimePitchBypass: try out.put(UInt32(output!.timePitchBypass ? 1 : 0))
         case kAudioQueueProperty_HardwareCodecPolicy: try out.put(state.withLock { $0.codecPolicy })
         case kAudioQueueProperty_JACKClientName: try out.put(retainedCFString(engine.clientName))
         case kAudioQueueProperty_JACKPortNames: try out.put(retainedCFString(engine.device.portNames.joined(separator: ",")))
@@ -220,6 +224,17 @@ extension AudioQueueObject {
         case kAudioQueueProperty_DecodeBufferSizeFrames:
             guard let output else { throw QueueError.invalidQueueType }
             try output.setDecodeBufferFrames(Int(try value(data, size, as: UInt32.self)))
+        case kAudioQueueProperty_EnableTimePitch:
+            guard let output else { throw QueueError.invalidQueueType }
+            let enabled = try value(data, size, as: UInt32.self) != 0
+            try output.setTimePitch(enabled: enabled, algorithm: output.timePitchAlgorithm)
+        case kAudioQueueProperty_TimePitchAlgorithm:
+            guard let output else { throw QueueError.invalidQueueType }
+            let algorithm = try timePitchAlgorithm(try value(data, size, as: UInt32.self))
+            try output.setTimePitch(enabled: output.timePitchEnabled, algorithm: algorithm)
+        case kAudioQueueProperty_TimePitchBypass:
+            guard let output else { throw QueueError.invalidQueueType }
+            output.timePitchBypass = try value(data, size, as: UInt32.self) != 0
         case kAudioQueueProperty_HardwareCodecPolicy:
             let policy = try value(data, size, as: UInt32.self)
             guard policy <= kAudioQueueHardwareCodecPolicy_PreferHardware else {
@@ -324,6 +339,8 @@ public func audioQueueGetParameter(_ inAQ: AudioQueueRef?, _ inParamID: AudioQue
         case kAudioQueueParam_Volume: outValue.pointee = output.volume
         case kAudioQueueParam_VolumeRampTime: outValue.pointee = output.volumeRampTime
         case kAudioQueueParam_Pan: outValue.pointee = output.pan
+        case kAudioQueueParam_PlayRate: outValue.pointee = output.playRate
+        case kAudioQueueParam_Pitch: outValue.pointee = output.pitch
         default: throw AudioToolboxError(kAudioQueueErr_InvalidParameter, "parameter \(inParamID) is not supported")
         }
     }
@@ -343,7 +360,30 @@ public func audioQueueSetParameter(_ inAQ: AudioQueueRef?, _ inParamID: AudioQue
             guard inValue <= OutputQueueEngine.maximumVolumeRampTime else { throw AudioToolboxError(kAudio_ParamError, "volume ramp time \(inValue) s") }
             output.volumeRampTime = inValue
         case kAudioQueueParam_Pan: output.pan = inValue
+        // Clamped to Apple's ranges (0.5...2, ±2400 cents); heard once the time/pitch unit is on.
+        case kAudioQueueParam_PlayRate: output.playRate = inValue
+        case kAudioQueueParam_Pitch: output.pitch = inValue
         default: throw AudioToolboxError(kAudioQueueErr_InvalidParameter, "parameter \(inParamID) is not supported")
         }
+    }
+}
+
+/// kAudioQueueTimePitchAlgorithm_* for an algorithm.
+func timePitchAlgorithmCode(_ algorithm: TimePitchAlgorithm) -> UInt32 {
+    switch algorithm {
+    case .spectral: kAudioQueueTimePitchAlgorithm_Spectral
+    case .timeDomain: kAudioQueueTimePitchAlgorithm_TimeDomain
+    case .varispeed: kAudioQueueTimePitchAlgorithm_Varispeed
+    }
+}
+
+/// The algorithm a kAudioQueueTimePitchAlgorithm_* value names; InvalidPropertyValue otherwise.
+func timePitchAlgorithm(_ code: UInt32) throws -> TimePitchAlgorithm {
+    switch code {
+    case kAudioQueueTimePitchAlgorithm_Spectral: return .spectral
+    case kAudioQueueTimePitchAlgorithm_TimeDomain: return .timeDomain
+    case kAudioQueueTimePitchAlgorithm_Varispeed: return .varispeed
+    default:
+        throw AudioToolboxError(kAudioQueueErr_InvalidPropertyValue, "time/pitch algorithm \(fourCharString(OSStatus(bitPattern: code)))")
     }
 }

@@ -47,6 +47,9 @@ private func status(forQueueError error: QueueError) -> OSStatus {
     case .nonAscendingStartTime: kAudio_ParamError
     case .invalidOfflineMode: kAudioQueueErr_InvalidOfflineMode
     case .queueThreadTimedOut: kAudioQueueErr_InvalidRunState
+    case .tooManyTaps: kAudioQueueErr_TooManyTaps
+    case .invalidTapContext: kAudioQueueErr_InvalidTapContext
+    case .invalidTapType: kAudioQueueErr_InvalidTapType
     }
 }
 

@@ -72,6 +72,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     var realtime: UnsafeMutablePointer<InputRealtimeState> { context.pointee.state }
     let codec: SampleCodec
     private(set) var resampler: Resampler?
+    /// A processing tap on what is recorded (InputQueueEngine+Tap.swift); its lock is held while it runs.
+    let tapSlot = Locked<ProcessingTap?>(nil)
     let inputCallback: @Sendable (QueueBuffer, Int, Int, QueueTimeStamp) -> Void
 
     private let chunkFrames = 1024
@@ -381,7 +383,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             }
             guard let head else { break }
             if handleGapIfDue(head: head) { continue }
-            if resampler == nil && stageCount == 0 {
+            if resampler == nil && stageCount == 0 && !hasTap {
                 // Same rate: encode straight from the ring into the buffer (no staging copy).
                 guard encodeFromRing(into: head) else { break }
                 continue
@@ -481,6 +483,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             realtime.pointee.ring.read(into: stagePlanes.planes, offset: 0, count: count)
             stageCount = count
         }
+        if stageCount > 0 { runTap(on: stagePlanes.planes, frames: stageCount) }
         return stageCount > 0
     }
 
@@ -567,6 +570,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         stageCount = 0
         stageStart = 0
         resampler?.reset()
+        resetTap()
         let remaining: [QueueBuffer] = lock.withLock {
             resamplerHasInput = false
             return fifo

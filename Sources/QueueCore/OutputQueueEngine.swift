@@ -64,13 +64,15 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     var realtime: UnsafeMutablePointer<OutputRealtimeState> { context.pointee.state }
     let codec: SampleCodec
     private(set) var resampler: Resampler?
+    /// Taps and the time/pitch unit, ahead of the resampler (OutputQueueEngine+Effects.swift).
+    let effects: EffectsChain
     let outputCallback: @Sendable (QueueBuffer) -> Void
 
     // Scratch planes for decoding and resampling (queue thread only).
-    private let chunkFrames = 1024
+    let chunkFrames = 1024
     private let decodePlanes: PlaneBuffers
     private var resamplePlanes: PlaneBuffers!
-    private var resampleCapacity: Int { resamplePlanes?.capacity ?? 0 }
+    var resampleCapacity: Int { resamplePlanes?.capacity ?? 0 }
 
     // Guarded by `lock`.
     /// Buffers whose frames are all in the decode ring, oldest first: each goes back to its
@@ -115,6 +117,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         let context = UnsafeMutablePointer<OutputRealtimeContext>.allocate(capacity: 1)
         self.context = context
         decodePlanes = PlaneBuffers(channelCount: format.channelCount, capacity: 1024)
+        effects = EffectsChain(channelCount: format.channelCount, sampleRate: format.sampleRate)
         do {
             try super.init(direction: .output, format: format, provider: provider,
                            clientName: clientName, executor: executor)
@@ -185,12 +188,20 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         lostBaseline = realtime.pointee.publication.lostFrames.load(ordering: .relaxed)
         endOfStreamSent = false
         stopPending = false
+        effects.beginTimeline()
     }
 
     /// The queue time (queue rate) at which the next frame written would play (lock held).
     private func streamPosition() -> Int64 {
         let lost = realtime.pointee.publication.lostFrames.load(ordering: .relaxed) - lostBaseline
         return streamFrames + Int64((Double(lost) * rateRatio).rounded())
+    }
+
+    /// The queue time at the queue's rate: with time/pitch, the source frames played.
+    public override func currentQueueTime() -> QueueTimeStamp {
+        var time = super.currentQueueTime()
+        if effects.isActive { time.sampleTime = effects.queueTime(forOutputFrames: time.sampleTime) }
+        return time
     }
 
     // MARK: Enqueue
@@ -513,7 +524,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     private func armWakeThreshold() {
         let waiting = lock.withLock { !fifo.isEmpty || (stopPending && !endOfStreamSent) || drainPending }
         let chunk = resampler == nil ? chunkFrames : resampleCapacity
-        let threshold = waiting ? min(chunk, realtime.pointee.ring.capacity / 2) : realtime.pointee.ring.capacity / 2
+        var threshold = waiting ? min(chunk, realtime.pointee.ring.capacity / 2) : realtime.pointee.ring.capacity / 2
+        if effects.isActive && waiting { threshold = realtime.pointee.ring.capacity - effectsFillLimit / 2 }
         realtime.pointee.wakeThreshold.store(threshold, ordering: .relaxed)
         if waiting && realtime.pointee.ring.writableFrames() >= threshold { wake.post() }
         armReturnWake()
@@ -564,6 +576,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
         send(.discard, position: position, synchronous: true)
         resampler?.reset()
+        effects.reset()
         let returning: [QueueBuffer] = lock.withLock {
             let all = awaitingPlayout + fifo
             awaitingPlayout.removeAll()
@@ -605,6 +618,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     /// Decodes enqueued buffers into the ring while there is room.
     private func convert() {
+        if effects.isActive { _ = releaseEffects() }
         while true {
             // A flushed buffer's tail first; without room for it, later buffers wait.
             if lock.withLock({ drainPending }) {
@@ -620,8 +634,9 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             let finished = convertChunk(of: head)
             if finished {
                 // Held until played. Frames a resampler still holds come out `delay` frames later.
+                let held = effects.isActive ? Double(effects.heldFrames) / rateRatio : 0
                 let end = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
-                    + Int((resampler?.delay ?? 0).rounded(.up))
+                    + Int((resampler?.delay ?? 0).rounded(.up)) + Int(held.rounded(.up))
                 lock.withLock {
                     if let index = fifo.firstIndex(where: { $0 === head }) { fifo.remove(at: index) }
                     head.ringEnd = end
@@ -640,6 +655,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func hasRoomForChunk() -> Bool {
+        if effects.isActive { return effectsHaveRoom() }
         let needed = resampler == nil ? 1 : resampleCapacity
         return realtime.pointee.ring.writableFrames() >= needed
     }
@@ -657,9 +673,11 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 if written == 0 { return false }
                 if Int64(written) < gap { return false }
             }
+            // Frames the effects hold for the ring come before this buffer's first frame too.
+            let held = effects.isActive ? Double(effects.heldFrames) / rateRatio : 0
             let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
-                + Int((resampler?.delay ?? 0).rounded())
-            for change in buffer.parameters {
+                + Int((resampler?.delay ?? 0).rounded()) + Int(held.rounded())
+            for change in buffer.parameters where !applyEffectsParameter(change) {
                 guard let event = realtimeEvent(for: change, at: position) else { continue }
                 _ = realtime.pointee.parameterEvents.push(event)
             }
@@ -671,8 +689,12 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             var count = min(chunkFrames, playable - buffer.consumedFrames)
             let ring = realtime  // the ring is not copyable: through the state's pointer
             let ringOffset = ring.pointee.ring.writeIndex.load(ordering: .relaxed) & ring.pointee.ring.mask
-            if resampler == nil {
-                // Up to the ring's wrap point: decoded straight into the ring's planes.
+            // Without effects or resampling, decoded straight into the ring's planes.
+            let direct = resampler == nil && !effects.isActive
+            if effects.isActive {
+                if !releaseEffects() || !effectsHaveRoom() { count = 0 }
+            } else if resampler == nil {
+                // Up to the ring's wrap point.
                 count = min(count, space, ring.pointee.ring.capacity - ringOffset)
             } else if space < resampleCapacity {
                 count = 0
@@ -682,7 +704,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             let step = format.isNonInterleaved ? format.bytesPerSample : format.bytesPerFrame
             let source = buffer.data + (buffer.trimStart + buffer.consumedFrames) * step
             let stride = buffer.frameCount * format.bytesPerSample
-            if resampler == nil {
+            if direct {
                 let planes = decodePlanes.view(at: 0)  // the table only: pointed at the ring
                 for c in 0..<format.channelCount { planes[c] = ring.pointee.ring.plane(c) + ringOffset }
                 codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(planes), planeStride: stride)
@@ -700,11 +722,21 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     /// Writes `frames` decoded frames (queue rate) from the decode planes into the ring.
     private func writeDecoded(frames: Int) {
+        if effects.isActive {
+            effects.push(decodePlanes.readable, frames: frames)
+            _ = releaseEffects()
+            return
+        }
+        writeToRing(decodePlanes.readable, frames: frames)
+    }
+
+    /// Writes `frames` frames (queue rate) through the resampler, if any, into the ring.
+    func writeToRing(_ planes: UnsafePointer<UnsafePointer<Float>>, frames: Int) {
         if let resampler {
             var consumedTotal = 0
             while consumedTotal < frames {
                 let (consumed, produced) = resampler.process(
-                    input: decodePlanes.readableView(at: consumedTotal), inputFrames: frames - consumedTotal,
+                    input: effects.pending.offsetView(planes, by: consumedTotal), inputFrames: frames - consumedTotal,
                     output: UnsafePointer(resamplePlanes.planes), outputCapacity: resampleCapacity)
                 if produced > 0 { realtime.pointee.ring.write(resamplePlanes.readable, offset: 0, count: produced) }
                 consumedTotal += consumed
@@ -712,7 +744,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             }
             lock.withLock { resamplerHasInput = true }
         } else {
-            realtime.pointee.ring.write(decodePlanes.readable, offset: 0, count: frames)
+            realtime.pointee.ring.write(planes, offset: 0, count: frames)
         }
         realtimeWake.post()
     }
@@ -721,7 +753,9 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     private func writeSilence(queueFrames: Int) -> Int {
         let space = realtime.pointee.ring.writableFrames()
         var count = queueFrames
-        if resampler == nil { count = min(count, space) } else if space < resampleCapacity { count = 0 }
+        if effects.isActive {
+            if !releaseEffects() || !effectsHaveRoom() { count = 0 }
+        } else if resampler == nil { count = min(count, space) } else if space < resampleCapacity { count = 0 }
         guard count > 0 else { return 0 }
         decodePlanes.silence(count: count)
         writeDecoded(frames: count)
@@ -731,6 +765,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     /// Drains the resampler's tail into the ring; true when done.
     private func drainResampler() -> Bool {
+        guard drainEffects(endOfStream: lock.withLock { stopPending }) else { return false }
         guard let resampler, lock.withLock({ resamplerHasInput }) else { return true }
         while true {
             guard realtime.pointee.ring.writableFrames() >= resampleCapacity else { return false }
@@ -763,7 +798,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         lock.withLock {
             guard priming, primeTicket > primeDone else { return }
             let ready = realtime.pointee.ring.readableFrames()
-            let full = realtime.pointee.ring.writableFrames() < (resampler == nil ? 1 : resampleCapacity)
+            let full = !hasRoomForChunk()
             if ready >= primeTarget || fifo.isEmpty || full {
                 primeDone = primeTicket
                 lock.broadcast()

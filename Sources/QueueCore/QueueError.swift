@@ -37,6 +37,12 @@ public enum QueueError: Error, Equatable, Sendable {
     case invalidOfflineMode(String)
     /// A buffer start time earlier than the end of the one enqueued before it.
     case nonAscendingStartTime
+    /// A second processing tap on one queue (kAudioQueueErr_TooManyTaps).
+    case tooManyTaps
+    /// A tap function called outside its tap's callback (kAudioQueueErr_InvalidTapContext).
+    case invalidTapContext
+    /// A tap function the tap's kind of queue does not allow (kAudioQueueErr_InvalidTapType).
+    case invalidTapType
 }
 
 extension QueueError: CustomStringConvertible {
@@ -56,6 +62,9 @@ extension QueueError: CustomStringConvertible {
         case .disposalPending: "the queue is being disposed of"
         case .primeTimedOut: "prime timed out"
         case .invalidPropertyValue(let why): "invalid property value: \(why)"
+        case .tooManyTaps: "the queue has a processing tap already"
+        case .invalidTapContext: "only the tap's callback may call this"
+        case .invalidTapType: "not allowed on this kind of tap"
         case .nonAscendingStartTime: "buffer start times must ascend"
         case .invalidOfflineMode(let why): "invalid offline mode: \(why)"
         case .queueThreadTimedOut(let call, let seconds):

@@ -115,6 +115,7 @@ struct PlayCommand: ParsableCommand {
           jaq play --at 4800000 click.wav            # start on JACK frame 4800000
           jaq play --in 2 --volume 0.5 --pan 2:-1 a.wav b.wav
           jaq play --transport --loop backing.wav     # start when JACK transport rolls
+          jaq play --rate 0.75 --pitch -200 solo.wav   # slower, a whole tone lower
         """)
 
     @Argument(help: "Audio files (anything libsndfile reads: WAV, AIFF, CAF, FLAC, Ogg, MP3, ...).")
@@ -142,6 +143,8 @@ struct PlayCommand: ParsableCommand {
 
     @Flag(name: .shortAndLong, help: "No progress line.")
     var quiet = false
+
+    @OptionGroup(title: "Speed and pitch") var timePitch: TimePitchOptions
 
     @OptionGroup var serverOptions: ServerOptions
 
@@ -211,6 +214,7 @@ struct PlayCommand: ParsableCommand {
             }
             if let value = volumes[player.index - 1].flatMap(Float.init) { AudioQueueSetParameter(queue, kAudioQueueParam_Volume, value) }
             if let value = pans[player.index - 1].flatMap(Float.init) { AudioQueueSetParameter(queue, kAudioQueueParam_Pan, value) }
+            try timePitch.apply(to: queue, path: player.path)
             AudioQueueAddPropertyListener(queue, kAudioQueueProperty_IsRunning, playerRunningListener, user)
             for _ in 0..<3 {
                 var buffer: AudioQueueBufferRef?
@@ -270,7 +274,7 @@ struct PlayCommand: ParsableCommand {
             let status = AudioQueueStart(player.queue, &start)
             guard status == noErr else { throw CLIError("\(player.path): cannot start (\(describe(status, file: false)))") }
         }
-        let longest = players.map(\.durationSeconds).max() ?? 0
+        let longest = timePitch.playedSeconds(players.map(\.durationSeconds).max() ?? 0)
         Log.info("playing \(players.count) file\(players.count == 1 ? "" : "s") from JACK frame \(Int64(start.mSampleTime))"
                  + (loop ? ", looping" : ", \(TimeSpec.clock(Int64(longest * rate), rate: rate))"))
 

@@ -532,9 +532,11 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
     private func parameters(slot: Int) {
         guard let queue = queueSlots[slot], let rec = record(queue) else { return }
         let q = address(queue)
-        let id = pick([kAudioQueueParam_Volume, kAudioQueueParam_Pan, kAudioQueueParam_VolumeRampTime, kAudioQueueParam_PlayRate, 0, 77])
+        let id = pick([kAudioQueueParam_Volume, kAudioQueueParam_Pan, kAudioQueueParam_VolumeRampTime, kAudioQueueParam_PlayRate,
+                       kAudioQueueParam_Pitch, 0, 77])
         let value = pick([Float(0), 0.5, 1, -1, 2, 1e15, .greatestFiniteMagnitude, .nan, .infinity, -.infinity])
-        let known = [kAudioQueueParam_Volume, kAudioQueueParam_Pan, kAudioQueueParam_VolumeRampTime].contains(id)
+        let known = [kAudioQueueParam_Volume, kAudioQueueParam_Pan, kAudioQueueParam_VolumeRampTime, kAudioQueueParam_PlayRate,
+                     kAudioQueueParam_Pitch].contains(id)
         var set: Set<OSStatus>
         if !rec.isOutput { set = [kAudioQueueErr_InvalidQueueType] }
         else if !value.isFinite { set = [kAudio_ParamError] }

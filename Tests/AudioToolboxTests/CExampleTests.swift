@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JackTestSupport
 
 /// Sources/Examples/AudioFileDemo/audiofile_demo.c builds with cc against the headers and
 /// libAudioToolbox.so, and runs: the file it writes reads back byte for byte.
@@ -33,5 +34,24 @@ import Testing
         #expect(try run(soxi, ["-s", file]).stdout == Data("44100\n".utf8))
         #expect(try run(soxi, ["-b", file]).stdout == Data("16\n".utf8))
         #expect(try run(soxi, ["-c", file]).stdout == Data("2\n".utf8))
+    }
+}
+
+/// Tests/AudioToolboxTests/CPrograms/processing_tap.c: a processing tap and PlayRate through the
+/// C API on a private jackd; what JACK carries is the tap's output, sample for sample.
+@Suite(.serialized) struct ProcessingTapCExampleTests {
+    @Test func aTapAndPlayRateThroughTheCAPIAreHeardThroughJACK() throws {
+        let scratch = try Scratch()
+        let program = scratch.url("processing_tap")
+        let build = try CProgram.compile("Tests/AudioToolboxTests/CPrograms/processing_tap.c", into: program,
+                                         flags: ["-Wall", "-Wextra", "-Werror"], linking: ["-lm"])
+        try #require(build.status == 0, "cc failed:\n\(build.diagnostics)")
+        let server = try JackServer()
+        defer { server.stop() }
+        let result = try runProcess([program.path], environment: server.environment, timeout: 60)
+        print(result.output)
+        #expect(result.status == 0, "processing_tap:\n\(result.output)\(result.error)")
+        #expect(result.output.contains("tap: 48000 of 48000 frames heard as tapped"), "\(result.output)")
+        #expect(result.output.contains("0 failures"), "\(result.output)")
     }
 }

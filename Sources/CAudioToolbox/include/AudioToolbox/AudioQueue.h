@@ -72,9 +72,9 @@ CF_ENUM(AudioQueuePropertyID) {
     kAudioQueueProperty_CurrentLevelMeterDB = 0x61716D64,     /* 'aqmd' AudioQueueLevelMeterState[] */
     kAudioQueueProperty_DecodeBufferSizeFrames = 0x64636266,  /* 'dcbf' UInt32 */
     kAudioQueueProperty_ConverterError = 0x71637665,          /* 'qcve' UInt32, read-only */
-    kAudioQueueProperty_EnableTimePitch = 0x715F7470,         /* 'q_tp' UInt32 */
-    kAudioQueueProperty_TimePitchAlgorithm = 0x71747061,      /* 'qtpa' UInt32 */
-    kAudioQueueProperty_TimePitchBypass = 0x71747062,         /* 'qtpb' UInt32 */
+    kAudioQueueProperty_EnableTimePitch = 0x715F7470,         /* 'q_tp' UInt32 0/1, set while stopped (Rubber Band / libsoxr) */
+    kAudioQueueProperty_TimePitchAlgorithm = 0x71747061,      /* 'qtpa' UInt32, set while stopped */
+    kAudioQueueProperty_TimePitchBypass = 0x71747062,         /* 'qtpb' UInt32, 1 = bypassed (bit-exact pass-through) */
     kAudioQueueProperty_ChannelAssignments = 0x61716361,      /* 'aqca' */
     kAudioQueueProperty_HardwareCodecPolicy = 0x61716370      /* 'aqcp' UInt32 */
 };
@@ -125,6 +125,22 @@ typedef struct AudioQueueLevelMeterState {
     Float32 mPeakPower;
 } AudioQueueLevelMeterState;
 
+/** A processing tap of a queue (AudioQueueProcessingTapNew). */
+typedef struct OpaqueAudioQueueProcessingTap *AudioQueueProcessingTapRef;
+
+/**
+ * Processing tap flags. AudioQueueProcessingTapNew takes exactly one of PreEffects (before
+ * the time/pitch unit) and PostEffects (after it), optionally with Siphon (the callback sees
+ * the audio and may not change it). StartOfStream and EndOfStream come from GetSourceAudio.
+ */
+JAQ_TYPED_OPTIONS_BEGIN(UInt32, AudioQueueProcessingTapFlags)
+    kAudioQueueProcessingTap_PreEffects = (1U << 0),
+    kAudioQueueProcessingTap_PostEffects = (1U << 1),
+    kAudioQueueProcessingTap_Siphon = (1U << 2),
+    kAudioQueueProcessingTap_StartOfStream = (1U << 8),
+    kAudioQueueProcessingTap_EndOfStream = (1U << 9)
+JAQ_TYPED_OPTIONS_END(AudioQueueProcessingTapFlags)
+
 typedef struct AudioQueueChannelAssignment {
     CFStringRef mDeviceUID;
     UInt32 mChannelNumber;
@@ -146,6 +162,19 @@ typedef void (*AudioQueueInputCallback)(void *JAQ_NULLABLE inUserData, AudioQueu
 typedef void (*AudioQueuePropertyListenerProc)(void *JAQ_NULLABLE inUserData, AudioQueueRef inAQ,
                                                AudioQueuePropertyID inID);
 
+
+/**
+ * Called on the queue's thread (never on the JACK thread) with the next inNumberFrames frames
+ * to process, in the processing format AudioQueueProcessingTapNew gave (non-interleaved
+ * Float32 at the queue's rate). A siphon finds the audio in ioData and must not change it;
+ * any other tap calls AudioQueueProcessingTapGetSourceAudio for its input and returns its
+ * output in ioData (pointers of its own, or the source's: in-place processing) with
+ * *outNumberFrames; fewer frames than asked are filled up with silence.
+ */
+typedef void (*AudioQueueProcessingTapCallback)(void *JAQ_NULLABLE inClientData, AudioQueueProcessingTapRef inAQTap,
+                                                UInt32 inNumberFrames, AudioTimeStamp *ioTimeStamp,
+                                                AudioQueueProcessingTapFlags *ioFlags, UInt32 *outNumberFrames,
+                                                AudioBufferList *ioData);
 
 /* ---- Functions ---------------------------------------------------------- */
 
@@ -253,7 +282,7 @@ OSStatus AudioQueueSetOfflineRenderFormat(AudioQueueRef inAQ, const AudioStreamB
 OSStatus AudioQueueOfflineRender(AudioQueueRef inAQ, const AudioTimeStamp *inTimestamp, AudioQueueBufferRef ioBuffer,
                                  UInt32 inNumberFrames);
 
-/** Gets a parameter (Volume, VolumeRampTime, Pan). */
+/** Gets a parameter (Volume, VolumeRampTime, Pan, PlayRate, Pitch). */
 OSStatus AudioQueueGetParameter(AudioQueueRef inAQ, AudioQueueParameterID inParamID,
                                 AudioQueueParameterValue *outValue);
 
@@ -303,6 +332,39 @@ OSStatus AudioQueueDeviceTranslateTime(AudioQueueRef inAQ, const AudioTimeStamp 
 /** The earliest device frame at or after the request at which a running or primed queue can start. */
 OSStatus AudioQueueDeviceGetNearestStartTime(AudioQueueRef inAQ, AudioTimeStamp *ioRequestedStartTime,
                                              UInt32 inFlags);
+
+/* ---- Processing taps ---------------------------------------------------- */
+
+/**
+ * Creates the queue's processing tap (one per queue: kAudioQueueErr_TooManyTaps; only while
+ * stopped: kAudioQueueErr_InvalidRunState; output queues). inFlags: exactly one of PreEffects
+ * and PostEffects, optionally Siphon. outMaxFrames: the most frames one callback asks for;
+ * outProcessingFormat: non-interleaved native Float32 at the queue's rate and channel count.
+ */
+OSStatus AudioQueueProcessingTapNew(AudioQueueRef inAQ, AudioQueueProcessingTapCallback inCallback,
+                                    void *JAQ_NULLABLE inClientData, AudioQueueProcessingTapFlags inFlags,
+                                    UInt32 *outMaxFrames, AudioStreamBasicDescription *outProcessingFormat,
+                                    AudioQueueProcessingTapRef JAQ_NULLABLE *JAQ_NONNULL outAQTap);
+
+/** Removes and frees a tap (only while the queue is stopped; not from the tap's callback). */
+OSStatus AudioQueueProcessingTapDispose(AudioQueueProcessingTapRef inAQTap);
+
+/**
+ * From the tap's callback only (kAudioQueueErr_InvalidTapContext otherwise): up to
+ * inNumberFrames source frames. ioData's buffers with NULL mData get pointers valid until the
+ * callback returns; others are filled (as far as mDataByteSize allows). *outFlags gets
+ * StartOfStream / EndOfStream; *outNumberFrames the frames given.
+ */
+OSStatus AudioQueueProcessingTapGetSourceAudio(AudioQueueProcessingTapRef inAQTap, UInt32 inNumberFrames,
+                                               AudioTimeStamp *ioTimeStamp, AudioQueueProcessingTapFlags *outFlags,
+                                               UInt32 *outNumberFrames, AudioBufferList *ioData);
+
+/**
+ * From the tap's callback only: the queue time (source frames) of the audio being processed
+ * and the queue frames it covers (they differ from the callback's frames at a PlayRate other than 1).
+ */
+OSStatus AudioQueueProcessingTapGetQueueTime(AudioQueueProcessingTapRef inAQTap, Float64 *outQueueSampleTime,
+                                             UInt32 *outQueueFrameCount);
 
 JAQ_ASSUME_NONNULL_END
 JAQ_EXTERN_C_END

@@ -1,0 +1,40 @@
+import ArgumentParser
+import AudioToolbox
+
+/// `jaq play --rate R --pitch CENTS [--varispeed]`: the queues' time/pitch unit
+/// (kAudioQueueProperty_EnableTimePitch, kAudioQueueParam_PlayRate, kAudioQueueParam_Pitch).
+struct TimePitchOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Play at this speed, 0.5...2, keeping the pitch (Rubber Band).", valueName: "rate"))
+    var rate: Float = 1
+
+    @Option(name: .long, help: ArgumentHelp("Shift the pitch by this many cents, -2400...2400, keeping the speed.", valueName: "cents"))
+    var pitch: Float = 0
+
+    @Flag(name: .long, help: "With --rate: resample like tape (libsoxr), the pitch following the speed.")
+    var varispeed = false
+
+    func validate() throws {
+        guard rate.isFinite, (0.5...2).contains(rate) else { throw ValidationError("--rate \(rate): from 0.5 to 2") }
+        guard pitch.isFinite, (-2400...2400).contains(pitch) else { throw ValidationError("--pitch \(pitch): from -2400 to 2400 cents") }
+        if varispeed && pitch != 0 { throw ValidationError("--varispeed changes the pitch with the rate: leave out --pitch") }
+    }
+
+    /// Whether the files play through the time/pitch unit (at rate 1 and 0 cents they don't: bit-exact).
+    var isActive: Bool { rate != 1 || pitch != 0 }
+
+    /// Inserts and sets the time/pitch unit of a stopped queue; one line naming the file if it can't.
+    func apply(to queue: AudioQueueRef, path: String) throws {
+        guard isActive else { return }
+        var one: UInt32 = 1
+        var algorithm = varispeed ? kAudioQueueTimePitchAlgorithm_Varispeed : kAudioQueueTimePitchAlgorithm_Spectral
+        for status in [AudioQueueSetProperty(queue, kAudioQueueProperty_TimePitchAlgorithm, &algorithm, 4),
+                       AudioQueueSetProperty(queue, kAudioQueueProperty_EnableTimePitch, &one, 4),
+                       AudioQueueSetParameter(queue, kAudioQueueParam_PlayRate, rate),
+                       AudioQueueSetParameter(queue, kAudioQueueParam_Pitch, pitch)] where status != noErr {
+            throw CLIError("\(path): cannot set --rate/--pitch (\(describe(status, file: false)))")
+        }
+    }
+
+    /// Seconds of a file of `seconds` at this rate.
+    func playedSeconds(_ seconds: Double) -> Double { seconds / Double(rate) }
+}

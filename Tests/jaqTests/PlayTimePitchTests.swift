@@ -1,0 +1,71 @@
+import Testing
+import Foundation
+import JackTestSupport
+import SoundFile
+
+/// `jaq play --rate/--pitch`, recorded by jack_capture on a private jackd.
+@Suite(.serialized) struct PlayTimePitchTests {
+    /// Writes `seconds` of a 1 kHz sine (amplitude 0.5), float stereo at 48 kHz.
+    func writeSine(_ path: String, seconds: Int) throws {
+        let info = SoundFile.Info(sampleRate: 48000, channelCount: 2, format: SoundFile.Format(.wav, .float))
+        let file = try SoundFile(path: path, mode: .write, format: info)
+        let samples = (0..<(seconds * 48000)).flatMap { n -> [Float] in
+            let value = Float(0.5 * sin(2 * Double.pi * 1000 * Double(n) / 48000))
+            return [value, value]
+        }
+        _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+        try file.close()
+    }
+
+    /// Left channel of a float recording.
+    func left(_ path: String) throws -> [Float] {
+        let file = try SoundFile(path: path, mode: .read)
+        var samples = [Float](repeating: 0, count: Int(file.info.frameCount) * file.info.channelCount)
+        let transfer = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
+        let channels = file.info.channelCount
+        try file.close()
+        return stride(from: 0, to: transfer.count * channels, by: channels).map { samples[$0] }
+    }
+
+    @Test func rateTwoPlaysTheSinePitchKeptInHalfTheTime() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("timepitch")
+        defer { removeScratch(dir) }
+        try writeSine("\(dir)/sine.wav", seconds: 2)
+        let (_, play) = try playAhead(["sine.wav"], options: ["--quiet", "--rate", "2"], server: server, dir: dir,
+                                      ports: "jaq-1-sine:out_", count: 2)
+        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "7", "-c", "2", "--port", "jaq-1-sine:out_1",
+                                        "--port", "jaq-1-sine:out_2", "\(dir)/captured.wav"], output: "\(dir)/capture.log")
+        #expect(waitForExit(play) == 0, "\((try? String(contentsOfFile: "\(dir)/play.log", encoding: .utf8)) ?? "")")
+        #expect(waitForExit(capture, timeout: 20) == 0)
+        let got = try left("\(dir)/captured.wav")
+        let first = try #require(got.firstIndex { abs($0) > 0.01 })
+        let last = try #require(got.lastIndex { abs($0) > 0.01 })
+        let span = last - first + 1
+        // Rising zero crossings over the steady middle give the frequency.
+        var crossings: [Double] = []
+        for i in (first + 4800)..<(last - 4800) where got[i - 1] < 0 && got[i] >= 0 {
+            crossings.append(Double(i - 1) + Double(-got[i - 1] / (got[i] - got[i - 1])))
+        }
+        let hertz = Double(crossings.count - 1) / (crossings.last! - crossings.first!) * 48000
+        print("measured: jaq play --rate 2, 2 s of 1 kHz: \(span) frames, \(hertz) Hz")
+        // A cycle the loaded machine skipped (an xrun) drops its period, as jaq play does to stay on time.
+        let xruns = server.xrunCount
+        withKnownIssue(Comment(rawValue: "jackd logged \(xruns) xruns"), isIntermittent: true) {
+            #expect(abs(span - 48000) <= 48, "played \(span) frames")
+            #expect(abs(hertz - 1000) <= 1, "\(hertz) Hz")
+        } when: { xruns > 0 }
+    }
+
+    @Test func outOfRangeValuesAreRefusedWithOneLine() throws {
+        let dir = scratchDirectory("timepitch-bad")
+        defer { removeScratch(dir) }
+        try writeSine("\(dir)/sine.wav", seconds: 1)
+        for arguments in [["--rate", "3"], ["--pitch", "-3000"], ["--varispeed", "--rate", "1.5", "--pitch", "100"]] {
+            let result = try jaq(["play"] + arguments + ["sine.wav"], server: nil, directory: dir)
+            #expect(result.status != 0, "\(arguments)")
+            #expect(result.error.contains("--rate") || result.error.contains("--pitch"), "\(arguments): \(result.error)")
+        }
+    }
+}
