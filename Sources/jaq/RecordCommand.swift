@@ -293,6 +293,14 @@ struct RecordCommand: ParsableCommand {
         var transportStopped = false
         var discontinuitiesAtTakeStart: UInt32?
         var serverGone = false
+        // Ports whose client leaves (a netjack2 slave, a DAW): a gap in their track, or the end of
+        // the take when the server's own device went (a netjack2 master left its slave).
+        let sourceWatch = SourceWatch(server: server.name, sources: sources, physical: Set(physical))
+        var deviceLost: String?
+        func takeTime(_ deviceFrame: Int64) -> String {
+            let start = activeWriter.state.withLock { $0.takeStart } ?? 0
+            return TimeSpec.clock(toQueueFrames(deviceFrame - (startedOrigin() ?? requestedOrigin)) - start, rate: fileRate)
+        }
         while true {
             let state = activeWriter.state.withLock { ($0.takeStart, $0.end, $0.error, $0.finished) }
             if state.0 != nil && discontinuitiesAtTakeStart == nil {
@@ -308,6 +316,23 @@ struct RecordCommand: ParsableCommand {
                 serverGone = true
                 exitStatus = 1
                 break
+            }
+            if let watched = sourceWatch?.poll(now: Self.deviceNow(queue)), !watched.isEmpty {
+                for event in watched {
+                    switch event {
+                    case .gone(let port, let frame):
+                        Log.error("\(port) went away at \(takeTime(frame)) (JACK frame \(frame)): its track records silence until it is back")
+                    case .back(let port, let frame, let since):
+                        Log.error("\(port) is back at \(takeTime(frame)), connected again: a gap of \(toQueueFrames(frame - since)) frames "
+                                  + "(from \(takeTime(since)), JACK frames \(since)-\(frame), to within 0.1 s) of silence in its track")
+                    case .deviceLost(let port, _):
+                        deviceLost = deviceLost ?? port
+                    }
+                }
+                if deviceLost != nil {
+                    exitStatus = 1
+                    break
+                }
             }
             if let end = state.1, activeWriter.framesWritten >= end { stopReason = "duration reached"; break }
             if let signal = interruption.signal {
@@ -390,6 +415,10 @@ struct RecordCommand: ParsableCommand {
         if let error = final.error {
             Log.error("\(error); the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file)")
             exitStatus = 1
+        } else if let deviceLost {
+            Log.error("\(deviceLost) went away: the JACK server lost its audio device (on a netjack2 slave: the master left); "
+                      + "the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file): "
+                      + files.map(\.path).joined(separator: ", "))
         } else if serverGone {
             Log.error("the JACK server went away; the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) "
                       + "(\(frames) frames in every file): \(files.map(\.path).joined(separator: ", "))")
@@ -397,7 +426,7 @@ struct RecordCommand: ParsableCommand {
             Log.info("\(stopReason ?? "stopped"): \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames) in \(files.map(\.path).joined(separator: ", "))"
                      + (final.clippedSamples > 0 ? "; \(final.clippedSamples) samples clipped" : ""))
         }
-        if frames == 0 && final.error == nil && !serverGone && stopReason != "duration reached" {
+        if frames == 0 && final.error == nil && !serverGone && deviceLost == nil && stopReason != "duration reached" {
             removeFiles(files)
             Log.info("nothing was recorded; no files kept")
         }
@@ -413,6 +442,13 @@ struct RecordCommand: ParsableCommand {
     static func serverIsAlive(_ queue: AudioQueueRef) -> Bool {
         var now = AudioTimeStamp()
         return AudioQueueDeviceGetCurrentTime(queue, &now) == noErr && now.mFlags.contains(.sampleTimeValid)
+    }
+
+    /// The JACK frame now (0 when the server does not answer).
+    static func deviceNow(_ queue: AudioQueueRef) -> Int64 {
+        var now = AudioTimeStamp()
+        AudioQueueDeviceGetCurrentTime(queue, &now)
+        return Int64(now.mSampleTime)
     }
 
     private static func discontinuities(_ queue: AudioQueueRef) -> UInt32 {
