@@ -12,7 +12,7 @@ import Glibc
 /// process dies first. Needs root: `NetJackPair.unavailableReason` says why a pair cannot be made.
 public final class NetJackPair: @unchecked Sendable {
     public let master: JackServer
-    public let slave: JackServer
+    public private(set) var slave: JackServer
     /// The slave's client name on the master (its ports: `<slaveName>:from_slave_1`, …).
     public let slaveName: String
     /// The namespaces of the master and the slave ("hosts"), and their veth interfaces.
@@ -36,7 +36,8 @@ public final class NetJackPair: @unchecked Sendable {
         slaveInterface = "\(tag)b"
         slaveName = "\(tag)sl"
         self.networkLatencyCycles = networkLatencyCycles
-        let multicast = "225.3.19.154"
+        self.periodFrames = periodFrames
+        self.channels = channels
         try Self.buildNetwork(subnet: "10.\(100 + Int(getpid() % 100)).\(serial % 250)", master: masterNamespace, slave: slaveNamespace,
                               masterInterface: masterInterface, slaveInterface: slaveInterface)
         watchdog = Self.startWatchdog(namespaces: [masterNamespace, slaveNamespace])
@@ -48,17 +49,36 @@ public final class NetJackPair: @unchecked Sendable {
         }
         do {
             let load = try runProcess([try Self.ipCommand(), "netns", "exec", masterNamespace, "jack_load", "-s", master.name,
-                                       "netmanager", "-i", "-a \(multicast)"], environment: master.environment, timeout: 20)
+                                       "netmanager", "-i", "-a \(Self.multicast)"], environment: master.environment, timeout: 20)
             guard load.status == 0 else { throw JackServerError("jack_load netmanager: \(load.output) \(load.error)") }
-            slave = try JackServer(periodFrames: periodFrames, namespace: slaveNamespace,
-                                   driver: ["-d", "net", "-a", multicast, "-C", "\(channels)", "-P", "\(channels)",
-                                            "-n", slaveName, "-l", "\(networkLatencyCycles)"],
-                                   exclusive: false)
+            slave = try Self.startSlave(namespace: slaveNamespace, name: slaveName, channels: channels,
+                                        periodFrames: periodFrames, latency: networkLatencyCycles)
         } catch {
             master.stop()
             Self.deleteNamespaces([masterNamespace, slaveNamespace])
             throw error
         }
+    }
+
+    private let periodFrames: Int
+    private let channels: Int
+    /// The multicast group the master's netmanager listens on (each pair has its own network).
+    static let multicast = "225.3.19.154"
+
+    /// The slave: `jackd -d net` in its namespace; up when the master has taken it (its ports exist).
+    private static func startSlave(namespace: String, name: String, channels: Int, periodFrames: Int, latency: Int) throws -> JackServer {
+        try JackServer(periodFrames: periodFrames, namespace: namespace,
+                       driver: ["-d", "net", "-a", multicast, "-C", "\(channels)", "-P", "\(channels)", "-n", name, "-l", "\(latency)"],
+                       exclusive: false)
+    }
+
+    /// The slave machine leaves (its server stops) and, `seconds` later, comes back under the
+    /// same name (the master gives it the same ports again).
+    public func restartSlave(after seconds: Double) throws {
+        slave.stop()
+        usleep(UInt32(seconds * 1_000_000))
+        slave = try Self.startSlave(namespace: slaveNamespace, name: slaveName, channels: channels,
+                                    periodFrames: periodFrames, latency: networkLatencyCycles)
     }
 
     /// Drops `percent` % of the UDP packets each namespace receives (nftables, `numgen random`:
