@@ -225,8 +225,10 @@ public final class JackServer: @unchecked Sendable {
         }
     }
 
-    /// Stops the server (SIGTERM, then SIGKILL) and waits for it.
-    public func stop() {
+    /// Stops the server (SIGTERM, then SIGKILL after `timeout` seconds) and waits for it. A
+    /// jackd that is killed keeps its slot in JACK's server registry (8 slots per machine), so
+    /// give a slow one (a netjack2 master) the time it needs.
+    public func stop(timeout: Double = 5) {
         defer { releaseLock() }
         if let dog = watchdog, dog.isRunning {
             kill(dog.processIdentifier, SIGKILL)
@@ -236,7 +238,7 @@ public final class JackServer: @unchecked Sendable {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         var waited = 0.0
-        while process.isRunning && waited < 5 {
+        while process.isRunning && waited < timeout {
             usleep(20_000)
             waited += 0.02
         }

@@ -180,7 +180,7 @@ struct NetJackTests {
                                               log: "\(dir)/record.log")
         #expect(waitForPorts(pair.slave, containing: "jaq-record:"))
         usleep(1_500_000)
-        pair.master.stop()
+        pair.stopMaster()
         let started = Date()
         let status = waitForExit(record, timeout: 20)
         let recordLog = log("\(dir)/record.log")
