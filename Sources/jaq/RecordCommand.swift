@@ -291,6 +291,7 @@ struct RecordCommand: ParsableCommand {
         var exitStatus: Int32 = 0
         var lastStatus = Date()
         var transportStopped = false
+        var rollFrame: Int64?
         var discontinuitiesAtTakeStart: UInt32?
         var serverGone = false
         // Ports whose client leaves (a netjack2 slave, a DAW): a gap in their track, or the end of
@@ -351,10 +352,20 @@ struct RecordCommand: ParsableCommand {
                     beginTake(atDevice: take, origin: origin)
                 }
             } else if state.0 == nil && pendingTake == nil {
-                if transport, session.transportChanges().count > transportChangesAtStart, session.transportChanges().rolling {
-                    let frame = deviceFrame(session.transportChanges().lastChangeFrame, queue: queue)
-                    beginTake(atDevice: frame, origin: startedOrigin() ?? requestedOrigin)
-                    Log.info("transport rolling at JACK frame \(frame): recording")
+                let changes = transport ? session.transportChanges() : (count: 0, lastChangeFrame: UInt32(0), rolling: false)
+                // A roll seen rolling, or a roll and a stop both since the last look (a quick
+                // start/stop between two passes of this loop).
+                let rolled = changes.count > transportChangesAtStart && (changes.rolling || changes.count >= transportChangesAtStart + 2)
+                if transport, rollFrame != nil || rolled {
+                    // The roll's frame, kept until the queue has really started: its offset in the
+                    // take counts from the frame the queue started on, which a quick roll can
+                    // precede (the stop is then taken on the next pass, from the same origin).
+                    let frame = rollFrame ?? deviceFrame(session.lastTransportRollFrame(), queue: queue)
+                    rollFrame = frame
+                    if let origin = startedOrigin() {
+                        beginTake(atDevice: frame, origin: origin)
+                        Log.info("transport rolling at JACK frame \(frame): recording")
+                    }
                 } else if onEnter && enterPressed.value != 0 {
                     var at = AudioTimeStamp()
                     AudioQueueDeviceGetCurrentTime(queue, &at)

@@ -271,6 +271,70 @@ struct ArdourTests {
             print("Ardour: take frame 0 is export frame \(shifts.first ?? -1); \(played)")
         } when: { xruns > 0 }
     }
+
+    /// Transport moves a DAW makes — a start and stop in quick succession, a locate while
+    /// stopped, a loop request — never leave `jaq record --transport` hung or its take off the
+    /// frames the transport rolled.
+    @Test(.enabled(if: long, "a longer DAW test: make test-daw"))
+    func transportMovesNeverLeaveATakeHungOrMisaligned() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("ardour-moves")
+        defer { removeScratch(dir) }
+        let ardour = try Ardour(server: server, dir: dir)
+        _ = try recordIntoArdour(ardour, dir: dir)
+        for (name, moves) in [("quick", "roll()\nsleep(0.05)\nstop()"),
+                              ("locate", "locate(30000)\nsleep(0.3)\nlocate(60000)\nsleep(0.3)\nroll()\nsleep(1)\nstop()"),
+                              ("loop", """
+                                  pcall(function()
+                                    local loc = ARDOUR.Location(Session, Temporal.timepos_t(24000), Temporal.timepos_t(72000), "loop", ARDOUR.LocationFlags.IsAutoLoop, 0)
+                                    Session:locations():add(loc, true)
+                                    Session:request_play_loop(true, true)
+                                  end)
+                                  sleep(0.3)
+                                  roll()
+                                  sleep(2)
+                                  stop()
+                                  """)] {
+            try? FileManager.default.removeItem(atPath: "\(dir)/jaq-ready")
+            let ready = "\(dir)/ardour-ready-\(name)"
+            let ardourRun = Thread.detachedResult {
+                try ardour.run("""
+                    sleep(1)
+                    io.open("\(ready)", "w"):close()
+                    wait_for_file("\(dir)/jaq-ready")
+                    \(moves)
+                    sleep(1)
+                    """, name: name)
+            }
+            let deadline = Date().addingTimeInterval(60)
+            while !FileManager.default.fileExists(atPath: ready) && Date() < deadline { usleep(50_000) }
+            let recorder = try jaqInBackground(["record", "--transport", "-o", "\(name)-{n}.wav", "ardour:Master/audio_out 1$"],
+                                               server: server, log: "\(dir)/\(name).log", directory: dir)
+            #expect(waitForPorts(server, containing: "jaq-record:"))
+            FileManager.default.createFile(atPath: "\(dir)/jaq-ready", contents: nil)
+            let status = waitForExit(recorder, timeout: 60)
+            let output = try ardourRun.wait()
+            let recordLog = log("\(dir)/\(name).log")
+            #expect(status == 0, "\(name): jaq record ends when the transport stops: \(recordLog)")
+            // The take holds exactly the frames from the roll to the stop.
+            let rolled = frame(after: "transport rolling at JACK frame", in: recordLog)
+            let stopped = frame(after: "transport stopped at JACK frame", in: recordLog)
+            let frames = recordLog.range(of: #"\((\d+) frames\)"#, options: .regularExpression)
+                .flatMap { Int64(recordLog[$0].dropFirst().prefix { $0.isNumber }) }
+            #expect(rolled != nil && stopped != nil && frames == stopped! - rolled!, "\(name): \(recordLog)")
+            if name == "loop" {
+                // Ardour does not loop while it chases JACK transport, and says so.
+                #expect(output.contains("Looping cannot be supported"), "Ardour: \(output)")
+            }
+        }
+    }
+
+    /// The frame named in a log line "... <words> N ...".
+    func frame(after words: String, in log: String) -> Int64? {
+        guard let range = log.range(of: words) else { return nil }
+        return Int64(log[range.upperBound...].drop { !$0.isNumber }.prefix { $0.isNumber })
+    }
 }
 
 extension Thread {
