@@ -90,7 +90,9 @@ struct Ardour {
             .write(toFile: path, atomically: true, encoding: .utf8)
         let result = try runProcess([Self.luaHost, path], environment: environment, timeout: timeout, currentDirectory: dir)
         let output = result.output + result.error
-        guard result.status == 0, !output.contains("Error:") else {
+        try? output.write(toFile: "\(dir)/\(name).out", atomically: true, encoding: .utf8)
+        let failures = ["Error:", "JACK HALTED", "the transport did not roll", "no \(dir)"]
+        guard result.status == 0, !failures.contains(where: { output.contains($0) }) else {
             throw JackServerError("ardour7-lua \(name).lua exited \(result.status): \(output)")
         }
         return output
@@ -103,6 +105,18 @@ struct Ardour {
         let result = try runProcess([Self.exporter, "-b", "24", "-o", path, sessionDirectory, session],
                                     environment: server.environment, timeout: 120)
         guard result.status == 0 else { throw JackServerError("ardour7-export exited \(result.status): \(result.output) \(result.error)") }
+    }
+
+    /// The session range's start (frames at 48 kHz), from the session file (Ardour 7 writes
+    /// positions in superclock units, "a<ticks>", 282240000 per second).
+    func sessionRangeStart() -> Int? {
+        guard let text = try? String(contentsOfFile: "\(sessionDirectory)/\(session).ardour", encoding: .utf8),
+              let range = text.range(of: #"<Location [^>]*start="a(\d+)"[^>]*IsSessionRange"#, options: .regularExpression)
+        else { return nil }
+        let location = text[range]
+        guard let start = location.range(of: #"start="a\d+""#, options: .regularExpression),
+              let ticks = Int(location[start].dropFirst(8).dropLast()) else { return nil }
+        return ticks * 48000 / 282_240_000
     }
 
     /// The files Ardour captured for track `track` (its interchange audiofiles).
@@ -268,6 +282,10 @@ struct ArdourTests {
                 #expect(differing == 0, "side \(side): \(differing) samples differ from Ardour's export")
             }
             #expect(shifts.count == 2 && shifts[0] == shifts[1], "both sides aligned: \(shifts)")
+            // The take's frame 0 is the session frame the transport rolled from (the locate):
+            // Ardour has taken its output latency out already, nothing is left over.
+            let start = try #require(ardour.sessionRangeStart(), "the session range in \(ardour.session).ardour")
+            #expect(shifts.first.map(Int.init) == locate - start, "take frame 0 = session frame \(locate); export frame 0 = \(start)")
             print("Ardour: take frame 0 is export frame \(shifts.first ?? -1); \(played)")
         } when: { xruns > 0 }
     }
