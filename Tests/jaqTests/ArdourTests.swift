@@ -98,6 +98,28 @@ struct Ardour {
         return output
     }
 
+    /// Runs `moves` (Lua) in the session host once jaq is ready: starts the host, returns when
+    /// the session is loaded (its ports are there); the script waits for `jaqIsReady()`.
+    func runWhenJaqIsReady(_ moves: String, name: String) -> DetachedResult<String> {
+        try? FileManager.default.removeItem(atPath: "\(dir)/jaq-ready")
+        let loaded = "\(dir)/ardour-ready-\(name)"
+        let run = Thread.detachedResult {
+            try self.run("""
+                sleep(1)
+                io.open("\(loaded)", "w"):close()
+                wait_for_file("\(self.dir)/jaq-ready")
+                \(moves)
+                sleep(1)
+                """, name: name)
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while !FileManager.default.fileExists(atPath: loaded) && Date() < deadline { usleep(50_000) }
+        return run
+    }
+
+    /// Lets a script started with `runWhenJaqIsReady` go on.
+    func jaqIsReady() { FileManager.default.createFile(atPath: "\(dir)/jaq-ready", contents: nil) }
+
     /// Ardour's export of the session range (master bus, 24-bit WAV).
     func export(to path: String) throws {
         // Without the JACK transport master: ardour7-export runs its own engine, and crashes
@@ -227,32 +249,23 @@ struct ArdourTests {
         // 2. Ardour plays the session from a locate made while stopped; `jaq record --transport`
         //    records its master outputs from the roll to the stop.
         let locate = 12000
-        let ready = "\(dir)/ardour-ready"
-        let ardourPlay = Thread.detachedResult {
-            try ardour.run("""
-                sleep(1)
-                io.open("\(ready)", "w"):close()
-                wait_for_file("\(dir)/jaq-ready")
-                locate(\(locate))
-                sleep(0.5)
-                roll()
-                sleep(2.5)
-                stop()
-                sleep(1)
-                pcall(function()
-                  local o = Session:master_out():output():audio(0)
-                  say(string.format("master out playback latency %d", o:public_latency_range(true).max))
-                end)
-                """, name: "play")
-        }
-        // The session's ports are there (and stay: Ardour re-registers them while it loads).
-        let deadline = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: ready) && Date() < deadline { usleep(50_000) }
+        let ardourPlay = ardour.runWhenJaqIsReady("""
+            locate(\(locate))
+            sleep(0.5)
+            roll()
+            sleep(2.5)
+            stop()
+            sleep(1)
+            pcall(function()
+              local o = Session:master_out():output():audio(0)
+              say(string.format("master out playback latency %d", o:public_latency_range(true).max))
+            end)
+            """, name: "play")
         #expect(waitForPorts(server, containing: "ardour:Master/audio_out 2"))
         let recorder = try jaqInBackground(["record", "--transport", "-o", "take-{n}.wav", "ardour:Master/audio_out 1$",
                                             "ardour:Master/audio_out 2$"], server: server, log: "\(dir)/record.log", directory: dir)
         #expect(waitForPorts(server, containing: "jaq-record:", count: 2))
-        FileManager.default.createFile(atPath: "\(dir)/jaq-ready", contents: nil)
+        ardour.jaqIsReady()
         let status = waitForExit(recorder, timeout: 60)
         let played = try ardourPlay.wait()
         let record = (status: status, error: log("\(dir)/record.log"))
@@ -314,23 +327,11 @@ struct ArdourTests {
                                   sleep(2)
                                   stop()
                                   """)] {
-            try? FileManager.default.removeItem(atPath: "\(dir)/jaq-ready")
-            let ready = "\(dir)/ardour-ready-\(name)"
-            let ardourRun = Thread.detachedResult {
-                try ardour.run("""
-                    sleep(1)
-                    io.open("\(ready)", "w"):close()
-                    wait_for_file("\(dir)/jaq-ready")
-                    \(moves)
-                    sleep(1)
-                    """, name: name)
-            }
-            let deadline = Date().addingTimeInterval(60)
-            while !FileManager.default.fileExists(atPath: ready) && Date() < deadline { usleep(50_000) }
+            let ardourRun = ardour.runWhenJaqIsReady(moves, name: name)
             let recorder = try jaqInBackground(["record", "--transport", "-o", "\(name)-{n}.wav", "ardour:Master/audio_out 1$"],
                                                server: server, log: "\(dir)/\(name).log", directory: dir)
             #expect(waitForPorts(server, containing: "jaq-record:"))
-            FileManager.default.createFile(atPath: "\(dir)/jaq-ready", contents: nil)
+            ardour.jaqIsReady()
             let status = waitForExit(recorder, timeout: 60)
             let output = try ardourRun.wait()
             let recordLog = log("\(dir)/\(name).log")
