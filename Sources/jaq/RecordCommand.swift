@@ -268,7 +268,7 @@ struct RecordCommand: ParsableCommand {
         if takeStartDevice != nil {
             Log.info("recording \(trackCount) from JACK frame \(takeStartDevice!) to \(targets)")
         } else if transport {
-            Log.info("waiting for JACK transport to roll (\(sources.count) tracks armed)")
+            // Said once the queue records (in the main loop): a roll before that is lost.
         } else if onEnter {
             Log.info("press Enter to start recording (\(sources.count) tracks armed)")
         } else {
@@ -292,6 +292,7 @@ struct RecordCommand: ParsableCommand {
         var lastStatus = Date()
         var transportStopped = false
         var rollFrame: Int64?
+        var armedAnnounced = false
         var discontinuitiesAtTakeStart: UInt32?
         var serverGone = false
         // Ports whose client leaves (a netjack2 slave, a DAW): a gap in their track, or the end of
@@ -331,6 +332,11 @@ struct RecordCommand: ParsableCommand {
                     }
                 }
                 if deviceLost != nil {
+                    // Every port goes when the whole server does: that is the server gone.
+                    if !Self.serverIsAlive(queue) {
+                        deviceLost = nil
+                        serverGone = true
+                    }
                     exitStatus = 1
                     break
                 }
@@ -363,9 +369,15 @@ struct RecordCommand: ParsableCommand {
                     let frame = rollFrame ?? deviceFrame(session.lastTransportRollFrame(), queue: queue)
                     rollFrame = frame
                     if let origin = startedOrigin() {
-                        beginTake(atDevice: frame, origin: origin)
+                        if frame < origin {
+                            Log.info("the transport rolled at JACK frame \(frame), before recording began: the take starts at JACK frame \(origin)")
+                        }
+                        beginTake(atDevice: max(frame, origin), origin: origin)
                         Log.info("transport rolling at JACK frame \(frame): recording")
                     }
+                } else if transport, !armedAnnounced, startedOrigin() != nil {
+                    armedAnnounced = true
+                    Log.info("waiting for JACK transport to roll (\(sources.count) tracks armed)")
                 } else if onEnter && enterPressed.value != 0 {
                     var at = AudioTimeStamp()
                     AudioQueueDeviceGetCurrentTime(queue, &at)
