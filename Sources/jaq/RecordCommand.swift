@@ -184,6 +184,10 @@ struct RecordCommand: ParsableCommand {
             removeFiles(files)
             throw CLIError("cannot connect to \(sources.joined(separator: ", ")): \(describe(connected, file: false))")
         }
+        // Ports whose client leaves (a netjack2 slave, a DAW): a gap in their track, or the end of
+        // the take when the server's own device went (a netjack2 master left its slave). Opened
+        // here, while the startup watchdog still guards a server that does not answer.
+        let sourceWatch = SourceWatch(server: server.name, sources: sources, physical: Set(physical))
         // Meters only for the live display: they cost the realtime side a pass over the samples.
         let showMeters = !quiet && stdoutIsTerminal
         var on: UInt32 = showMeters ? 1 : 0
@@ -295,9 +299,6 @@ struct RecordCommand: ParsableCommand {
         var armedAnnounced = false
         var discontinuitiesAtTakeStart: UInt32?
         var serverGone = false
-        // Ports whose client leaves (a netjack2 slave, a DAW): a gap in their track, or the end of
-        // the take when the server's own device went (a netjack2 master left its slave).
-        let sourceWatch = SourceWatch(server: server.name, sources: sources, physical: Set(physical))
         var deviceLost: String?
         func takeTime(_ deviceFrame: Int64) -> String {
             let start = activeWriter.state.withLock { $0.takeStart } ?? 0
