@@ -293,7 +293,11 @@ struct ArdourTests {
                   say(string.format("master out playback latency %d", o:public_latency_range(true).max))
                 end)
                 """, name: "play")
-            #expect(waitForPorts(server, containing: "ardour:Master/audio_out 2"))
+            guard waitForPorts(server, containing: "ardour:Master/audio_out 2") else {
+                _ = try ardourPlay.wait()  // throws ArdourHalted when jackd dropped Ardour
+                Issue.record("Ardour's master ports did not appear")
+                return
+            }
             let recorder = try jaqInBackground(["record", "--transport", "-o", "take-{n}.wav", "ardour:Master/audio_out 1$",
                                                 "ardour:Master/audio_out 2$"], server: server, log: "\(dir)/record.log", directory: dir)
             #expect(waitForPorts(server, containing: "jaq-record:", count: 2))
