@@ -38,6 +38,17 @@ struct Ardour {
         """.write(toFile: "\(dir)/xdg/ardour7/config", atomically: true, encoding: .utf8)
     }
 
+    /// A private server and a scratch directory of its own; `finish()` stops and removes them.
+    init(scratch name: String) throws {
+        let server = try JackServer()
+        do { try self.init(server: server, dir: scratchDirectory(name)) } catch { server.stop(); throw error }
+    }
+
+    func finish() {
+        server.stop()
+        removeScratch(dir)
+    }
+
     var environment: [String: String] {
         var environment = server.environment
         environment["XDG_CONFIG_HOME"] = "\(dir)/xdg"
@@ -258,11 +269,9 @@ struct ArdourTests {
 
     @Test func ardourRecordsJaqPlayAndJaqRecordsArdourLikeItsExport() throws {
         try withArdour {
-            let server = try JackServer()
-            defer { server.stop() }
-            let dir = scratchDirectory("ardour")
-            defer { removeScratch(dir) }
-            let ardour = try Ardour(server: server, dir: dir)
+            let ardour = try Ardour(scratch: "ardour")
+            defer { ardour.finish() }
+            let (server, dir) = (ardour.server, ardour.dir)
 
             // 1. jaq play → Ardour's tracks, recorded by Ardour: its captured files hold the sources.
             let recorded = try recordIntoArdour(ardour, dir: dir)
@@ -346,11 +355,9 @@ struct ArdourTests {
     @Test(.enabled(if: long, "a longer DAW test: make test-daw"))
     func transportMovesNeverLeaveATakeHungOrMisaligned() throws {
         try withArdour {
-            let server = try JackServer()
-            defer { server.stop() }
-            let dir = scratchDirectory("ardour-moves")
-            defer { removeScratch(dir) }
-            let ardour = try Ardour(server: server, dir: dir)
+            let ardour = try Ardour(scratch: "ardour-moves")
+            defer { ardour.finish() }
+            let (server, dir) = (ardour.server, ardour.dir)
             _ = try recordIntoArdour(ardour, dir: dir)
             for (name, moves) in [("quick", "roll()\nsleep(0.05)\nstop()"),
                                   ("locate", "locate(30000)\nsleep(0.3)\nlocate(60000)\nsleep(0.3)\nroll()\nsleep(1)\nstop()"),

@@ -13,6 +13,11 @@ struct NetJackTests {
     /// packet loss, a slave that leaves and comes back.
     static let long = ProcessInfo.processInfo.environment["JAQ_DAW_LONG"] != nil
 
+    /// A netjack2 pair and a scratch directory for one test.
+    func pairAndScratch(_ name: String) throws -> (NetJackPair, String) {
+        (try NetJackPair(), scratchDirectory(name))
+    }
+
     /// Runs jaq on the slave "host": inside its namespace, against its server.
     func slaveJaq(_ pair: NetJackPair, _ arguments: [String], directory: String, timeout: Double = 60) throws
         -> (status: Int32, output: String, error: String) {
@@ -54,10 +59,8 @@ struct NetJackTests {
     /// both files arrives bit-exact, on one timeline; the master's own port in the same take is
     /// aligned by the network latency netjack2 reports on the slave's ports.
     @Test func slavePlaysMasterRecordsBitExactWithNetworkLatencyCompensated() throws {
-        let pair = try NetJackPair()
-        defer { pair.stop() }
-        let dir = scratchDirectory("netjack-play")
-        defer { removeScratch(dir) }
+        let (pair, dir) = try pairAndScratch("netjack-play")
+        defer { pair.stop(); removeScratch(dir) }
         try writeRamp("\(dir)/a.wav", frames: 96000, offset: 100_000)
         try writeRamp("\(dir)/b.wav", frames: 96000, offset: 300_000)
         let ports = try jaq(["ports", "--json", pair.slaveName + ":from_slave_1"], server: pair.master)
@@ -87,10 +90,8 @@ struct NetJackTests {
     /// `jaq play` on the master into `<slave>:to_slave_1`, `jaq record` on the slave of its
     /// `system:capture_1`: jaq on a slave records against the slave's server, bit-exact.
     @Test(.enabled(if: long, "a longer network test: make test-daw")) func masterPlaysSlaveRecordsBitExact() throws {
-        let pair = try NetJackPair()
-        defer { pair.stop() }
-        let dir = scratchDirectory("netjack-record")
-        defer { removeScratch(dir) }
+        let (pair, dir) = try pairAndScratch("netjack-record")
+        defer { pair.stop(); removeScratch(dir) }
         try writeRamp("\(dir)/a.wav", frames: 96000, offset: 500_000)
         let record = try slaveJaqInBackground(pair, ["record", "-d", "5", "-o", "take.wav", "system:capture_1$"],
                                               directory: dir, log: "\(dir)/record.log")
@@ -104,10 +105,8 @@ struct NetJackTests {
     /// 1 % of the UDP packets dropped both ways: the take goes on to its end (nothing hangs),
     /// every track holds the same number of frames, and the two tracks stay on the same frames.
     @Test(.enabled(if: long, "a longer network test: make test-daw")) func packetLossNeitherHangsNorMisalignsTracks() throws {
-        let pair = try NetJackPair()
-        defer { pair.stop() }
-        let dir = scratchDirectory("netjack-loss")
-        defer { removeScratch(dir) }
+        let (pair, dir) = try pairAndScratch("netjack-loss")
+        defer { pair.stop(); removeScratch(dir) }
         try writeRamp("\(dir)/a.wav", frames: 144_000, offset: 100_000)
         try writeRamp("\(dir)/b.wav", frames: 144_000, offset: 300_000)
         try pair.dropPackets(percent: 1)
@@ -139,10 +138,8 @@ struct NetJackTests {
     /// The slave leaves the network during a take on the master and comes back: the take goes
     /// on, the gap is silence in its tracks and jaq reports it with its frames, then records again.
     @Test(.enabled(if: long, "a longer network test: make test-daw")) func aSlaveThatLeavesAndReturnsIsAGapInItsTracks() throws {
-        let pair = try NetJackPair()
-        defer { pair.stop() }
-        let dir = scratchDirectory("netjack-leave")
-        defer { removeScratch(dir) }
+        let (pair, dir) = try pairAndScratch("netjack-leave")
+        defer { pair.stop(); removeScratch(dir) }
         let record = try jaqInBackground(["record", "-d", "12", "-o", "take-{n}.wav", "\(pair.slaveName):from_slave_1$", "system:capture_1$"],
                                          server: pair.master, log: "\(dir)/record.log", directory: dir)
         #expect(waitForPorts(pair.master, containing: "jaq-record:", count: 2))
@@ -160,10 +157,8 @@ struct NetJackTests {
     /// The master goes away while jaq records on the slave: jaq ends the take cleanly — one
     /// line, exit 1, a valid file holding every frame it says.
     @Test func theMasterGoingAwayEndsTheSlaveTakeCleanly() throws {
-        let pair = try NetJackPair()
-        defer { pair.stop() }
-        let dir = scratchDirectory("netjack-master-gone")
-        defer { removeScratch(dir) }
+        let (pair, dir) = try pairAndScratch("netjack-master-gone")
+        defer { pair.stop(); removeScratch(dir) }
         let record = try slaveJaqInBackground(pair, ["record", "-o", "take.wav", "system:capture_1$"], directory: dir,
                                               log: "\(dir)/record.log")
         #expect(waitForPorts(pair.slave, containing: "jaq-record:"))
