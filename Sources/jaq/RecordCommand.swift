@@ -347,6 +347,12 @@ struct RecordCommand: ParsableCommand {
                 stopReason = signal == SIGINT ? "interrupted" : "terminated"
                 break
             }
+            // A queue the server never runs (seen on a loaded netjack2 master) must not leave jaq
+            // waiting for ever: say so and stop, after the start frame plus 10 s.
+            if startedOrigin() == nil, Self.deviceNow(queue) > requestedOrigin + Int64(10 * deviceRate) {
+                activeWriter.state.withLock { $0.error = $0.error ?? "the JACK server ran no cycles for jaq-record within 10 s of its start" }
+                continue
+            }
             if state.0 == nil, let take = pendingTake, let origin = startedOrigin() {
                 pendingTake = nil
                 if takeAtQueueStart {
