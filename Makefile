@@ -5,6 +5,7 @@
 #   make bench  set up, build release, run the benchmarks against the peer tools
 #   make install / uninstall   the C API, libAudioToolbox.so, jaq, pkg-config file (PREFIX, DESTDIR)
 #   make deb    a Debian package of the same, in out/
+#   make test-daw  the longer netjack2 (network namespaces, as root) and Ardour (headless) tests
 #   make fuzz   the long runs: 10^5 hostile files, a 64-track 10-minute freewheel bounce, 10^5 queue API calls
 #   make asan   the hostile-input tests under AddressSanitizer
 #   make asan-api / tsan-api   the API walk and misuse tests under AddressSanitizer / ThreadSanitizer
@@ -18,6 +19,10 @@ export DEBIAN_FRONTEND := noninteractive
 # pipewire, pipewire-jack, pipewire-bin: the tests run jaq on a private PipeWire through its libjack (pw-jack).
 PACKAGES := pkg-config gcc time libjack-jackd2-dev libsndfile1-dev libsoxr-dev librubberband-dev jackd2 sox libsox-fmt-all \
             jack-capture jack-tools sndfile-tools ecasound pipewire pipewire-jack pipewire-bin
+# iproute2, nftables: the netjack2 tests build two network namespaces joined by a veth pair (as root) and
+# drop packets with nft (Tests/jaqTests/NetJackTests.swift). ardour: the DAW tests run Ardour headless
+# (ardour7-lua, ardour7-export; Tests/jaqTests/ArdourTests.swift).
+PACKAGES += iproute2 nftables ardour
 # make install and make deb: patchelf sets the installed files' soname and runpath, dpkg-dev
 # (dpkg-shlibdeps) finds the package's dependencies.
 PACKAGES += patchelf dpkg-dev
@@ -68,7 +73,13 @@ bench: release
 bench-late: release
 	Sources/Benchmarks/late-cycles.sh
 
-.PHONY: bench-late fuzz fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api
+.PHONY: bench-late fuzz fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
+
+# The longer netjack2 and Ardour tests (make test runs a compact version of each): a slave that
+# records, 1 % packet loss, a slave leaving and returning, DAW transport moves. Docs/cli.md, "With a DAW".
+test-daw: deps
+	$(SWIFT) build $(SWIFT_FLAGS)
+	JAQ_DAW_LONG=1 $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter 'NetJackTests|ArdourTests'
 
 # make fuzz: the long runs that make test runs short versions of.
 fuzz: fuzz-files fuzz-freewheel fuzz-api

@@ -169,6 +169,15 @@ public final class JackSession: @unchecked Sendable {
                 watcher.pointee.rolling.load(ordering: .relaxed))
     }
 
+    /// The device frame of the last cycle in which the transport was seen starting to roll
+    /// (with `watchTransport`): a roll that has already stopped again by the time
+    /// `transportChanges` is read is still known by its first frame. Extended to 64 bits as
+    /// `transportChanges` extends its frame.
+    public func lastTransportRollFrame() -> Int64 {
+        let frame32 = UInt32(truncatingIfNeeded: watcher.pointee.lastRollFrame.load(ordering: .acquiring))
+        return extendFrameTime(frame32, reference: JackDriver.shared.frameReference.pointee.load(ordering: .relaxed))
+    }
+
     /// Starts the transport rolling (`jack_transport_start`) and waits (up to `timeout` s) until
     /// it rolls, so a command that exits right after has had its effect.
     public func startTransport(timeout: Double = 1) {
@@ -225,6 +234,9 @@ struct TransportWatch: ~Copyable {
     let changes = Atomic<Int>(0)
     /// Frame time of the cycle in which the last change was seen.
     let lastChangeFrame = Atomic<Int>(0)
+    /// Frame time of the cycle in which the transport was last seen starting to roll (a roll
+    /// and a stop between two looks at `changes` leave it here).
+    let lastRollFrame = Atomic<Int>(0)
     var initialized = false
 }
 
@@ -238,7 +250,9 @@ private func transportProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMu
         return 0
     }
     if rolling != watch.pointee.rolling.load(ordering: .relaxed) {
-        watch.pointee.lastChangeFrame.store(Int(jack_last_frame_time(watch.pointee.client)), ordering: .relaxed)
+        let frame = Int(jack_last_frame_time(watch.pointee.client))
+        watch.pointee.lastChangeFrame.store(frame, ordering: .relaxed)
+        if rolling { watch.pointee.lastRollFrame.store(frame, ordering: .relaxed) }
         watch.pointee.rolling.store(rolling, ordering: .relaxed)
         watch.pointee.changes.wrappingAdd(1, ordering: .releasing)
     }

@@ -55,12 +55,19 @@ public final class JackServer: @unchecked Sendable {
     ///     scheduling (`jackd -R`, needs the privilege); tests use `--no-realtime`.
     ///   - backend: jackd (default) or PipeWire (which has no physical ports: `capture` and
     ///     `playback` are ignored, and `realtime` too).
+    ///   - namespace: run jackd inside this network namespace (`ip netns exec`; NetJackPair.swift).
+    ///   - driver: jackd's driver arguments instead of the dummy backend's (`["-d", "net", …]`).
+    ///   - exclusive: hold the one-server-per-process lock. A test whose JACK clients all run in
+    ///     child processes (jaq, the peers) may run several servers at once (a netjack2 pair).
     public init(sampleRate: Int = 48000, periodFrames: Int = 256, capture: Int = 2, playback: Int = 2,
-                realtime: Bool = false, backend: Backend = .jackd, function: String = #function) throws {
+                realtime: Bool = false, backend: Backend = .jackd, namespace: String? = nil, driver: [String]? = nil,
+                exclusive: Bool = true, function: String = #function) throws {
         // One server at a time per test process: libjack keeps process-wide state tied to the
         // server it talks to, so clients of two servers in one process interfere.
-        JackServer.exclusive.lock()
-        holdsLock = true
+        if exclusive {
+            JackServer.exclusive.lock()
+            holdsLock = true
+        }
         self.sampleRate = sampleRate
         self.periodFrames = periodFrames
         self.backend = backend
@@ -69,11 +76,11 @@ public final class JackServer: @unchecked Sendable {
         do {
             launch = backend == .jackd
                 ? try Self.jackdLaunch(name: unique, sampleRate: sampleRate, periodFrames: periodFrames,
-                                       capture: capture, playback: playback, realtime: realtime)
+                                       capture: capture, playback: playback, realtime: realtime,
+                                       namespace: namespace, driver: driver)
                 : try Self.pipeWireLaunch(unique: unique, sampleRate: sampleRate, periodFrames: periodFrames)
         } catch {
-            JackServer.exclusive.unlock()
-            holdsLock = false
+            if exclusive { JackServer.exclusive.unlock() }
             throw error
         }
         name = launch.name
@@ -119,17 +126,20 @@ public final class JackServer: @unchecked Sendable {
     }
 
     private static func jackdLaunch(name: String, sampleRate: Int, periodFrames: Int, capture: Int, playback: Int,
-                                    realtime: Bool) throws -> ServerLaunch {
+                                    realtime: Bool, namespace: String?, driver: [String]?) throws -> ServerLaunch {
         let jackd = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let jackd else { throw JackServerError("jackd is not installed (apt-get install jackd2)") }
         var environment = ProcessInfo.processInfo.environment
         environment["JACK_NO_AUDIO_RESERVATION"] = "1"
         environment.removeValue(forKey: "JACK_DEFAULT_SERVER")
-        return ServerLaunch(
-            name: name, executable: jackd,
-            arguments: ["-n", name, realtime ? "--realtime" : "--no-realtime", "-d", "dummy", "-r", "\(sampleRate)",
-                        "-p", "\(periodFrames)", "-C", "\(capture)", "-P", "\(playback)"],
-            environment: environment)
+        let arguments = ["-n", name, realtime ? "--realtime" : "--no-realtime"]
+            + (driver ?? ["-d", "dummy", "-r", "\(sampleRate)", "-p", "\(periodFrames)", "-C", "\(capture)", "-P", "\(playback)"])
+        if let namespace {
+            // `ip netns exec` enters the namespace and execs jackd: the pid stays jackd's.
+            return ServerLaunch(name: name, executable: try NetJackPair.ipCommand(),
+                                arguments: ["netns", "exec", namespace, jackd] + arguments, environment: environment)
+        }
+        return ServerLaunch(name: name, executable: jackd, arguments: arguments, environment: environment)
     }
 
     /// Ready when clients can connect: jackd when jack_lsp lists the system ports (or after a
@@ -215,8 +225,10 @@ public final class JackServer: @unchecked Sendable {
         }
     }
 
-    /// Stops the server (SIGTERM, then SIGKILL) and waits for it.
-    public func stop() {
+    /// Stops the server (SIGTERM, then SIGKILL after `timeout` seconds) and waits for it. A
+    /// jackd that is killed keeps its slot in JACK's server registry (8 slots per machine), so
+    /// give a slow one (a netjack2 master) the time it needs.
+    public func stop(timeout: Double = 5) {
         defer { releaseLock() }
         if let dog = watchdog, dog.isRunning {
             kill(dog.processIdentifier, SIGKILL)
@@ -226,7 +238,7 @@ public final class JackServer: @unchecked Sendable {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         var waited = 0.0
-        while process.isRunning && waited < 5 {
+        while process.isRunning && waited < timeout {
             usleep(20_000)
             waited += 0.02
         }

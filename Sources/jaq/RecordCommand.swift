@@ -186,6 +186,10 @@ struct RecordCommand: ParsableCommand {
             removeFiles(files)
             throw CLIError("cannot connect to \(sources.joined(separator: ", ")): \(describe(connected, file: false))")
         }
+        // Ports whose client leaves (a netjack2 slave, a DAW): a gap in their track, or the end of
+        // the take when the server's own device went (a netjack2 master left its slave). Opened
+        // here, while the startup watchdog still guards a server that does not answer.
+        let sourceWatch = SourceWatch(server: server.name, sources: sources, physical: Set(physical))
         // Meters only for the live display: they cost the realtime side a pass over the samples.
         let showMeters = !quiet && stdoutIsTerminal
         var on: UInt32 = showMeters ? 1 : 0
@@ -274,7 +278,7 @@ struct RecordCommand: ParsableCommand {
         trigger.arm(now: Int64(now.mSampleTime), deviceRate: deviceRate, origin: requestedOrigin,
                     transportChanges: transport ? session.transportChanges().count : 0)
         switch trigger.start {
-        case .transport: Log.info("waiting for JACK transport to roll (\(sources.count) tracks armed)")
+        case .transport: break  // said once the queue records (in the main loop): a roll before that is lost
         case .enter: Log.info("press Enter to start recording (\(sources.count) tracks armed)")
         case .frame, .delay: Log.info("recording \(trackCount) from JACK frame \(takeStartDevice!) to \(targets)")
         case .now: break
@@ -293,8 +297,14 @@ struct RecordCommand: ParsableCommand {
         var stopReason: String?
         var exitStatus: Int32 = 0
         var lastStatus = Date()
+        var armedAnnounced = false
         var discontinuitiesAtTakeStart: UInt32?
         var serverGone = false
+        var deviceLost: String?
+        func takeTime(_ deviceFrame: Int64) -> String {
+            let start = activeWriter.state.withLock { $0.takeStart } ?? 0
+            return TimeSpec.clock(toQueueFrames(deviceFrame - (startedOrigin() ?? requestedOrigin)) - start, rate: fileRate)
+        }
         while true {
             let state = activeWriter.state.withLock { ($0.takeStart, $0.end, $0.error, $0.finished) }
             if state.0 != nil && discontinuitiesAtTakeStart == nil {
@@ -311,10 +321,38 @@ struct RecordCommand: ParsableCommand {
                 exitStatus = 1
                 break
             }
+            if let watched = sourceWatch?.poll(now: Self.deviceNow(queue)), !watched.isEmpty {
+                for event in watched {
+                    switch event {
+                    case .gone(let port, let frame):
+                        Log.error("\(port) went away at \(takeTime(frame)) (JACK frame \(frame)): its track records silence until it is back")
+                    case .back(let port, let frame, let since):
+                        Log.error("\(port) is back at \(takeTime(frame)), connected again: a gap of \(toQueueFrames(frame - since)) frames "
+                                  + "(from \(takeTime(since)), JACK frames \(since)-\(frame), to within 0.1 s) of silence in its track")
+                    case .deviceLost(let port, _):
+                        deviceLost = deviceLost ?? port
+                    }
+                }
+                if deviceLost != nil {
+                    // Every port goes when the whole server does: that is the server gone.
+                    if !Self.serverIsAlive(queue) {
+                        deviceLost = nil
+                        serverGone = true
+                    }
+                    exitStatus = 1
+                    break
+                }
+            }
             if let end = state.1, activeWriter.framesWritten >= end { stopReason = "duration reached"; break }
             if let signal = interruption.signal {
                 stopReason = signal == SIGINT ? "interrupted" : "terminated"
                 break
+            }
+            // A queue the server never runs (seen on a loaded netjack2 master) must not leave jaq
+            // waiting for ever: say so and stop, after the start frame plus 10 s.
+            if startedOrigin() == nil, Self.deviceNow(queue) > requestedOrigin + Int64(10 * deviceRate) {
+                activeWriter.state.withLock { $0.error = $0.error ?? "the JACK server ran no cycles for jaq-record within 10 s of its start" }
+                continue
             }
             // Triggers are looked at once the queue runs: queue time 0 is its real start frame.
             if let origin = startedOrigin() {
@@ -329,17 +367,26 @@ struct RecordCommand: ParsableCommand {
                         if frame - prerollDevice < origin {
                             Log.info("frame \(frame - prerollDevice) has passed: the take starts at frame \(origin), when recording began")
                         }
-                    case .transport: Log.info("transport rolling at JACK frame \(frame): recording")
+                    case .transport:
+                        if frame < origin {
+                            Log.info("the transport rolled at JACK frame \(frame), before recording began: the take starts at JACK frame \(origin)")
+                        }
+                        Log.info("transport rolling at JACK frame \(frame): recording")
                     case .enter: Log.info("recording from JACK frame \(frame)")
                     }
-                    beginTake(atDevice: trigger.start == .now ? origin : frame, origin: origin)
+                    beginTake(atDevice: trigger.start == .now ? origin : trigger.start == .transport ? max(frame, origin) : frame,
+                              origin: origin)
                 case .stop(let frame)?:
                     // The take ends on the frame the transport stopped.
                     Log.info("transport stopped at JACK frame \(frame)")
                     activeWriter.state.withLock { state in
                         if let start = state.takeStart { state.end = max(0, toQueueFrames(frame - origin) - start) }
                     }
-                case nil: break
+                case nil:
+                    if trigger.start == .transport, trigger.phase == .armed, !armedAnnounced {
+                        armedAnnounced = true
+                        Log.info("waiting for JACK transport to roll (\(sources.count) tracks armed)")
+                    }
                 }
             }
             var xruns: UInt32 = 0
@@ -388,6 +435,10 @@ struct RecordCommand: ParsableCommand {
         if let error = final.error {
             Log.error("\(error); the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file)")
             exitStatus = 1
+        } else if let deviceLost {
+            Log.error("\(deviceLost) went away: the JACK server lost its audio device (on a netjack2 slave: the master left); "
+                      + "the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file): "
+                      + files.map(\.path).joined(separator: ", "))
         } else if serverGone {
             Log.error("the JACK server went away; the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) "
                       + "(\(frames) frames in every file): \(files.map(\.path).joined(separator: ", "))")
@@ -395,7 +446,7 @@ struct RecordCommand: ParsableCommand {
             Log.info("\(stopReason ?? "stopped"): \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames) in \(files.map(\.path).joined(separator: ", "))"
                      + (final.clippedSamples > 0 ? "; \(final.clippedSamples) samples clipped" : ""))
         }
-        if frames == 0 && final.error == nil && !serverGone && stopReason != "duration reached" {
+        if frames == 0 && final.error == nil && !serverGone && deviceLost == nil && stopReason != "duration reached" {
             removeFiles(files)
             Log.info("nothing was recorded; no files kept")
         }
@@ -411,6 +462,13 @@ struct RecordCommand: ParsableCommand {
     static func serverIsAlive(_ queue: AudioQueueRef) -> Bool {
         var now = AudioTimeStamp()
         return AudioQueueDeviceGetCurrentTime(queue, &now) == noErr && now.mFlags.contains(.sampleTimeValid)
+    }
+
+    /// The JACK frame now (0 when the server does not answer).
+    static func deviceNow(_ queue: AudioQueueRef) -> Int64 {
+        var now = AudioTimeStamp()
+        AudioQueueDeviceGetCurrentTime(queue, &now)
+        return Int64(now.mSampleTime)
     }
 
     private static func discontinuities(_ queue: AudioQueueRef) -> UInt32 {

@@ -33,6 +33,9 @@ struct Trigger: Equatable {
         var transportChanges = 0
         var transportRolling = false
         var transportFrame: Int64 = 0
+        /// The device frame the transport last started rolling on (a roll and a stop both
+        /// between two steps leave it here while `transportFrame` is the stop's).
+        var transportRollFrame: Int64 = 0
         var enterPressed = false
     }
 
@@ -80,7 +83,11 @@ struct Trigger: Equatable {
             let frame: Int64?
             switch start {
             case .now, .frame, .delay: frame = plannedFrame
-            case .transport: frame = transportMoved && seen.transportRolling ? seen.transportFrame : nil
+            case .transport:
+                // Rolling now, or a roll and a stop both since the last step (a quick
+                // start/stop): the take starts on the roll's frame; the stop is the next step's.
+                let rolled = transportMoved && (seen.transportRolling || seen.transportChanges >= transportBaseline + 2)
+                frame = rolled ? seen.transportRollFrame : nil
             case .enter: frame = seen.enterPressed ? seen.now : nil
             }
             guard let frame else { return nil }
@@ -109,6 +116,7 @@ extension Trigger.Observation {
             transportChanges = changes.count
             transportRolling = changes.rolling
             transportFrame = changes.lastChangeFrame
+            transportRollFrame = session.lastTransportRollFrame()
         }
     }
 }

@@ -38,12 +38,13 @@ func jaq(_ arguments: [String], server: JackServer?, timeout: Double = 60, direc
     return try runProcess([binary] + arguments, environment: environment, timeout: timeout, currentDirectory: directory)
 }
 
-/// Starts jaq (`binary`: the built one unless given) in the background against `server`, output to a log file.
+/// Starts jaq (`binary`: the built one unless given) in the background against `server`, output to a log file;
+/// `prefix` runs it through another command (`ip netns exec NS`: on another "machine").
 func jaqInBackground(_ arguments: [String], server: JackServer, log: String, directory: String? = nil,
-                     binary: String = jaqBinary) throws -> Process {
+                     binary: String = jaqBinary, prefix: [String] = []) throws -> Process {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
-    process.arguments = arguments
+    process.executableURL = URL(fileURLWithPath: prefix.first ?? binary)
+    process.arguments = prefix.isEmpty ? arguments : Array(prefix.dropFirst()) + [binary] + arguments
     process.environment = server.environment
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     _ = FileManager.default.createFile(atPath: log, contents: nil)

@@ -27,11 +27,22 @@ import Testing
         #expect(trigger.step(.init(now: 2000, transportChanges: 2, transportRolling: false, transportFrame: 900)) == nil)
         #expect(trigger.step(.init(now: 3000, transportChanges: 2, transportRolling: true, transportFrame: 900)) == nil,
                 "a rolling flag without a new change is the old roll")
-        #expect(trigger.step(.init(now: 9000, transportChanges: 3, transportRolling: true, transportFrame: 8_704)) == .start(frame: 8_704))
+        #expect(trigger.step(.init(now: 9000, transportChanges: 3, transportRolling: true, transportFrame: 8_704, transportRollFrame: 8_704)) == .start(frame: 8_704))
         #expect(trigger.step(.init(now: 20_000, transportChanges: 3, transportRolling: true, transportFrame: 8_704)) == nil)
         #expect(trigger.step(.init(now: 40_000, transportChanges: 4, transportRolling: false, transportFrame: 39_936)) == .stop(frame: 39_936))
         #expect(trigger.step(.init(now: 50_000, transportChanges: 5, transportRolling: true, transportFrame: 49_920)) == nil,
                 "a take stopped by the transport stays stopped")
+        #expect(trigger.phase == .stopped)
+    }
+
+    @Test func aQuickRollAndStopBetweenTwoStepsStartsOnTheRollThenStops() throws {
+        // A DAW rolls and stops before the main loop looks again: both changes are new.
+        var trigger = try Trigger(at: nil, in: nil, transport: true, onEnter: false)
+        trigger.arm(now: 1000, deviceRate: 48000, origin: 3400, transportChanges: 0)
+        let seen = Trigger.Observation(now: 30_000, transportChanges: 2, transportRolling: false,
+                                       transportFrame: 20_480, transportRollFrame: 10_240)
+        #expect(trigger.step(seen) == .start(frame: 10_240))
+        #expect(trigger.step(seen) == .stop(frame: 20_480))
         #expect(trigger.phase == .stopped)
     }
 
@@ -40,7 +51,8 @@ import Testing
         let past32 = Int64(UInt32.max) + 10_000
         var trigger = try Trigger(at: nil, in: nil, transport: true, onEnter: false)
         trigger.arm(now: past32 - 100, deviceRate: 48000, origin: past32, transportChanges: 0)
-        #expect(trigger.step(.init(now: past32 + 500, transportChanges: 1, transportRolling: true, transportFrame: past32 + 256))
+        #expect(trigger.step(.init(now: past32 + 500, transportChanges: 1, transportRolling: true, transportFrame: past32 + 256,
+                                    transportRollFrame: past32 + 256))
                 == .start(frame: past32 + 256))
     }
 

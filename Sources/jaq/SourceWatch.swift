@@ -1,0 +1,70 @@
+import Foundation
+import JackDriver
+
+/// Watches the ports a take records from, from the main loop (never the realtime side).
+///
+/// A port whose client leaves — a netjack2 slave that drops off the network (`<slave>:from_slave_N`
+/// on the master), a DAW that quits — stops delivering: its track records silence from then on, and
+/// the take goes on, every track on its frames. When a port of that name comes back (the slave
+/// rejoins) jaq connects it again and reports the gap with its frames. A *physical* port that goes
+/// away means the server lost its audio device: on a netjack2 slave (`jackd -d net`) that is the
+/// master leaving — the net driver unregisters the slave's `system:` ports and waits for a new
+/// master, so the take cannot go on: jaq ends it, cleanly.
+///
+/// Thread safety: one thread (jaq record's main loop) calls `poll`.
+final class SourceWatch {
+    enum Event: Equatable {
+        /// `port` was not there at JACK frame `frame`.
+        case gone(port: String, frame: Int64)
+        /// `port` is back and connected again at `frame`; it was missing from `since`.
+        case back(port: String, frame: Int64, since: Int64)
+        /// A physical port went away: the server lost its device (a netjack2 master left).
+        case deviceLost(port: String, frame: Int64)
+    }
+
+    private let session: JackSession
+    private let sources: [String]
+    private let physical: Set<String>
+    /// The queue's input ports each source was connected to (learnt while it is there).
+    private var destinations: [String: [String]] = [:]
+    private var missingSince: [String: Int64] = [:]
+    private var lastPoll = Date.distantPast
+    private let interval: TimeInterval
+
+    /// Opens a control client of its own on `server` (none when it cannot: then nothing is watched).
+    init?(server: String?, sources: [String], physical: Set<String>, interval: TimeInterval = 0.1) {
+        guard let session = try? JackSession(serverName: server, clientName: "jaq-record-watch") else { return nil }
+        self.session = session
+        self.sources = sources
+        self.physical = physical
+        self.interval = interval
+        for port in session.ports() where sources.contains(port.name) {
+            destinations[port.name] = port.connections
+        }
+    }
+
+    /// Looks at the ports (at most every `interval`); `now` is the JACK frame now.
+    func poll(now: Int64) -> [Event] {
+        guard Date().timeIntervalSince(lastPoll) >= interval else { return [] }
+        lastPoll = Date()
+        let present = Dictionary(session.ports().filter { sources.contains($0.name) }.map { ($0.name, $0) },
+                                 uniquingKeysWith: { first, _ in first })
+        var events: [Event] = []
+        for source in sources {
+            if let port = present[source] {
+                if let since = missingSince[source] {
+                    // Back: connect it again to the queue's ports it fed.
+                    for destination in destinations[source] ?? [] { try? session.connect(source, destination) }
+                    missingSince[source] = nil
+                    events.append(.back(port: source, frame: now, since: since))
+                } else if !port.connections.isEmpty {
+                    destinations[source] = port.connections
+                }
+            } else if missingSince[source] == nil {
+                missingSince[source] = now
+                events.append(physical.contains(source) ? .deviceLost(port: source, frame: now) : .gone(port: source, frame: now))
+            }
+        }
+        return events
+    }
+}

@@ -1,0 +1,188 @@
+import Testing
+import Foundation
+import JackTestSupport
+import SoundFile
+
+/// jaq across machines joined by netjack2: two network namespaces ("hosts") joined by a veth
+/// pair, a dummy master with the netmanager in one, `jackd -d net` in the other (NetJackPair).
+/// Needs root; skipped, with the reason, where namespaces cannot be made.
+@Suite(.serialized, .enabled(if: NetJackPair.unavailableReason == nil,
+                             Comment(rawValue: NetJackPair.unavailableReason ?? "")))
+struct NetJackTests {
+    /// `make test-daw` (JAQ_DAW_LONG=1) runs the longer network tests too: a slave that records,
+    /// packet loss, a slave that leaves and comes back.
+    static let long = ProcessInfo.processInfo.environment["JAQ_DAW_LONG"] != nil
+
+    /// A netjack2 pair and a scratch directory for one test.
+    func pairAndScratch(_ name: String) throws -> (NetJackPair, String) {
+        (try NetJackPair(), scratchDirectory(name))
+    }
+
+    /// Runs jaq on the slave "host": inside its namespace, against its server.
+    func slaveJaq(_ pair: NetJackPair, _ arguments: [String], directory: String, timeout: Double = 60) throws
+        -> (status: Int32, output: String, error: String) {
+        try runProcess(try pair.slaveCommand([jaqBinary] + arguments), environment: pair.slave.environment,
+                       timeout: timeout, currentDirectory: directory)
+    }
+
+    func slaveJaqInBackground(_ pair: NetJackPair, _ arguments: [String], directory: String, log: String) throws -> Process {
+        try jaqInBackground(arguments, server: pair.slave, log: log, directory: directory, prefix: try pair.slaveCommand([]))
+    }
+
+    /// Expects `path` to hold every frame of a `frames`-long ramp once, bit-exact, on one timeline
+    /// (a known issue when the servers logged xruns: a loaded machine); returns that timeline.
+    @discardableResult
+    func expectWholeRamp(_ path: String, frames: Int, pair: NetJackPair, context: String,
+                         sourceLocation: SourceLocation = #_sourceLocation) throws -> Int32? {
+        let count = xruns(pair)
+        let lines = timelines(try readSamples24(path).samples)
+        withKnownIssue(Comment(rawValue: "the servers logged \(count) xruns: \(context)"), isIntermittent: true) {
+            #expect(lines.count == 1 && lines.values.first == frames, "\(path): every frame once, one timeline: \(lines)",
+                    sourceLocation: sourceLocation)
+        } when: { count > 0 }
+        return lines.count == 1 ? lines.keys.first : nil
+    }
+
+    /// The frames of a ramp (sample n = offset + n) a track holds: how many nonzero samples sit
+    /// on each timeline (sample - position); a bit-exact, unshifted copy has one.
+    func timelines(_ samples: [Int32]) -> [Int32: Int] {
+        var counts: [Int32: Int] = [:]
+        for (n, sample) in samples.enumerated() where sample != 0 { counts[sample - Int32(n), default: 0] += 1 }
+        return counts
+    }
+
+    func log(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+    func xruns(_ pair: NetJackPair) -> Int { pair.master.xrunCount + pair.slave.xrunCount }
+
+    /// `jaq play` on the slave, `jaq record` of `<slave>:from_slave_N` on the master: every frame of
+    /// both files arrives bit-exact, on one timeline; the master's own port in the same take is
+    /// aligned by the network latency netjack2 reports on the slave's ports.
+    @Test func slavePlaysMasterRecordsBitExactWithNetworkLatencyCompensated() throws {
+        let (pair, dir) = try pairAndScratch("netjack-play")
+        defer { pair.stop(); removeScratch(dir) }
+        try writeRamp("\(dir)/a.wav", frames: 96000, offset: 100_000)
+        try writeRamp("\(dir)/b.wav", frames: 96000, offset: 300_000)
+        let ports = try jaq(["ports", "--json", pair.slaveName + ":from_slave_1"], server: pair.master)
+        let recordedLatency = try #require(latencyMaximum(ports.output), "jaq ports --json: \(ports.output)")
+        let localLatency = try #require(latencyMaximum(try jaq(["ports", "--json", "system:capture_1"], server: pair.master).output))
+        #expect(recordedLatency > localLatency, "netjack2 reports its network latency on from_slave ports")
+
+        let record = try jaqInBackground(["record", "-d", "6", "-o", "take-{n}.wav", "\(pair.slaveName):from_slave_1$",
+                                          "\(pair.slaveName):from_slave_2$", "system:capture_1$"],
+                                         server: pair.master, log: "\(dir)/record.log", directory: dir)
+        #expect(waitForPorts(pair.master, containing: "jaq-record:", count: 3))
+        let play = try slaveJaq(pair, ["play", "--to", "1:system:playback_1", "--to", "2:system:playback_2", "a.wav", "b.wav"],
+                                directory: dir)
+        #expect(play.status == 0, "\(play.error)")
+        #expect(waitForExit(record, timeout: 30) == 0, "\(log("\(dir)/record.log"))")
+        let recordLog = log("\(dir)/record.log")
+        // Latency compensation: the network tracks are read later by the difference the ports report.
+        #expect(recordLog.contains("from_slave_1 +\(recordedLatency - localLatency)"), "\(recordLog)")
+        #expect(recordLog.contains("system:capture_1 +0"), "\(recordLog)")
+        let context = "\(recordLog) \(play.error)"
+        let a = try expectWholeRamp("\(dir)/take-01.wav", frames: 96000, pair: pair, context: context)
+        let b = try expectWholeRamp("\(dir)/take-02.wav", frames: 96000, pair: pair, context: context)
+        // Both tracks on the same frames: their timelines differ by the ramps' offsets only.
+        if let a, let b { #expect(a + 200_000 == b, "tracks aligned") }
+    }
+
+    /// `jaq play` on the master into `<slave>:to_slave_1`, `jaq record` on the slave of its
+    /// `system:capture_1`: jaq on a slave records against the slave's server, bit-exact.
+    @Test(.enabled(if: long, "a longer network test: make test-daw")) func masterPlaysSlaveRecordsBitExact() throws {
+        let (pair, dir) = try pairAndScratch("netjack-record")
+        defer { pair.stop(); removeScratch(dir) }
+        try writeRamp("\(dir)/a.wav", frames: 96000, offset: 500_000)
+        let record = try slaveJaqInBackground(pair, ["record", "-d", "5", "-o", "take.wav", "system:capture_1$"],
+                                              directory: dir, log: "\(dir)/record.log")
+        #expect(waitForPorts(pair.slave, containing: "jaq-record:"))
+        let play = try jaq(["play", "--to", "\(pair.slaveName):to_slave_1", "a.wav"], server: pair.master, directory: dir)
+        #expect(play.status == 0, "\(play.error)")
+        #expect(waitForExit(record, timeout: 30) == 0, "\(log("\(dir)/record.log"))")
+        try expectWholeRamp("\(dir)/take.wav", frames: 96000, pair: pair, context: "\(log("\(dir)/record.log")) \(play.error)")
+    }
+
+    /// 1 % of the UDP packets dropped both ways: the take goes on to its end (nothing hangs),
+    /// every track holds the same number of frames, and the two tracks stay on the same frames.
+    @Test(.enabled(if: long, "a longer network test: make test-daw")) func packetLossNeitherHangsNorMisalignsTracks() throws {
+        let (pair, dir) = try pairAndScratch("netjack-loss")
+        defer { pair.stop(); removeScratch(dir) }
+        try writeRamp("\(dir)/a.wav", frames: 144_000, offset: 100_000)
+        try writeRamp("\(dir)/b.wav", frames: 144_000, offset: 300_000)
+        try pair.dropPackets(percent: 1)
+        let record = try jaqInBackground(["record", "-d", "5", "-o", "take-{n}.wav", "\(pair.slaveName):from_slave_[12]$"],
+                                         server: pair.master, log: "\(dir)/record.log", directory: dir)
+        #expect(waitForPorts(pair.master, containing: "jaq-record:", count: 2))
+        let play = try slaveJaq(pair, ["play", "--to", "1:system:playback_1", "--to", "2:system:playback_2", "a.wav", "b.wav"],
+                                directory: dir, timeout: 30)
+        #expect(play.status == 0, "jaq play on the slave ends: \(play.error)")
+        #expect(waitForExit(record, timeout: 30) == 0, "jaq record ends: \(log("\(dir)/record.log"))")
+        #expect(pair.droppedPackets() > 0, "packets were dropped")
+        let a = try readSamples24("\(dir)/take-01.wav").samples
+        let b = try readSamples24("\(dir)/take-02.wav").samples
+        #expect(a.count == 5 * 48000 && b.count == a.count, "both tracks hold the take's frames")
+        // Where both tracks hold the ramps, they should hold the same frame of them. netjack2 sends
+        // each channel of a cycle in packets of its own and, when one is lost, fills that channel
+        // from another cycle without telling its clients (its log says "missing last data
+        // packet"; no xrun, no frame-time jump reaches a client): jaq cannot see or report that.
+        var misaligned = 0
+        for n in a.indices where a[n] != 0 && b[n] != 0 && b[n] - a[n] != 200_000 { misaligned += 1 }
+        let log = pair.master.logText
+        withKnownIssue(Comment(rawValue: "netjack2 refilled lost packets from other cycles (master log: "
+                               + "\(log.components(separatedBy: "missing last data packet").count - 1) missing packets)"),
+                       isIntermittent: true) {
+            #expect(misaligned == 0, "frames where the tracks disagree: \(misaligned)")
+        } when: { log.contains("missing last data packet") || xruns(pair) > 0 }
+    }
+
+    /// The slave leaves the network during a take on the master and comes back: the take goes
+    /// on, the gap is silence in its tracks and jaq reports it with its frames, then records again.
+    @Test(.enabled(if: long, "a longer network test: make test-daw")) func aSlaveThatLeavesAndReturnsIsAGapInItsTracks() throws {
+        let (pair, dir) = try pairAndScratch("netjack-leave")
+        defer { pair.stop(); removeScratch(dir) }
+        let record = try jaqInBackground(["record", "-d", "12", "-o", "take-{n}.wav", "\(pair.slaveName):from_slave_1$", "system:capture_1$"],
+                                         server: pair.master, log: "\(dir)/record.log", directory: dir)
+        #expect(waitForPorts(pair.master, containing: "jaq-record:", count: 2))
+        usleep(1_000_000)
+        try pair.restartSlave(after: 2)
+        #expect(waitForExit(record, timeout: 40) == 0, "\(log("\(dir)/record.log"))")
+        let recordLog = log("\(dir)/record.log")
+        #expect(recordLog.contains("\(pair.slaveName):from_slave_1 went away"), "\(recordLog)")
+        let gap = recordLog.range(of: #"a gap of \d+ frames"#, options: .regularExpression).map { recordLog[$0] }
+        #expect(gap != nil, "the gap is reported with its frames: \(recordLog)")
+        let take = try readSamples24("\(dir)/take-01.wav")
+        #expect(take.samples.count == 12 * 48000, "the take goes on to its end")
+    }
+
+    /// The master goes away while jaq records on the slave: jaq ends the take cleanly — one
+    /// line, exit 1, a valid file holding every frame it says.
+    @Test func theMasterGoingAwayEndsTheSlaveTakeCleanly() throws {
+        let (pair, dir) = try pairAndScratch("netjack-master-gone")
+        defer { pair.stop(); removeScratch(dir) }
+        let record = try slaveJaqInBackground(pair, ["record", "-o", "take.wav", "system:capture_1$"], directory: dir,
+                                              log: "\(dir)/record.log")
+        #expect(waitForPorts(pair.slave, containing: "jaq-record:"))
+        usleep(1_500_000)
+        pair.stopMaster()
+        let started = Date()
+        let status = waitForExit(record, timeout: 20)
+        let recordLog = log("\(dir)/record.log")
+        #expect(status == 1, "\(recordLog)")
+        #expect(Date().timeIntervalSince(started) < 5, "jaq noticed within seconds")
+        #expect(recordLog.contains("lost its audio device (on a netjack2 slave: the master left)"), "\(recordLog)")
+        let frames = recordLog.range(of: #"\((\d+) frames in every file\)"#, options: .regularExpression)
+            .flatMap { Int(recordLog[$0].dropFirst().prefix { $0.isNumber }) }
+        let take = try readSamples24("\(dir)/take.wav")
+        #expect(frames != nil && take.samples.count == frames, "the file holds the frames jaq reports: \(recordLog)")
+        #expect(soxInfo("\(dir)/take.wav") != nil, "sox opens the take")
+    }
+
+    /// The maximum capture latency of the first port in `jaq ports --json` output.
+    func latencyMaximum(_ json: String) -> Int? {
+        guard let data = json.data(using: .utf8),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let ports = object["ports"] as? [[String: Any]],
+              let latency = ports.first?["capture_latency"] as? [Int] else { return nil }
+        return latency.last
+    }
+}
