@@ -375,7 +375,13 @@ struct ArdourTests {
                 let ardourRun = ardour.runWhenJaqIsReady(moves, name: name)
                 let recorder = try jaqInBackground(["record", "--transport", "-o", "\(name)-{n}.wav", "ardour:Master/audio_out 1$"],
                                                    server: server, log: "\(dir)/\(name).log", directory: dir)
-                #expect(waitForPorts(server, containing: "jaq-record:"))
+                guard waitForPorts(server, containing: "jaq-record:") else {
+                    waitForExit(recorder, timeout: 5)
+                    ardour.jaqIsReady(log: "\(dir)/\(name).log")
+                    _ = try ardourRun.wait()  // throws ArdourHalted when jackd dropped Ardour (its ports went)
+                    Issue.record("\(name): jaq record did not arm: \(log("\(dir)/\(name).log"))")
+                    return
+                }
                 ardour.jaqIsReady(log: "\(dir)/\(name).log")
                 let status = waitForExit(recorder, timeout: 60)
                 _ = try ardourRun.wait()
