@@ -21,6 +21,9 @@ PACKAGES := pkg-config gcc time libjack-jackd2-dev libsndfile1-dev libsoxr-dev j
 # make install and make deb: patchelf sets the installed files' soname and runpath, dpkg-dev
 # (dpkg-shlibdeps) finds the package's dependencies.
 PACKAGES += patchelf dpkg-dev
+# FFmpeg: the codecs (AAC, ALAC, MP3, FLAC, Opus, IMA4) and the containers (m4a, CAF, ADTS, MP3) through
+# libavcodec/libavformat; the ffmpeg CLI makes and checks the compressed files in the tests.
+PACKAGES += libavcodec-dev libavformat-dev libavutil-dev libswresample-dev ffmpeg
 
 SWIFT ?= swift
 SWIFT_FLAGS ?=

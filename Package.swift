@@ -15,6 +15,10 @@ let package = Package(
         // C libraries of the system.
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        // FFmpeg: libavcodec (codecs), libavformat (containers), libavutil, libswresample.
+        // Sources/CFFmpeg/shim.h spells the error macros Swift cannot import.
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
+                       providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev"])]),
 
         // The Apple-compatible C API: headers, layout checks, CoreFoundation forwarders.
         .target(name: "CAudioToolbox", linkerSettings: [.linkedLibrary("Foundation")]),
@@ -27,6 +31,9 @@ let package = Package(
 
         // The queue engine's device on JACK: one client per queue.
         .target(name: "JackDriver", dependencies: ["CJack", "QueueCore"]),
+
+        // Compressed audio through FFmpeg's libavcodec: Apple's format IDs, packets, magic cookies.
+        .target(name: "AudioCodec", dependencies: ["CFFmpeg", "QueueCore"]),
 
         // Typed Swift wrapper of libsndfile.
         .target(name: "SoundFile", dependencies: ["CSndFile"]),
