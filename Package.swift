@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "SoundFile", dependencies: ["CSndFile"]),
 
         // Apple's AudioToolbox API, implemented in Swift and exported with @_cdecl.
-        .target(name: "AudioToolbox", dependencies: ["CAudioToolbox", "SoundFile", "QueueCore", "JackDriver"]),
+        .target(name: "AudioToolbox", dependencies: ["CAudioToolbox", "SoundFile", "QueueCore", "JackDriver", "AudioCodec"]),
 
         // The command line tool.
         .executableTarget(
