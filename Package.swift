@@ -65,6 +65,7 @@ let package = Package(
         .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
 
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
+        .testTarget(name: "AudioCodecTests", dependencies: ["AudioCodec"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
         // Runs the built `jaq` binary, as a user would, against private servers and peer tools.

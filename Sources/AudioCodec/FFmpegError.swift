@@ -20,3 +20,9 @@ public struct FFmpegError: Error, CustomStringConvertible, Sendable {
     public var isAgain: Bool { code == jaq_averror_eagain() }
     public var isEndOfStream: Bool { code == jaq_averror_eof() }
 }
+
+/// FFmpeg's own log: off. A library must not write to the host program's stderr (a corrupt
+/// packet is reported through result codes and ConverterError instead).
+enum FFmpegLog {
+    static let quiet: Void = { av_log_set_level(AV_LOG_QUIET) }()
+}
