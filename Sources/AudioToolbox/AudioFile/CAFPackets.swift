@@ -113,7 +113,7 @@ enum CAFPackets {
         guard format.mSampleRate.isFinite, format.mSampleRate > 0, format.mSampleRate <= 1e7,
               (1...1024).contains(format.mChannelsPerFrame)
         else { throw damaged("\(format.mChannelsPerFrame) channels at \(format.mSampleRate) Hz") }
-        guard let compressed = CompressedFormat(formatID: format.mFormatID) else {
+        guard let compressed = PacketFormat(formatID: format.mFormatID) else {
             throw AudioToolboxError(kAudioFileUnsupportedDataFormatError,
                                     "CAF data format \(fourCharString(OSStatus(bitPattern: format.mFormatID))) has no packet reader")
         }

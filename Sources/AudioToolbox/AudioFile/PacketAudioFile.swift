@@ -29,7 +29,7 @@ final class PacketAudioFile: AudioFileHandle {
         let path: String
         let fileType: AudioFileTypeID
         let container: Container
-        let compressed: CompressedFormat
+        let compressed: PacketFormat
         var format: AudioStreamBasicDescription
         var index: PacketIndex
         var cookie: [UInt8]?
@@ -90,7 +90,7 @@ extension PacketAudioFile {
 
     /// Whether `format` is one of the compressed formats this type writes.
     static func isPacketFormat(_ format: AudioStreamBasicDescription) -> Bool {
-        CompressedFormat(formatID: format.mFormatID) != nil
+        PacketFormat(formatID: format.mFormatID) != nil
     }
 }
 
@@ -137,11 +137,11 @@ extension PacketAudioFile {
     /// The data format checked for a container, with the frames and bytes per packet the
     /// format fixes filled in where the caller left them 0.
     static func validated(_ format: AudioStreamBasicDescription, for container: Container) throws(AudioToolboxError)
-        -> (CompressedFormat, AudioStreamBasicDescription) {
+        -> (PacketFormat, AudioStreamBasicDescription) {
         func unsupported(_ reason: String) -> AudioToolboxError {
             AudioToolboxError(kAudioFileUnsupportedDataFormatError, reason)
         }
-        guard let compressed = CompressedFormat(formatID: format.mFormatID) else {
+        guard let compressed = PacketFormat(formatID: format.mFormatID) else {
             throw unsupported("\(fourCharString(OSStatus(bitPattern: format.mFormatID))) is not a compressed format jaq writes")
         }
         guard format.mSampleRate.isFinite, format.mSampleRate >= 1, format.mSampleRate <= 768_000 else {
@@ -188,12 +188,12 @@ extension PacketAudioFile {
             switch container {
             case .caf:
                 let contents = try CAFPackets.read(fd: fd, fileByteCount: size)
-                let compressed = CompressedFormat(formatID: contents.format.mFormatID)!
+                let compressed = PacketFormat(formatID: contents.format.mFormatID)!
                 var state = State(fd: fd, path: path, fileType: kAudioFileCAFType, container: .caf, compressed: compressed,
                                   format: contents.format, index: contents.index, cookie: contents.cookie,
                                   channelLayout: contents.channelLayout, canRead: true, canWrite: false, dataOffset: contents.dataOffset)
-                if compressed == .alac, let config = contents.cookie.flatMap(MagicCookie.alacSpecificConfig(fromALAC:)) {
-                    state.sourceBitDepth = MagicCookie.alacBitDepth(config)
+                if compressed == .alac, let bits = contents.cookie.flatMap(PacketFormat.alacBitDepth(cookie:)) {
+                    state.sourceBitDepth = bits
                 }
                 return PacketAudioFile(state)
             case .mpeg4, .adts:
@@ -213,7 +213,7 @@ extension PacketAudioFile {
         } catch {
             throw AudioToolboxError(kAudioFileInvalidFileError, "damaged file: \(error)")
         }
-        guard var compressed = CompressedFormat(codecID: media.codecID) else {
+        guard var compressed = PacketFormat(codecID: media.codecID) else {
             throw AudioToolboxError(kAudioFileUnsupportedDataFormatError,
                                     "the audio is \(String(cString: avcodec_get_name(media.codecID))), which jaq has no packet reader for")
         }
@@ -232,7 +232,7 @@ extension PacketAudioFile {
             let config = UInt16(objectType) << 11 | UInt16(rateIndex) << 7 | UInt16(channels) << 3
             extradata = [UInt8(config >> 8), UInt8(config & 0xFF)]
         }
-        if compressed == .aac, let config = MagicCookie.audioSpecificConfig(fromAAC: extradata), config.first.map({ $0 >> 3 }) == 5 {
+        if compressed == .aac, extradata.first.map({ $0 >> 3 }) == 5 {
             compressed = .aacHE
         }
         let framesPerPacket = compressed.standardFramesPerPacket
@@ -257,7 +257,7 @@ extension PacketAudioFile {
             throw AudioToolboxError(kAudioFileInvalidFileError, "damaged file: more priming and padding than frames")
         }
         var bitDepth = media.bitsPerRawSample
-        if compressed == .alac, let config = MagicCookie.alacSpecificConfig(fromALAC: extradata) { bitDepth = MagicCookie.alacBitDepth(config) }
+        if compressed == .alac, let bits = PacketFormat.alacBitDepth(cookie: extradata) { bitDepth = bits }
         let format = compressed.streamDescription(sampleRate: Double(media.sampleRate), channels: media.channelCount,
                                                   framesPerPacket: framesPerPacket, sourceBitDepth: bitDepth)
         let header = ChunkReader(fd: fd).bytes(at: 8, count: 4) ?? []
@@ -265,7 +265,7 @@ extension PacketAudioFile {
             : header == Array("M4A ".utf8) || header == Array("M4B ".utf8) ? kAudioFileM4AType
             : header.starts(with: Array("3gp".utf8)) ? kAudioFile3GPType : kAudioFileMPEG4Type
         var state = State(fd: fd, path: path, fileType: fileType, container: container, compressed: compressed, format: format,
-                          index: index, cookie: MagicCookie.cookie(compressed, extradata: extradata), canRead: true, canWrite: false,
+                          index: index, cookie: compressed.cookie(extradata: extradata), canRead: true, canWrite: false,
                           dataOffset: media.packets.first?.position ?? 0)
         state.declaredBitRate = media.bitRate
         state.sourceBitDepth = bitDepth
@@ -424,9 +424,9 @@ extension PacketAudioFile {
 
     /// Starts libavformat's muxer with the cookie (or one made from the data format).
     private static func startMediaWriter(_ state: inout State, _ writer: MediaFileWriter) throws {
-        var extradata = state.cookie.flatMap { MagicCookie.extradata(state.compressed, cookie: $0) }
+        var extradata = state.cookie.flatMap { state.compressed.extradata(cookie: $0) }
         if extradata == nil, state.compressed == .aac {
-            extradata = MagicCookie.audioSpecificConfig(sampleRate: state.format.mSampleRate, channels: Int(state.format.mChannelsPerFrame))
+            extradata = PacketFormat.audioSpecificConfig(sampleRate: state.format.mSampleRate, channels: Int(state.format.mChannelsPerFrame))
         }
         guard let extradata else {
             throw AudioToolboxError(kAudioFileUnsupportedDataFormatError,
@@ -435,7 +435,7 @@ extension PacketAudioFile {
         let stream = MediaFileWriter.Stream(codecID: state.compressed.codecID, sampleRate: Int(state.format.mSampleRate),
                                             channelCount: Int(state.format.mChannelsPerFrame), extradata: extradata,
                                             framesPerPacket: Int(state.format.mFramesPerPacket),
-                                            bitsPerRawSample: state.compressed == .alac ? MagicCookie.alacBitDepth(Array(extradata.dropFirst(12))) : 0)
+                                            bitsPerRawSample: state.compressed == .alac ? PacketFormat.alacBitDepth(cookie: extradata) ?? 16 : 0)
         do {
             try writer.start(stream, primingFrames: Int64(state.index.primingFrames))
         } catch {
@@ -445,8 +445,8 @@ extension PacketAudioFile {
 
     /// The 7-byte ADTS header of a packet (no CRC).
     private static func adtsHeader(_ state: State, packetSize: Int) throws(AudioToolboxError) -> [UInt8] {
-        let config = state.cookie.flatMap(MagicCookie.audioSpecificConfig(fromAAC:))
-            ?? MagicCookie.audioSpecificConfig(sampleRate: state.format.mSampleRate, channels: Int(state.format.mChannelsPerFrame))
+        let config = state.cookie.flatMap { state.compressed.extradata(cookie: $0) }
+            ?? PacketFormat.audioSpecificConfig(sampleRate: state.format.mSampleRate, channels: Int(state.format.mChannelsPerFrame))
         guard let config, config.count >= 2 else {
             throw AudioToolboxError(kAudioFileUnsupportedDataFormatError, "ADTS cannot describe AAC at \(state.format.mSampleRate) Hz")
         }
