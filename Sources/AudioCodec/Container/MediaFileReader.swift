@@ -51,6 +51,7 @@ public enum MediaFileReader {
     ///   audio stream (AVERROR_STREAM_NOT_FOUND); AVERROR_INVALIDDATA for an index beyond
     ///   ``packetLimit`` or packets outside the file.
     public static func index(path: String, fileByteCount: Int64) throws(FFmpegError) -> MediaFileIndex {
+        FFmpegLog.quiet
         var context: UnsafeMutablePointer<AVFormatContext>? = nil
         var status = avformat_open_input(&context, path, nil, nil)
         guard status >= 0, let context else { throw FFmpegError(status, "avformat_open_input") }

@@ -56,6 +56,7 @@ public final class MediaFileWriter {
     /// Creates the file and writes its header.
     /// - Throws: `FFmpegError` when the muxer refuses the stream or the file cannot be created.
     public func start(_ stream: Stream, primingFrames: Int64) throws(FFmpegError) {
+        FFmpegLog.quiet
         var context: UnsafeMutablePointer<AVFormatContext>? = nil
         var status = avformat_alloc_output_context2(&context, nil, formatName, path)
         guard status >= 0, let context else { throw FFmpegError(status, "avformat_alloc_output_context2") }
