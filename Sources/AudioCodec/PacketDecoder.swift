@@ -1,5 +1,6 @@
 import CFFmpeg
 import Glibc
+import QueueCore
 
 /// Decodes packets of one compressed stream (AAC-LC, HE-AAC, ALAC, MP3, FLAC, Opus, IMA4)
 /// into planar Float32 through libavcodec. Runs on a queue thread or a converter's caller,
@@ -15,7 +16,7 @@ public final class PacketDecoder {
     private var frame: UnsafeMutablePointer<AVFrame>?
     private var padded: UnsafeMutableRawPointer
     private var paddedCapacity: Int
-    private let outputPlanes: OutputPlanes
+    private let outputPlanes: GrowablePlanes
 
     /// Opens the decoder for `format` with Apple's magic cookie (empty if the format has none).
     public init(format: CodecFormat, cookie: [UInt8]) throws(CodecError) {
@@ -39,7 +40,7 @@ public final class PacketDecoder {
             : CompressedFormat.defaultFramesPerPacket(format.formatID, sampleRate: format.sampleRate)
         paddedCapacity = 0
         padded = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 64)
-        outputPlanes = OutputPlanes(channels: format.channelCount)
+        outputPlanes = GrowablePlanes(channelCount: format.channelCount)
         let extradata = try MagicCookie.extradata(formatID: format.formatID, cookie: cookie)
         guard let context = avcodec_alloc_context3(codec) else { throw .failed("avcodec_alloc_context3") }
         self.context = context
@@ -77,7 +78,7 @@ public final class PacketDecoder {
     }
 
     /// The planes of the last `decode` (valid until the next call).
-    public var planes: UnsafePointer<UnsafeMutablePointer<Float>> { UnsafePointer(outputPlanes.table) }
+    public var planes: UnsafePointer<UnsafeMutablePointer<Float>> { UnsafePointer(outputPlanes.planes) }
 
     /// Decodes one packet; returns the frames it gave (in `planes`). A packet the codec refuses
     /// throws `.corruptPacket` and leaves the decoder ready for the next one.
@@ -113,7 +114,7 @@ public final class PacketDecoder {
             }
             let count = Int(frame.pointee.nb_samples)
             outputPlanes.reserve(total + count)
-            SampleFormatBridge.read(frame, from: 0, count: count, channels: channelCount, into: outputPlanes.table, at: total)
+            SampleFormatBridge.read(frame, from: 0, count: count, channels: channelCount, into: outputPlanes.planes, at: total)
             total += count
             av_frame_unref(frame)
         }
@@ -124,7 +125,7 @@ public final class PacketDecoder {
     public func silence(frames: Int? = nil) -> Int {
         let count = frames ?? framesPerPacket
         outputPlanes.reserve(count)
-        for c in 0..<channelCount { outputPlanes.table[c].update(repeating: 0, count: count) }
+        for c in 0..<channelCount { outputPlanes.planes[c].update(repeating: 0, count: count) }
         return count
     }
 
@@ -140,33 +141,31 @@ public final class PacketDecoder {
     }
 }
 
-/// Growable planar Float32 storage with a stable pointer table.
-final class OutputPlanes {
-    let channels: Int
-    let table: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    private(set) var capacity = 0
 
-    init(channels: Int) {
-        self.channels = channels
-        table = .allocate(capacity: channels)
-        for c in 0..<channels { table[c] = .allocate(capacity: 1) }
-    }
-
-    deinit {
-        for c in 0..<channels { table[c].deallocate() }
-        table.deallocate()
-    }
-
-    /// Room for `frames` frames, keeping what the planes hold.
-    func reserve(_ frames: Int) {
-        guard frames > capacity else { return }
-        let grown = max(frames, capacity * 2, 1024)
-        for c in 0..<channels {
-            let fresh = UnsafeMutablePointer<Float>.allocate(capacity: grown)
-            fresh.update(from: table[c], count: capacity)
-            table[c].deallocate()
-            table[c] = fresh
+extension PacketDecoder: PacketDecoding {
+    public func decodePacket(_ bytes: UnsafeRawBufferPointer) -> (frames: Int, error: Int32) {
+        do {
+            return (try decode(bytes), 0)
+        } catch {
+            // The packet plays as one packet of silence.
+            return (silence(), error.status)
         }
-        capacity = grown
+    }
+
+    public var decodedPlanes: UnsafePointer<UnsafeMutablePointer<Float>> { planes }
+
+    public func resetDecoder() { reset() }
+}
+
+extension CodecError {
+    /// The OSStatus Apple's converters report for this error.
+    public var status: Int32 {
+        switch self {
+        case .codecNotFound: -66673                 // kAudioQueueErr_CodecNotFound
+        case .unsupportedFormat: 0x666D_743F        // 'fmt?'
+        case .invalidCookie: 0x2164_6174            // '!dat' kAudioCodecUnsupportedFormatError
+        case .corruptPacket: 0x6261_6461            // 'bada' kAudioCodecBadDataError
+        case .failed: 0x7768_6174                   // 'what' kAudioCodecUnspecifiedError
+        }
     }
 }

@@ -1,5 +1,6 @@
 import CFFmpeg
 import Glibc
+import QueueCore
 
 /// One encoded packet: its bytes and the frames it holds.
 public struct EncodedPacket: Sendable {
@@ -222,5 +223,54 @@ public final class PacketEncoder {
             ready.append(EncodedPacket(bytes: bytes, frames: frames, presentationFrame: packet.pointee.pts))
             av_packet_unref(packet)
         }
+    }
+}
+
+/// An input queue's encoder: a PacketEncoder remade for each new stream (FFmpeg's encoders
+/// cannot start over after their final flush). With a sample rate of 0 (the server's rate)
+/// it opens once `open(sampleRate:)` names the rate.
+public final class QueueEncoder: PacketEncoding {
+    public private(set) var encoder: PacketEncoder?
+    public private(set) var format: CodecFormat
+    private let bitRate: Int?
+
+    public init(format: CodecFormat, bitRate: Int?) throws(CodecError) {
+        self.format = format
+        self.bitRate = bitRate
+        if format.sampleRate > 0 { encoder = try PacketEncoder(format: format, bitRate: bitRate) }
+    }
+
+    /// Opens the encoder at the server's rate (an ASBD rate of 0).
+    public func open(sampleRate: Double) throws(CodecError) {
+        guard encoder == nil else { return }
+        format.sampleRate = sampleRate
+        encoder = try PacketEncoder(format: format, bitRate: bitRate)
+    }
+
+    public var framesPerPacket: Int {
+        encoder?.framesPerPacket ?? CompressedFormat.defaultFramesPerPacket(format.formatID, sampleRate: format.sampleRate)
+    }
+
+    public func encodeFrames(_ planes: UnsafePointer<UnsafePointer<Float>>, frames: Int) -> Int32 {
+        guard let encoder else { return CodecError.failed("").status }
+        do { try encoder.encode(planes, frames: frames) } catch { return error.status }
+        return 0
+    }
+
+    public func finishEncoding() -> Int32 {
+        do { try encoder?.finish() } catch { return error.status }
+        return 0
+    }
+
+    public func nextEncodedPacket() -> (bytes: [UInt8], frames: Int, streamFrame: Int64)? {
+        guard let packet = encoder?.nextPacket() else { return nil }
+        return (packet.bytes, packet.frames, packet.presentationFrame)
+    }
+
+    public func unreadPacket() { encoder?.unread() }
+
+    public func resetEncoder() {
+        guard encoder != nil, let fresh = try? PacketEncoder(format: format, bitRate: bitRate) else { return }
+        encoder = fresh
     }
 }

@@ -109,7 +109,7 @@ extension AudioQueueObject {
              kAudioQueueProperty_JACKConnectedPorts:
             return UInt32(MemoryLayout<OpaquePointer?>.size)
         case kAudioQueueProperty_StreamDescription: return UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
-        case kAudioQueueProperty_MagicCookie: return UInt32(state.withLock { $0.magicCookie.count })
+        case kAudioQueueProperty_MagicCookie: return UInt32(magicCookie.count)
         case kAudioQueueProperty_ChannelLayout:
             return UInt32(state.withLock { $0.channelLayout }?.count ?? defaultChannelLayout(channels: channels).count)
         case kAudioQueueProperty_CurrentLevelMeter, kAudioQueueProperty_CurrentLevelMeterDB:
@@ -132,8 +132,8 @@ extension AudioQueueObject {
         case kAudioQueueDeviceProperty_SampleRate: try out.put(Float64(engine.device.sampleRate))
         case kAudioQueueDeviceProperty_NumberChannels: try out.put(UInt32(engine.connectedDevicePorts.count))
         case kAudioQueueProperty_CurrentDevice: try out.put(retainedCFString(engine.currentDevice))
-        case kAudioQueueProperty_MagicCookie: try out.put(bytes: state.withLock { $0.magicCookie })
-        case kAudioQueueProperty_MaximumOutputPacketSize: try out.put(UInt32(format.mBytesPerFrame))
+        case kAudioQueueProperty_MagicCookie: try out.put(bytes: magicCookie)
+        case kAudioQueueProperty_MaximumOutputPacketSize: try out.put(UInt32(clamping: maximumPacketSize))
         case kAudioQueueProperty_StreamDescription: try out.put(format)
         case kAudioQueueProperty_ChannelLayout:
             try out.put(bytes: state.withLock { $0.channelLayout } ?? defaultChannelLayout(channels: format.mChannelsPerFrame))
@@ -156,7 +156,7 @@ extension AudioQueueObject {
             }
             io.size.pointee = UInt32(min(capacity, levels.count) * MemoryLayout<AudioQueueLevelMeterState>.size)
         case kAudioQueueProperty_DecodeBufferSizeFrames: try out.put(UInt32(clamping: output!.decodeBufferFrames))
-        case kAudioQueueProperty_ConverterError: try out.put(UInt32(0))
+        case kAudioQueueProperty_ConverterError: try out.put(UInt32(bitPattern: state.withLock { $0.converterError }))
         case kAudioQueueProperty_HardwareCodecPolicy: try out.put(state.withLock { $0.codecPolicy })
         case kAudioQueueProperty_JACKClientName: try out.put(retainedCFString(engine.clientName))
         case kAudioQueueProperty_JACKPortNames: try out.put(retainedCFString(engine.device.portNames.joined(separator: ",")))
@@ -196,7 +196,7 @@ extension AudioQueueObject {
         case kAudioQueueProperty_MagicCookie:
             guard size == 0 || data != nil else { throw AudioToolboxError(kAudio_ParamError, "NULL inData") }
             let bytes = size == 0 ? [] : Array(UnsafeRawBufferPointer(start: data, count: Int(size)))
-            state.withLock { $0.magicCookie = bytes }
+            try setMagicCookie(bytes)
         case kAudioQueueProperty_ChannelLayout:
             guard let data, size >= 12 else {
                 throw AudioToolboxError(kAudioQueueErr_InvalidPropertySize, "an AudioChannelLayout is at least 12 bytes")

@@ -65,6 +65,12 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     let codec: SampleCodec
     private(set) var resampler: Resampler?
     let outputCallback: @Sendable (QueueBuffer) -> Void
+    /// Compressed queues: the decoder stage (nil for PCM, µ-law and A-law).
+    let packetStage: OutputPacketStage?
+    /// Compressed queues: frames per packet when a description gives none, and bytes of
+    /// constant-size packets (0 when they vary).
+    let framesPerPacket: Int
+    let constantPacketBytes: Int?
 
     // Scratch planes for decoding and resampling (queue thread only).
     private let chunkFrames = 1024
@@ -103,10 +109,16 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Creates a playback queue and its JACK client.
     /// - Parameters:
     ///   - callback: called (through `executor`) with each buffer whose data the queue has taken.
+    ///   - compressed: for a compressed stream, makes its decoder from a magic cookie; `format` is then
+    ///     the decoded planar Float32 and enqueued buffers carry packet descriptions.
     public init(format: StreamFormat, provider: DeviceProvider, clientName: String, executor: CallbackExecutor,
+                compressed: CompressedStream? = nil,
                 callback: @escaping @Sendable (QueueBuffer) -> Void) throws {
         try format.validate(allowsZeroRate: false, bytesPerPacket: format.bytesPerFrame, framesPerPacket: 1)
         outputCallback = callback
+        packetStage = compressed.map { OutputPacketStage(channelCount: format.channelCount, makeDecoder: $0.makeDecoder) }
+        framesPerPacket = compressed?.framesPerPacket ?? 1
+        constantPacketBytes = compressed?.bytesPerPacket
         codec = SampleCodec(format: format)
         let decodeFrames = Self.defaultDecodeFrames
         ringFrames = decodeFrames
@@ -187,6 +199,12 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         stopPending = false
     }
 
+    /// Moves the predicted end of what is enqueued (lock held): a compressed buffer decoded
+    /// to another length than its descriptions said.
+    func adjustPrediction(by frames: Int64) {
+        predictedEnd += frames
+    }
+
     /// The queue time (queue rate) at which the next frame written would play (lock held).
     private func streamPosition() -> Int64 {
         let lost = realtime.pointee.publication.lostFrames.load(ordering: .relaxed) - lostBaseline
@@ -202,8 +220,10 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     ///   - startTime: queue time (queue rate) to start at; nil = right after the previous buffer.
     ///   - byteCount: read once the handle is known to be this queue's (it may name freed memory).
     @discardableResult
+    ///   - packets: a compressed queue's packet descriptions (read once the handle is known).
     public func enqueue(_ handle: UnsafeMutableRawPointer, byteCount: @autoclosure () -> Int, trimStart: Int = 0,
-                        trimEnd: Int = 0, parameters: [ParameterChange] = [], startTime: Int64? = nil) throws -> Int64 {
+                        trimEnd: Int = 0, parameters: [ParameterChange] = [], startTime: Int64? = nil,
+                        packets: () throws -> [PacketDescription] = { [] }) throws -> Int64 {
         let actual: Int64 = try lock.withLock {
             let buffer = try checkEnqueue(handle)
             let byteCount = byteCount()
@@ -211,7 +231,11 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             guard byteCount <= buffer.byteCapacity else {
                 throw QueueError.invalidParameter("mAudioDataByteSize \(byteCount) exceeds the capacity \(buffer.byteCapacity)")
             }
-            let frames = byteCount / format.bytesPerFrame
+            var frames = byteCount / format.bytesPerFrame
+            if let packetStage {
+                buffer.packets = try checkedPackets(try packets(), byteCount: byteCount)
+                frames = packetStage.frames(of: buffer.packets, framesPerPacket: framesPerPacket)
+            }
             guard frames > 0 else { throw QueueError.bufferEmpty }
             guard trimStart >= 0, trimEnd >= 0, trimStart + trimEnd <= frames else {
                 throw QueueError.invalidParameter("trims of \(trimStart)+\(trimEnd) frames exceed the buffer's \(frames)")
@@ -533,6 +557,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
         send(.discard, position: position, synchronous: true)
         resampler?.reset()
+        packetStage?.reset()
         let returning: [QueueBuffer] = lock.withLock {
             let all = awaitingPlayout + fifo
             awaitingPlayout.removeAll()
@@ -633,6 +658,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 _ = realtime.pointee.parameterEvents.push(ParameterEvent(kind: kind, value: change.value, position: position))
             }
             buffer.consumedFrames = 0
+            if packetStage != nil { decodePackets(of: buffer) }
         }
         let playable = buffer.frameCount - buffer.trimStart - buffer.trimEnd
         while buffer.consumedFrames < playable {
@@ -644,8 +670,12 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 count = 0
             }
             if count == 0 { return false }
-            let source = buffer.data + (buffer.trimStart + buffer.consumedFrames) * format.bytesPerFrame
-            codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(decodePlanes.planes))
+            if let packetStage {
+                packetStage.copy(from: buffer.trimStart + buffer.consumedFrames, count: count, into: decodePlanes.planes)
+            } else {
+                let source = buffer.data + (buffer.trimStart + buffer.consumedFrames) * format.bytesPerFrame
+                codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(decodePlanes.planes))
+            }
             writeDecoded(frames: count)
             buffer.consumedFrames += count
             lock.withLock { streamFrames += Int64(count) }
