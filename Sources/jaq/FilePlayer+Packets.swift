@@ -90,7 +90,10 @@ extension FilePlayer {
         buffer.pointee.mPacketDescriptionCount = count
         let frames = Int(count) * Int(max(format.mFramesPerPacket, 1))
         let trimStart = start == 0 ? min(packets.primingFrames, frames) : 0
-        let trimEnd = end == totalPackets ? min(packets.remainderFrames, frames - trimStart) : 0
+        // Decoders of AAC, MP3 and Opus give whole packets, padding included; ALAC and FLAC
+        // packets carry their own length, so their short last packet needs no trim.
+        let padsLastPacket = [kAudioFormatMPEG4AAC, kAudioFormatMPEG4AAC_HE, kAudioFormatMPEGLayer3, kAudioFormatOpus].contains(format.mFormatID)
+        let trimEnd = end == totalPackets && padsLastPacket ? min(packets.remainderFrames, frames - trimStart) : 0
         trims.withLock { $0[UInt(bitPattern: buffer)] = (trimStart, trimEnd) }
         enqueued.add(Int64(frames - trimStart - trimEnd), ordering: .relaxed)
         return true

@@ -48,15 +48,24 @@ import Testing
         let dir = scratchDirectory("compressed-play")
         defer { removeScratch(dir) }
         try makeFile("\(dir)/\(name)", codec: codec, seconds: 2)
-        let reference = try decode("\(dir)/\(name)", dir: dir)
+        // ffmpeg's decode starts after the priming (the edit list) but keeps the padding of
+        // the last AAC packet: the file's valid frames are its first 2 s.
+        let reference = try decode("\(dir)/\(name)", dir: dir).map { Array($0.prefix(2 * 48000)) }
         let stem = (name as NSString).deletingPathExtension
-        let (at, play) = try playAhead([name], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-\(stem):out_", count: 2)
+        let (_, play) = try playAhead([name], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-\(stem):out_", count: 2)
         let capture = try server.spawn(["jack_capture", "--daemon", "-d", "9", "-c", "2", "--port", "jaq-1-\(stem):out_1",
                                         "--port", "jaq-1-\(stem):out_2", "\(dir)/captured.wav"], output: "\(dir)/capture.log")
         #expect(waitForExit(play) == 0, "jaq play: \((try? String(contentsOfFile: "\(dir)/play.log", encoding: .utf8)) ?? "")")
         #expect(waitForExit(capture, timeout: 30) == 0)
-        _ = at
         let recording = try readCapture("\(dir)/captured.wav")
+        // A late cycle on the loaded test machine drops periods from jack_capture's recording.
+        let xruns = server.xrunCount
+        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) late cycles"), isIntermittent: true) {
+            try compare(recording, reference)
+        } when: { xruns > 0 }
+    }
+
+    func compare(_ recording: [[Float]], _ reference: [[Float]]) throws {
         for c in 0..<2 {
             let got = recording[c]
             let expected = reference[c]
