@@ -104,4 +104,92 @@ import Testing
         #expect(result.output.contains("packets:     72, priming 1024 frames, remainder 704 frames"), "\(result.output)")
         #expect(!result.output.contains("-inf dBFS"), "peaks come from the decoded audio")
     }
+
+    // MARK: Recording
+
+    /// Records 1.5 s of a looping 16-bit source played by jaq into `take` with `options`;
+    /// returns the source's planes and ffmpeg's decode of the take.
+    func recordLoop(_ take: String, options: [String], dir: String, server: JackServer) throws -> (source: [[Float]], decoded: [[Float]]) {
+        _ = try ffmpeg(["-f", "lavfi", "-i", "sine=frequency=441:sample_rate=48000:duration=1", "-f", "lavfi",
+                        "-i", "sine=frequency=1234:sample_rate=48000:duration=1",
+                        "-filter_complex", "[0][1]amerge=inputs=2", "-c:a", "pcm_s16le", "\(dir)/source.wav"])
+        let source = try readCapture("\(dir)/source.wav")
+        let play = try jaqInBackground(["play", "--quiet", "--loop", "source.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        defer { play.terminate(); waitForExit(play, timeout: 10) }
+        #expect(waitForPorts(server, containing: "jaq-1-source:out_", count: 2))
+        usleep(1_500_000)  // playing, not starting
+        let result = try jaq(["record", "-q", "-d", "1.5", "-o", take] + options + ["jaq-1-source:out_"], server: server, directory: dir)
+        #expect(result.status == 0, "jaq record: \(result.error)")
+        _ = try ffmpeg(["-i", "\(dir)/\(take)", "-c:a", "pcm_f32le", "\(dir)/decoded.wav"])
+        return (source, try readCapture("\(dir)/decoded.wav"))
+    }
+
+    /// Where the 256 frames of `decoded` from `start` begin in the looping `source` (least
+    /// squared error over both channels: their two tones together repeat only once a loop).
+    func loopOffset(_ decoded: [[Float]], at start: Int, in source: [[Float]]) -> Int {
+        var best = (offset: 0, error: Float.infinity)
+        let length = source[0].count
+        for offset in 0..<length {
+            var error: Float = 0
+            for i in 0..<256 {
+                for c in 0..<2 {
+                    let d = decoded[c][start + i] - source[c][(offset + i) % length]
+                    error += d * d
+                }
+                if error >= best.error { break }
+            }
+            if error < best.error { best = (offset, error) }
+        }
+        return best.offset
+    }
+
+    /// `jaq record -f m4a --codec alac`: ffmpeg decodes the take to exactly the samples played
+    /// (16-bit, lossless), 72000 frames.
+    @Test func recordALACM4AIsBitExact() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("compressed-record")
+        defer { removeScratch(dir) }
+        let (source, decoded) = try recordLoop("take.m4a", options: ["-f", "m4a", "--codec", "alac", "-b", "16"], dir: dir, server: server)
+        // ffmpeg decodes the last packet whole; the take's length is in its packet table.
+        #expect(decoded[0].count >= 72000, "ffmpeg decodes the whole take")
+        let info = try jaq(["info", "\(dir)/take.m4a"], server: nil)
+        #expect(info.output.contains("Apple Lossless (ALAC) from 16-bit source") && info.output.contains("frames:      72000"), "\(info.output)")
+        let start = 1000
+        let offset = loopOffset(decoded, at: start, in: source)
+        let xruns = server.xrunCount
+        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) late cycles"), isIntermittent: true) {
+            for c in 0..<2 {
+                let mismatch = (start..<72000).first { decoded[c][$0] != source[c][(offset + $0 - start) % source[c].count] }
+                #expect(mismatch == nil, "channel \(c): sample \(mismatch ?? -1) differs from what was played")
+            }
+        } when: { xruns > 0 }
+    }
+
+    /// `jaq record -f m4a` (AAC-LC, 128 kbit/s for two channels): ffprobe reads AAC, the take
+    /// is 1.5 s after the priming, and the decoded signal matches the played one with an SNR
+    /// of at least 30 dB.
+    @Test func recordAACM4AHasTheSignalAt30dB() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("compressed-record")
+        defer { removeScratch(dir) }
+        let (source, decoded) = try recordLoop("take.m4a", options: ["-f", "m4a"], dir: dir, server: server)
+        let info = try jaq(["info", "--json", "\(dir)/take.m4a"], server: nil)
+        #expect(info.output.contains("\"validFrames\" : 72000") && info.output.contains("\"primingFrames\" : 1024"), "\(info.output)")
+        #expect(decoded[0].count >= 72000, "ffmpeg decodes the whole take")
+        let start = 4000
+        let offset = loopOffset(decoded, at: start, in: source)
+        for c in 0..<2 {
+            var signal: Float = 0
+            var noise: Float = 0
+            for i in start..<70000 {
+                let s = source[c][(offset + i - start) % source[c].count]
+                signal += s * s
+                noise += (decoded[c][i] - s) * (decoded[c][i] - s)
+            }
+            let snr = 10 * log10(signal / max(noise, .leastNonzeroMagnitude))
+            #expect(snr >= 30, "channel \(c): SNR \(snr) dB")
+        }
+    }
 }
