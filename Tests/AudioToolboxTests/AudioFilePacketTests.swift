@@ -363,4 +363,64 @@ import Testing
         let (status, _) = AF.open(scratch.url("x.caf"), .readWritePermission)
         expectStatus(status, kAudioFileOperationNotSupportedError, "open for writing")
     }
+
+    /// Damaged headers of packet files get Apple's codes: a truncated .m4a, a CAF whose packet
+    /// table claims more packets than it holds or runs past the data, a CAF of an unknown
+    /// format, an MPEG-4 file without audio.
+    @Test func damagedHeadersGetResultCodes() throws {
+        let m4a = try makeFile("good.m4a", codec: ["-c:a", "aac", "-b:a", "64k"], rate: 44100)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: m4a))
+        func expectOpen(_ data: Data, _ name: String, _ expected: OSStatus, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let url = scratch.url(name)
+            try data.write(to: url)
+            let (status, file) = AF.open(url)
+            expectStatus(status, expected, name, sourceLocation: sourceLocation)
+            if let file { AudioFileClose(file) }
+        }
+        // The 'moov' index is at the end: cut it off.
+        try expectOpen(bytes.prefix(bytes.count / 2), "truncated.m4a", kAudioFileInvalidFileError)
+        // ftyp only.
+        try expectOpen(bytes.prefix(32), "header-only.m4a", kAudioFileInvalidFileError)
+
+        // A CAF written here, then damaged.
+        let source = try makeFile("source.m4a", codec: ["-c:a", "aac", "-b:a", "64k"], rate: 48000)
+        let (status, file) = AF.open(URL(fileURLWithPath: source))
+        expectStatus(status, noErr, "open")
+        let input = try #require(file)
+        var format = try #require(AF.dataFormat(input))
+        let read = readAll(input)
+        AudioFileClose(input)
+        var output: AudioFileID?
+        let url = scratch.url("good.caf")
+        expectStatus(AudioFileCreateWithURL(url as CFURL, kAudioFileCAFType, &format, .eraseFile, &output), noErr, "create")
+        let copy = try #require(output)
+        for (number, packet) in read.packets.enumerated() {
+            var count: UInt32 = 1
+            var description = AudioStreamPacketDescription(mStartOffset: 0, mVariableFramesInPacket: 0, mDataByteSize: UInt32(packet.count))
+            AudioFileWritePackets(copy, false, UInt32(packet.count), &description, Int64(number), &count, packet)
+        }
+        expectStatus(AudioFileClose(copy), noErr, "close")
+        var caf = [UInt8](try Data(contentsOf: url))
+        func offset(of tag: String) -> Int {
+            let needle = Array(tag.utf8)
+            return (0..<caf.count - 4).first { Array(caf[$0..<$0 + 4]) == needle }!
+        }
+        let pakt = offset(of: "pakt")
+        var damaged = caf
+        damaged[pakt + 12] = 0x7F  // packets: 2^62 and more
+        try expectOpen(Data(damaged), "packets.caf", kAudioFileInvalidFileError)
+        damaged = caf
+        damaged[pakt + 12 + 24] = 0x8F  // the first packet's size: far past the data
+        damaged[pakt + 12 + 25] |= 0x80
+        try expectOpen(Data(damaged), "sizes.caf", kAudioFileInvalidFileError)
+        damaged = caf
+        let desc = offset(of: "desc")
+        damaged.replaceSubrange(desc + 20..<desc + 24, with: Array("zzzz".utf8))
+        try expectOpen(Data(damaged), "format.caf", kAudioFileUnsupportedDataFormatError)
+        damaged = caf
+        damaged.removeSubrange(pakt...)
+        try expectOpen(Data(damaged), "no-pakt.caf", kAudioFileInvalidFileError)
+        caf = Array(caf.prefix(offset(of: "data") + 20))
+        try expectOpen(Data(caf), "cut.caf", kAudioFileInvalidFileError)
+    }
 }
