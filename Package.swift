@@ -44,7 +44,7 @@ let package = Package(
         // The command line tool.
         .executableTarget(
             name: "jaq",
-            dependencies: ["AudioToolbox", "SoundFile", "QueueCore", "JackDriver",
+            dependencies: ["AudioToolbox", "AudioCodec", "SoundFile", "QueueCore", "JackDriver",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
@@ -62,7 +62,7 @@ let package = Package(
         .executableTarget(name: "jaq-bench", dependencies: ["JackTestSupport", "SoundFile"], path: "Sources/Benchmarks/RecordBench"),
 
         // Hostile input for Audio File Services in a process of its own (make fuzz, HostileInputTests).
-        .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
+        .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "AudioCodec", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
 
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
         .testTarget(name: "AudioCodecTests", dependencies: ["AudioCodec"]),

@@ -59,8 +59,11 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: .long, help: "One multichannel file instead of one file per track.")
     var interleaved = false
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("wav (RF64 past 4 GiB), w64, rf64, aiff, caf, flac, ogg, opus or mp3.", valueName: "format"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("wav (RF64 past 4 GiB), w64, rf64, aiff, caf, flac, ogg, opus, mp3 or m4a (AAC or ALAC, --codec).", valueName: "format"))
     var format = "wav"
+
+    @Option(name: .long, help: ArgumentHelp("For m4a and caf: aac (AAC-LC, 64 kbit/s a channel) or alac (lossless). PCM caf without it.", valueName: "codec"))
+    var codec: String?
 
     @Option(name: .shortAndLong, help: ArgumentHelp("16, 24, 32 or float.", valueName: "bits"))
     var bits = "24"
@@ -118,6 +121,8 @@ struct RecordCommand: ParsableCommand {
     }
 
     func record() throws {
+        // m4a (AAC or ALAC) and compressed CAF: an encoding input queue (CompressedTake.swift).
+        if let take = try CompressedTake(format: format, codec: codec, bits: bits) { return try recordCompressed(take) }
         let takeFormat = try TakeFormat.make(format: format, bits: bits)
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
@@ -134,24 +139,7 @@ struct RecordCommand: ParsableCommand {
             durationFrames = frames
         }
 
-        // The ports, in order.
-        let all = server.session.ports().filter { !$0.isInput && $0.type.contains("audio") }
-        let candidates = all.map(\.name)
-        let physical = all.filter(\.isPhysical).map(\.name)
-        var sources: [String] = []
-        for port in ports {
-            do {
-                for name in try PortMatcher.resolve(port, candidates: candidates, physical: physical) where !sources.contains(name) {
-                    sources.append(name)
-                }
-            } catch QueueError.invalidDevice(let reason) {
-                throw CLIError("port '\(port)': \(reason)" + (physical.isEmpty && port == "system" ? ServerContext.noPhysicalPortsHint : ""))
-            } catch {
-                throw CLIError("port '\(port)': \(error)")
-            }
-        }
-        guard !sources.isEmpty else { throw CLIError("no ports to record") }
-        guard sources.count <= 64 else { throw CLIError("\(sources.count) ports: a take holds at most 64 tracks") }
+        let sources = try resolveSources(server)
         // The control client only follows the transport; otherwise it goes now, so the server
         // has one client fewer to tell about every connection the queue makes.
         let session: JackSession! = transport ? server.session : nil
@@ -441,6 +429,28 @@ struct RecordCommand: ParsableCommand {
         let latencies = ranges.map { $0.mMaximum }
         let least = latencies.min() ?? 0
         return latencies.map { Int64((($0 - least) * rate / deviceRate).rounded()) }
+    }
+
+    /// The ports to record, in order.
+    func resolveSources(_ server: ServerContext) throws -> [String] {
+        let all = server.session.ports().filter { !$0.isInput && $0.type.contains("audio") }
+        let candidates = all.map(\.name)
+        let physical = all.filter(\.isPhysical).map(\.name)
+        var sources: [String] = []
+        for port in ports {
+            do {
+                for name in try PortMatcher.resolve(port, candidates: candidates, physical: physical) where !sources.contains(name) {
+                    sources.append(name)
+                }
+            } catch QueueError.invalidDevice(let reason) {
+                throw CLIError("port '\(port)': \(reason)" + (physical.isEmpty && port == "system" ? ServerContext.noPhysicalPortsHint : ""))
+            } catch {
+                throw CLIError("port '\(port)': \(error)")
+            }
+        }
+        guard !sources.isEmpty else { throw CLIError("no ports to record") }
+        guard sources.count <= 64 else { throw CLIError("\(sources.count) ports: a take holds at most 64 tracks") }
+        return sources
     }
 
     /// The queue's format: the files' sample layout, all tracks interleaved.
