@@ -63,6 +63,7 @@ demo: build
 bench: release
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
+	.build/release/codec-bench --seconds 60
 
 # Late cycles on a non-realtime server, jaq record against jack_capture (Docs/queues.md, "Realtime").
 bench-late: release
