@@ -300,9 +300,9 @@ import QueueCore
             let zeroRate = lpcm(rate: 0)
             var bitsDoNotFit = lpcm(); bitsDoNotFit.mBitsPerChannel = 24
             var nonInterleaved = lpcm(); nonInterleaved.mFormatFlags |= kAudioFormatFlagIsNonInterleaved
-            var aac = lpcm(); aac.mFormatID = kAudioFormatMPEG4AAC
+            var unknown = lpcm(); unknown.mFormatID = 0x7A7A_7A7A  // 'zzzz': no such format (AAC and the others: codecs.md)
             let tooMany = lpcm(channels: 65)
-            for var format in [zeroChannels, zeroRate, bitsDoNotFit, nonInterleaved, aac, tooMany] {
+            for var format in [zeroChannels, zeroRate, bitsDoNotFit, nonInterleaved, unknown, tooMany] {
                 #expect(AudioQueueNewOutput(&format, handleOutputBuffer, nil, nil, nil, 0, &queue) == kAudioFormatUnsupportedDataFormatError)
                 #expect(queue == nil)
             }
