@@ -344,8 +344,9 @@ import QueueCore
         let total = frames.reduce(0) { $0 + ($1 == 0 ? 4096 : Int($1)) }
         #expect(total == cycles * 256, "every frame recorded is in a packet")
         let (played, player) = try Self.play(packets, format: format, cookie: cookie, packetsPerBuffer: 3, driver: ManualDriver())
-        // (Buffers of 3 packets: with 4, one buffer holds exactly the decode ring's 16384 frames, and a
-        // Stop(false) from its callback then sometimes ends the play early — an open bug, see Docs/codecs.md.)
+        // (Buffers of 3 packets: with 4, a buffer can come back while the queue is still starting, and
+        // a Stop(false) from that callback then sometimes ends the play early — an open engine bug,
+        // Docs/codecs.md.)
         #expect(player.converterErrors.withLock { $0 }.isEmpty)
         #expect(player.statuses.withLock { $0 }.isEmpty)
         for c in 0..<2 {
