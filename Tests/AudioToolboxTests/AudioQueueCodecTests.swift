@@ -22,6 +22,7 @@ import QueueCore
         let done = Mutex(false)
         let statuses = Mutex<[OSStatus]>([])
         let converterErrors = Mutex<[UInt32]>([])
+        let runningChanges = Mutex<[UInt32]>([])
         var first = true
 
         init(packets: [[UInt8]], packetsPerBuffer: Int) {
@@ -72,6 +73,13 @@ import QueueCore
         Unmanaged<PacketPlayer>.fromOpaque(user!).takeUnretainedValue().converterErrors.withLock { $0.append(value) }
     }
 
+    static let runningListener: AudioQueuePropertyListenerProc = { user, queue, id in
+        var value: UInt32 = 0
+        var size = UInt32(4)
+        AudioQueueGetProperty(queue, id, &value, &size)
+        Unmanaged<PacketPlayer>.fromOpaque(user!).takeUnretainedValue().runningChanges.withLock { $0.append(value) }
+    }
+
     /// Plays `packets` through an output queue of `format` with `cookie`; returns what each port played.
     static func play(_ packets: [[UInt8]], format: AudioStreamBasicDescription, cookie: [UInt8], trim: Int = 0,
                      packetsPerBuffer: Int = 10, driver: ManualDriver) throws -> (played: [[Float]], player: PacketPlayer) {
@@ -85,6 +93,7 @@ import QueueCore
             let q = try #require(queue)
             player.queue = q
             #expect(AudioQueueAddPropertyListener(q, kAudioQueueProperty_ConverterError, converterErrorListener, user) == noErr)
+            #expect(AudioQueueAddPropertyListener(q, kAudioQueueProperty_IsRunning, runningListener, user) == noErr)
             if !cookie.isEmpty {
                 #expect(AudioQueueSetProperty(q, kAudioQueueProperty_MagicCookie, cookie, UInt32(cookie.count)) == noErr)
             }
@@ -100,15 +109,15 @@ import QueueCore
             }
             driver.startRecordingPlayback()
             #expect(AudioQueueStart(q, nil) == noErr)
+            // Until IsRunning has gone to 1 and back to 0 (polling IsRunning for 0 alone would end
+            // early: it turns 1 only once the queue thread has seen the first frame played).
             var cycles = 0
             while cycles < 20000 {
-                var running: UInt32 = 1
-                var size = UInt32(4)
-                AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size)
-                if running == 0 && player.done.withLock({ $0 }) { break }
+                if player.done.withLock({ $0 }) && player.runningChanges.withLock({ $0 == [1, 0] }) { break }
                 driver.run(cycles: 1)
                 cycles += 1
             }
+            #expect(player.runningChanges.withLock { $0 } == [1, 0])
             #expect(AudioQueueDispose(q, true) == noErr)
             let channels = Int(format.mChannelsPerFrame)
             return ((0..<channels).map { driver.recordedPlayback(port: $0).samples }, player)
@@ -343,10 +352,7 @@ import QueueCore
         let frames = recorder.frames.withLock { $0 }
         let total = frames.reduce(0) { $0 + ($1 == 0 ? 4096 : Int($1)) }
         #expect(total == cycles * 256, "every frame recorded is in a packet")
-        let (played, player) = try Self.play(packets, format: format, cookie: cookie, packetsPerBuffer: 3, driver: ManualDriver())
-        // (Buffers of 3 packets: with 4, a buffer can come back while the queue is still starting, and
-        // a Stop(false) from that callback then sometimes ends the play early — an open engine bug,
-        // Docs/codecs.md.)
+        let (played, player) = try Self.play(packets, format: format, cookie: cookie, packetsPerBuffer: 4, driver: ManualDriver())
         #expect(player.converterErrors.withLock { $0 }.isEmpty)
         #expect(player.statuses.withLock { $0 }.isEmpty)
         for c in 0..<2 {
