@@ -134,9 +134,12 @@ public final class PacketDecoder {
         if let context { avcodec_flush_buffers(context) }
     }
 
+    /// After a refused packet the codec starts over, so the stream after it decodes as it
+    /// would on its own (no state half-updated by garbage carries on).
     private func drainAfterError() {
         if let context, let frame {
             while avcodec_receive_frame(context, frame) >= 0 { av_frame_unref(frame) }
+            avcodec_flush_buffers(context)
         }
     }
 }

@@ -33,6 +33,10 @@ public final class PacketEncoder {
     private let padsLastFrame: Bool
     private var ready: [EncodedPacket] = []
     private var readyHead = 0
+    private var lastGiven: EncodedPacket?
+    /// Lossless: the frames of each frame sent and not yet out as a packet.
+    private var sentCounts: [Int] = []
+    private var putBack: EncodedPacket?
     /// The largest packet so far.
     public private(set) var largestPacket = 0
 
@@ -180,21 +184,30 @@ public final class PacketEncoder {
 
     /// The next whole packet, oldest first.
     public func nextPacket() -> EncodedPacket? {
-        guard readyHead < ready.count else { return nil }
-        defer {
-            readyHead += 1
-            if readyHead == ready.count { ready.removeAll(keepingCapacity: true); readyHead = 0 }
+        if let back = putBack {
+            putBack = nil
+            lastGiven = back
+            return back
         }
-        return ready[readyHead]
+        guard readyHead < ready.count else { return nil }
+        let packet = ready[readyHead]
+        readyHead += 1
+        if readyHead == ready.count {
+            ready.removeAll(keepingCapacity: true)
+            readyHead = 0
+        }
+        lastGiven = packet
+        return packet
     }
 
-    /// Puts back a packet `nextPacket` gave (it did not fit where it was going).
+    /// Puts back the packet `nextPacket` gave last (it did not fit where it was going).
     public func unread() {
-        if readyHead > 0 { readyHead -= 1 }
+        if let lastGiven { putBack = lastGiven }
+        lastGiven = nil
     }
 
     /// Packets waiting.
-    public var pendingPackets: Int { ready.count - readyHead }
+    public var pendingPackets: Int { ready.count - readyHead + (putBack == nil ? 0 : 1) }
 
     /// Frames fed that have not come out in packets yet.
     public var bufferedFrames: Int { filled }
@@ -202,6 +215,7 @@ public final class PacketEncoder {
     private func send(count: Int) throws(CodecError) {
         guard let context, let frame else { return }
         frame.pointee.nb_samples = Int32(count)
+        if sourceBits > 0 { sentCounts.append(count) }
         frame.pointee.pts = framesIn
         framesIn += Int64(count)
         let result = avcodec_send_frame(context, frame)
@@ -217,11 +231,16 @@ public final class PacketEncoder {
             let result = avcodec_receive_packet(context, packet)
             if result == jaq_averror_eagain() || result == jaq_averror_eof() { return }
             guard result >= 0 else { throw .failed("\(FFmpegError(result, "avcodec_receive_packet"))") }
-            let bytes = Array(UnsafeBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size)))
-            let frames = packet.pointee.duration > 0 ? Int(packet.pointee.duration) : framesPerPacket
+            defer { av_packet_unref(packet) }
+            // FLAC's encoder ends with an empty packet carrying the final STREAMINFO as side data: no audio.
+            guard packet.pointee.size > 0, let data = packet.pointee.data else { continue }
+            let bytes = Array(UnsafeBufferPointer(start: data, count: Int(packet.pointee.size)))
+            // Lossless encoders make one packet of each frame sent, with no delay: its frames are
+            // the frame's (the last is short). Lossy ones say so in the packet's duration.
+            var frames = packet.pointee.duration > 0 ? Int(packet.pointee.duration) : framesPerPacket
+            if sourceBits > 0, !sentCounts.isEmpty { frames = sentCounts.removeFirst() }
             largestPacket = max(largestPacket, bytes.count)
             ready.append(EncodedPacket(bytes: bytes, frames: frames, presentationFrame: packet.pointee.pts))
-            av_packet_unref(packet)
         }
     }
 }

@@ -5,15 +5,17 @@ import QueueCore
 // Properties, property listeners and parameters.
 
 /// Reads and writes a property value of a fixed-size type in a caller's buffer.
-private struct PropertyIO {
+struct PropertyIO {
     let data: UnsafeMutableRawPointer?
     let size: UnsafeMutablePointer<UInt32>
+    /// The result code for a buffer of the wrong size (the queue's, or a converter's '!siz').
+    var sizeError = kAudioQueueErr_InvalidPropertySize
 
     /// Stores `value`; '!siz'-like kAudioQueueErr_InvalidPropertySize if the buffer is too small.
     func put<T: BitwiseCopyable>(_ value: T) throws {
         let needed = UInt32(MemoryLayout<T>.size)
         guard size.pointee >= needed else {
-            throw AudioToolboxError(kAudioQueueErr_InvalidPropertySize, "the value is \(needed) bytes")
+            throw AudioToolboxError(sizeError, "the value is \(needed) bytes")
         }
         guard let data else { throw AudioToolboxError(kAudio_ParamError, "NULL outData") }
         data.storeBytes(of: value, as: T.self)
@@ -28,7 +30,7 @@ private struct PropertyIO {
             throw AudioToolboxError(kAudio_ParamError, "NULL outData")
         }
         guard Int(size.pointee) >= bytes.count else {
-            throw AudioToolboxError(kAudioQueueErr_InvalidPropertySize, "the value is \(bytes.count) bytes, not \(size.pointee)")
+            throw AudioToolboxError(sizeError, "the value is \(bytes.count) bytes, not \(size.pointee)")
         }
         bytes.withUnsafeBytes { data.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         size.pointee = UInt32(bytes.count)
@@ -36,9 +38,10 @@ private struct PropertyIO {
 }
 
 /// A value given to SetProperty, of a fixed-size type.
-private func value<T: BitwiseCopyable>(_ data: UnsafeRawPointer?, _ size: UInt32, as: T.Type) throws -> T {
+func value<T: BitwiseCopyable>(_ data: UnsafeRawPointer?, _ size: UInt32, as: T.Type,
+                               sizeError: OSStatus = kAudioQueueErr_InvalidPropertySize) throws -> T {
     guard size == UInt32(MemoryLayout<T>.size) else {
-        throw AudioToolboxError(kAudioQueueErr_InvalidPropertySize, "the value is \(MemoryLayout<T>.size) bytes, not \(size)")
+        throw AudioToolboxError(sizeError, "the value is \(MemoryLayout<T>.size) bytes, not \(size)")
     }
     guard let data else { throw AudioToolboxError(kAudio_ParamError, "NULL inData") }
     return data.loadUnaligned(as: T.self)

@@ -52,16 +52,17 @@ extension InputQueueEngine {
 
     /// The end of a recording (Stop, or Reset with data): the resampler's tail and the
     /// encoder's last packets go into the buffers there are.
-    func finishPackets(_ stage: InputPacketStage) {
+    func finishPackets(_ stage: InputPacketStage, resetBatch: Bool = true) {
         while stageCount > 0 || fillStage(flush: true) { encodeStaged(stage) }
         if stage.hasInput {
+            stage.hasInput = false
             let status = stage.encoder.finishEncoding()
             if status != 0 { notify(.converterError(status)) }
         }
         while let head = lock.withLock({ fifo.first }) {
-            guard movePacket(into: head, stage: stage, resetBatch: true) else { break }
+            guard movePacket(into: head, stage: stage, resetBatch: resetBatch) else { break }
         }
-        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head, resetBatch: true) }
+        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head, resetBatch: resetBatch) }
     }
 
     /// A new stream starts at the next Start: the encoder begins again (with its priming).

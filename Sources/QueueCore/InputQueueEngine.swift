@@ -545,6 +545,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             }
             return
         }
+        // Compressed: the encoder's last packets go out with the last buffer.
+        if let packetStage { finishPackets(packetStage, resetBatch: false) }
         if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
         let wasRunning: Bool = lock.withLock {
             stopDrainPending = false
