@@ -97,16 +97,11 @@ extension PacketAudioFile {
 // MARK: - Create
 
 extension PacketAudioFile {
-    /// Creates a file of `fileType` for packets of `format`.
-    /// - Throws: 'typ?' for a type that holds no packets, 'fmt?' for a format the type cannot
-    ///   hold or a description that is incomplete; dupFNErr when the file exists and
-    ///   `eraseFile` is false; the POSIX errors of creating the file.
-    static func create(path: String, fileType: AudioFileTypeID, format: AudioStreamBasicDescription,
+    /// Creates a file of `fileType` (whose container is `container(forType:)`) for packets of
+    /// `format`. Throws 'fmt?' for a format the container cannot hold or an incomplete
+    /// description, dupFNErr for an existing file without `eraseFile`, and the POSIX errors.
+    static func create(path: String, fileType: AudioFileTypeID, in container: Container, format: AudioStreamBasicDescription,
                        eraseFile: Bool) throws -> PacketAudioFile {
-        guard let container = container(forType: fileType) else {
-            throw AudioToolboxError(kAudioFileUnsupportedFileTypeError,
-                                    "\(fourCharString(OSStatus(bitPattern: fileType))) files cannot hold compressed packets (use CAF, M4A, MPEG-4 or ADTS)")
-        }
         let (compressed, format) = try validated(format, for: container)
         try AudioFileObject.refuseDirectory(path)
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | (eraseFile ? O_TRUNC : O_EXCL), 0o644)
