@@ -61,6 +61,9 @@ let package = Package(
         // make bench: jaq record against jack_capture, side by side.
         .executableTarget(name: "jaq-bench", dependencies: ["JackTestSupport", "SoundFile"], path: "Sources/Benchmarks/RecordBench"),
 
+        // make bench: the cost of decoding AAC in an output queue, against ffmpeg's command line.
+        .executableTarget(name: "codec-bench", dependencies: ["AudioToolbox", "AudioCodec", "QueueCore"], path: "Sources/Benchmarks/CodecBench"),
+
         // Hostile input for Audio File Services in a process of its own (make fuzz, HostileInputTests).
         .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "AudioCodec", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
 

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Testing
 @testable import AudioCodec
@@ -154,7 +155,10 @@ import Testing
     /// Fixed-seed fuzzing: mangled AAC, ALAC, FLAC, MP3-sized packets and cookies never crash the
     /// decoder; a refused packet throws .corruptPacket and the next good one decodes again.
     @Test func mangledPacketsAreRefusedNotFatal() throws {
-        var rng = SplitMix(seed: 13)
+        // make fuzz-packets runs it long: JAQ_PACKET_FUZZ_ROUNDS rounds a codec from JAQ_PACKET_FUZZ_SEED.
+        let environment = ProcessInfo.processInfo.environment
+        let rounds = environment["JAQ_PACKET_FUZZ_ROUNDS"].flatMap { Int($0) } ?? 400
+        var rng = SplitMix(seed: environment["JAQ_PACKET_FUZZ_SEED"].flatMap { UInt64($0) } ?? 13)
         let rate = 48000.0
         let source = Self.signal(frames: 48000, channels: 2, rate: rate, bits: 16)
         for id in [CompressedFormat.mpeg4AAC, CompressedFormat.appleLossless, CompressedFormat.flac, CompressedFormat.opus] {
@@ -164,7 +168,7 @@ import Testing
             var decodeFormat = format
             decodeFormat.framesPerPacket = encoder.framesPerPacket
             let decoder = try PacketDecoder(format: decodeFormat, cookie: encoder.cookie)
-            for round in 0..<400 {
+            for round in 0..<rounds {
                 var bytes = packets[round % packets.count].bytes
                 if bytes.isEmpty { continue }
                 switch rng.next() % 4 {

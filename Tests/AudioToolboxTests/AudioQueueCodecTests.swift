@@ -117,37 +117,6 @@ import QueueCore
 
     // MARK: ADTS, what ffmpeg's command line writes and reads for raw AAC
 
-    /// The packets of an ADTS stream and the AudioSpecificConfig its headers describe.
-    static func adtsPackets(_ data: [UInt8]) throws -> (packets: [[UInt8]], asc: [UInt8]) {
-        var packets: [[UInt8]] = []
-        var asc: [UInt8] = []
-        var i = 0
-        while i + 7 <= data.count {
-            guard data[i] == 0xFF, data[i + 1] & 0xF0 == 0xF0 else { throw CodecError.failed("ADTS sync lost at \(i)") }
-            let header = data[i + 1] & 1 == 1 ? 7 : 9
-            let length = Int(data[i + 3] & 3) << 11 | Int(data[i + 4]) << 3 | Int(data[i + 5]) >> 5
-            guard length > header, i + length <= data.count else { throw CodecError.failed("ADTS frame at \(i)") }
-            if asc.isEmpty {
-                let objectType = UInt8(data[i + 2] >> 6) + 1
-                let rateIndex = (data[i + 2] >> 2) & 0xF
-                let channels = (data[i + 2] & 1) << 2 | data[i + 3] >> 6
-                asc = [objectType << 3 | rateIndex >> 1, (rateIndex & 1) << 7 | channels << 3]
-            }
-            packets.append(Array(data[(i + header)..<(i + length)]))
-            i += length
-        }
-        return (packets, asc)
-    }
-
-    /// An ADTS stream of AAC-LC packets (48 kHz stereo): what ffmpeg reads.
-    static func adts(_ packets: [[UInt8]], rateIndex: UInt8 = 3, channels: UInt8 = 2) -> [UInt8] {
-        packets.flatMap { p -> [UInt8] in
-            let n = p.count + 7
-            return [0xFF, 0xF1, (1 << 6) | (rateIndex << 2) | (channels >> 2), ((channels & 3) << 6) | UInt8(n >> 11),
-                    UInt8((n >> 3) & 0xFF), UInt8((n & 7) << 5) | 0x1F, 0xFC] + p
-        }
-    }
-
     static func run(_ arguments: [String]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -188,7 +157,7 @@ import QueueCore
                       "-c:a", "aac", "-b:a", "128k", "-f", "adts", dir + "/take.aac"])
         try Self.run(["ffmpeg", "-v", "error", "-y", "-i", dir + "/take.aac", "-f", "f32le", "-c:a", "pcm_f32le", dir + "/ref.raw"])
         let adts = Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/take.aac")))
-        let (packets, asc) = try Self.adtsPackets(adts)
+        let (packets, asc) = ADTS.split(adts)
         let reference = try Self.floats(dir + "/ref.raw")
         let cookie = MagicCookie.esds(audioSpecificConfig: asc, averageBitRate: 128_000, bufferSize: 1536)
         let (played, player) = try Self.play(packets, format: Self.aacFormat(), cookie: cookie, trim: 1024,
@@ -405,7 +374,7 @@ import QueueCore
         #expect(recorder.starts.withLock { $0 }.first == 0)
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try Data(Self.adts(packets)).write(to: URL(fileURLWithPath: dir + "/rec.aac"))
+        try Data(ADTS.join(packets)).write(to: URL(fileURLWithPath: dir + "/rec.aac"))
         try Self.run(["ffmpeg", "-v", "error", "-y", "-i", dir + "/rec.aac", "-f", "f32le", "-c:a", "pcm_f32le", dir + "/dec.raw"])
         let decoded = try Self.floats(dir + "/dec.raw")
         let priming = 1024
