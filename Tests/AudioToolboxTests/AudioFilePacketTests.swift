@@ -145,6 +145,56 @@ import Testing
         return bytes
     }
 
+    /// What a file of packets holds, read through the API.
+    struct PacketSource {
+        var format: AudioStreamBasicDescription
+        var read: ReadPackets
+        var cookie: [UInt8]?
+        var table: AudioFilePacketTableInfo?
+    }
+
+    func load(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> PacketSource {
+        let (status, file) = AF.open(URL(fileURLWithPath: path))
+        expectStatus(status, noErr, "open \(path)", sourceLocation: sourceLocation)
+        let input = try #require(file, sourceLocation: sourceLocation)
+        defer { AudioFileClose(input) }
+        return PacketSource(format: try #require(AF.dataFormat(input)), read: readAll(input), cookie: cookie(input), table: packetTable(input))
+    }
+
+    /// Writes `source`'s packets into a new file of `type` at `url`, `chunk` packets a call with
+    /// their descriptions (as a recorder's callback writes them), cookie and packet table info
+    /// set first, as the guide's recorder does.
+    func copy(_ source: PacketSource, to url: URL, type: AudioFileTypeID, chunk: Int,
+              sourceLocation: SourceLocation = #_sourceLocation) throws {
+        var format = source.format
+        var output: AudioFileID?
+        expectStatus(AudioFileCreateWithURL(url as CFURL, type, &format, .eraseFile, &output), noErr, "create", sourceLocation: sourceLocation)
+        let copy = try #require(output, sourceLocation: sourceLocation)
+        if let cookie = source.cookie {
+            expectStatus(AudioFileSetProperty(copy, kAudioFilePropertyMagicCookieData, UInt32(cookie.count), cookie), noErr, "cookie",
+                         sourceLocation: sourceLocation)
+        }
+        if var table = source.table {
+            expectStatus(AudioFileSetProperty(copy, kAudioFilePropertyPacketTableInfo, UInt32(MemoryLayout<AudioFilePacketTableInfo>.size), &table),
+                         noErr, "packet table", sourceLocation: sourceLocation)
+        }
+        var next: Int64 = 0
+        for first in stride(from: 0, to: source.read.packets.count, by: chunk) {
+            let packets = source.read.packets[first..<min(first + chunk, source.read.packets.count)]
+            var bytes: [UInt8] = []
+            var descriptions: [AudioStreamPacketDescription] = []
+            for packet in packets {
+                descriptions.append(.init(mStartOffset: Int64(bytes.count), mVariableFramesInPacket: 0, mDataByteSize: UInt32(packet.count)))
+                bytes += packet
+            }
+            var count = UInt32(packets.count)
+            expectStatus(AudioFileWritePackets(copy, false, UInt32(bytes.count), descriptions, next, &count, bytes), noErr, "write at \(next)",
+                         sourceLocation: sourceLocation)
+            next += Int64(count)
+        }
+        expectStatus(AudioFileClose(copy), noErr, "close", sourceLocation: sourceLocation)
+    }
+
     // MARK: Files ffmpeg made
 
     /// An AAC .m4a from ffmpeg: 'aac ' with 1024 frames per packet, the packets ffprobe lists
@@ -213,37 +263,11 @@ import Testing
     @Test(arguments: [(kAudioFileCAFType, "caf"), (kAudioFileM4AType, "m4a"), (kAudioFileAAC_ADTSType, "aac")])
     func aacPacketsCopiedIntoEachContainerDecodeToTheSameSamples(_ type: AudioFileTypeID, _ suffix: String) throws {
         let source = try makeFile("source.m4a", codec: ["-c:a", "aac", "-b:a", "128k"], rate: 48000)
-        let (status, file) = AF.open(URL(fileURLWithPath: source))
-        expectStatus(status, noErr, "open")
-        let input = try #require(file)
-        var format = try #require(AF.dataFormat(input))
-        let read = readAll(input)
-        let sourceCookie = try #require(cookie(input))
-        var table = try #require(packetTable(input))
-        AudioFileClose(input)
-
+        let loaded = try load(source)
+        let read = loaded.read
+        let table = try #require(loaded.table)
         let url = scratch.url("copy.\(suffix)")
-        var output: AudioFileID?
-        expectStatus(AudioFileCreateWithURL(url as CFURL, type, &format, .eraseFile, &output), noErr, "create")
-        let copy = try #require(output)
-        expectStatus(AudioFileSetProperty(copy, kAudioFilePropertyMagicCookieData, UInt32(sourceCookie.count), sourceCookie), noErr, "cookie")
-        expectStatus(AudioFileSetProperty(copy, kAudioFilePropertyPacketTableInfo, UInt32(MemoryLayout<AudioFilePacketTableInfo>.size), &table),
-                     noErr, "packet table")
-        // In chunks of 5 packets with their descriptions, as a recorder's callback writes them.
-        var next: Int64 = 0
-        for chunk in stride(from: 0, to: read.packets.count, by: 5) {
-            let packets = read.packets[chunk..<min(chunk + 5, read.packets.count)]
-            var bytes: [UInt8] = []
-            var descriptions: [AudioStreamPacketDescription] = []
-            for packet in packets {
-                descriptions.append(.init(mStartOffset: Int64(bytes.count), mVariableFramesInPacket: 0, mDataByteSize: UInt32(packet.count)))
-                bytes += packet
-            }
-            var count = UInt32(packets.count)
-            expectStatus(AudioFileWritePackets(copy, false, UInt32(bytes.count), descriptions, next, &count, bytes), noErr, "write at \(next)")
-            next += Int64(count)
-        }
-        expectStatus(AudioFileClose(copy), noErr, "close")
+        try copy(loaded, to: url, type: type, chunk: 5)
 
         if type == kAudioFileAAC_ADTSType {
             // ffprobe's ADTS packets include the 7-byte header written before each.
@@ -279,26 +303,8 @@ import Testing
     /// libsndfile, to the source's samples.
     @Test func alacCAFWrittenHereDecodesBitExactlyInFFmpegAndLibsndfile() throws {
         let source = try makeFile("source.m4a", codec: ["-c:a", "alac", "-sample_fmt", "s16p"], rate: 44100)
-        let (status, file) = AF.open(URL(fileURLWithPath: source))
-        expectStatus(status, noErr, "open")
-        let input = try #require(file)
-        var format = try #require(AF.dataFormat(input))
-        let read = readAll(input)
-        let sourceCookie = try #require(cookie(input))
-        var table = try #require(packetTable(input))
-        AudioFileClose(input)
         let url = scratch.url("copy.caf")
-        var output: AudioFileID?
-        expectStatus(AudioFileCreateWithURL(url as CFURL, kAudioFileCAFType, &format, .eraseFile, &output), noErr, "create")
-        let copy = try #require(output)
-        AudioFileSetProperty(copy, kAudioFilePropertyMagicCookieData, UInt32(sourceCookie.count), sourceCookie)
-        AudioFileSetProperty(copy, kAudioFilePropertyPacketTableInfo, UInt32(MemoryLayout<AudioFilePacketTableInfo>.size), &table)
-        for (number, packet) in read.packets.enumerated() {
-            var count: UInt32 = 1
-            var description = AudioStreamPacketDescription(mStartOffset: 0, mVariableFramesInPacket: 0, mDataByteSize: UInt32(packet.count))
-            expectStatus(AudioFileWritePackets(copy, false, UInt32(packet.count), &description, Int64(number), &count, packet), noErr, "write")
-        }
-        expectStatus(AudioFileClose(copy), noErr, "close")
+        try copy(try load(source), to: url, type: kAudioFileCAFType, chunk: 1)
         let original = try decode(source)
         let decoded = try decode(url.path)
         #expect(decoded.count >= original.count && Array(decoded.prefix(original.count)) == original, "ffmpeg decodes the same samples")
@@ -384,22 +390,8 @@ import Testing
 
         // A CAF written here, then damaged.
         let source = try makeFile("source.m4a", codec: ["-c:a", "aac", "-b:a", "64k"], rate: 48000)
-        let (status, file) = AF.open(URL(fileURLWithPath: source))
-        expectStatus(status, noErr, "open")
-        let input = try #require(file)
-        var format = try #require(AF.dataFormat(input))
-        let read = readAll(input)
-        AudioFileClose(input)
-        var output: AudioFileID?
         let url = scratch.url("good.caf")
-        expectStatus(AudioFileCreateWithURL(url as CFURL, kAudioFileCAFType, &format, .eraseFile, &output), noErr, "create")
-        let copy = try #require(output)
-        for (number, packet) in read.packets.enumerated() {
-            var count: UInt32 = 1
-            var description = AudioStreamPacketDescription(mStartOffset: 0, mVariableFramesInPacket: 0, mDataByteSize: UInt32(packet.count))
-            AudioFileWritePackets(copy, false, UInt32(packet.count), &description, Int64(number), &count, packet)
-        }
-        expectStatus(AudioFileClose(copy), noErr, "close")
+        try copy(try load(source), to: url, type: kAudioFileCAFType, chunk: 1)
         var caf = [UInt8](try Data(contentsOf: url))
         func offset(of tag: String) -> Int {
             let needle = Array(tag.utf8)

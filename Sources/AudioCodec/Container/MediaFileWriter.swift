@@ -9,24 +9,17 @@ import CFFmpeg
 ///
 /// Thread safety: none; the owner serialises calls.
 public final class MediaFileWriter {
-    /// What the stream holds.
+    /// What the stream holds: the codec (format ID, rate, channels, frames per packet), its
+    /// configuration in the container's form (AudioSpecificConfig for AAC, the 'alac' atom for
+    /// ALAC) and the source's bits for lossless codecs.
     public struct Stream: Sendable {
-        public var codecID: AVCodecID
-        public var sampleRate: Int
-        public var channelCount: Int
-        /// The codec configuration in the container's form (AudioSpecificConfig for AAC, the
-        /// 'alac' atom for ALAC).
+        public var format: CodecFormat
         public var extradata: [UInt8]
-        public var framesPerPacket: Int
         public var bitsPerRawSample: Int
 
-        public init(codecID: AVCodecID, sampleRate: Int, channelCount: Int, extradata: [UInt8],
-                    framesPerPacket: Int, bitsPerRawSample: Int) {
-            self.codecID = codecID
-            self.sampleRate = sampleRate
-            self.channelCount = channelCount
+        public init(format: CodecFormat, extradata: [UInt8], bitsPerRawSample: Int) {
+            self.format = format
             self.extradata = extradata
-            self.framesPerPacket = framesPerPacket
             self.bitsPerRawSample = bitsPerRawSample
         }
     }
@@ -57,6 +50,10 @@ public final class MediaFileWriter {
     /// - Throws: `FFmpegError` when the muxer refuses the stream or the file cannot be created.
     public func start(_ stream: Stream, primingFrames: Int64) throws(FFmpegError) {
         FFmpegLog.quiet
+        guard let codecID = CompressedFormat.codecID(stream.format.formatID) else {
+            throw FFmpegError(jaq_averror_einval(), "no codec for format \(CompressedFormat.name(stream.format.formatID))")
+        }
+        let sampleRate = Int32(clamping: Int(stream.format.sampleRate.rounded()))
         var context: UnsafeMutablePointer<AVFormatContext>? = nil
         var status = avformat_alloc_output_context2(&context, nil, formatName, path)
         guard status >= 0, let context else { throw FFmpegError(status, "avformat_alloc_output_context2") }
@@ -65,10 +62,10 @@ public final class MediaFileWriter {
             throw FFmpegError(jaq_averror_enomem(), "avformat_new_stream")
         }
         par.pointee.codec_type = AVMEDIA_TYPE_AUDIO
-        par.pointee.codec_id = stream.codecID
-        par.pointee.sample_rate = Int32(clamping: stream.sampleRate)
-        av_channel_layout_default(&par.pointee.ch_layout, Int32(clamping: stream.channelCount))
-        par.pointee.frame_size = Int32(clamping: stream.framesPerPacket)
+        par.pointee.codec_id = codecID
+        par.pointee.sample_rate = sampleRate
+        av_channel_layout_default(&par.pointee.ch_layout, Int32(clamping: stream.format.channelCount))
+        par.pointee.frame_size = Int32(clamping: stream.format.framesPerPacket)
         par.pointee.bits_per_raw_sample = Int32(clamping: stream.bitsPerRawSample)
         if !stream.extradata.isEmpty {
             let padding = Int(jaq_av_input_buffer_padding_size())
@@ -79,7 +76,7 @@ public final class MediaFileWriter {
             par.pointee.extradata = extradata
             par.pointee.extradata_size = Int32(stream.extradata.count)
         }
-        avStream.pointee.time_base = AVRational(num: 1, den: Int32(clamping: stream.sampleRate))
+        avStream.pointee.time_base = AVRational(num: 1, den: sampleRate)
         status = avio_open(&context.pointee.pb, path, 2 /* AVIO_FLAG_WRITE */)
         guard status >= 0 else { throw FFmpegError(status, "avio_open") }
         status = avformat_write_header(context, nil)

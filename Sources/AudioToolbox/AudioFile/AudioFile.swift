@@ -38,8 +38,9 @@ func createAudioFile(path: String, fileType: AudioFileTypeID, format: AudioStrea
     let eraseFile = flags & AudioFileFlags.eraseFile.rawValue != 0
     // Compressed packets go to the containers that hold them (CAF, MPEG-4, ADTS); PCM and the
     // formats libsndfile encodes from PCM go through libsndfile.
-    if PacketAudioFile.isPacketFormat(format), PacketAudioFile.container(forType: fileType) != nil {
-        return AudioFileRegistry.register(try PacketAudioFile.create(path: path, fileType: fileType, format: format, eraseFile: eraseFile))
+    if PacketAudioFile.isPacketFormat(format), let container = PacketAudioFile.container(forType: fileType) {
+        return AudioFileRegistry.register(try PacketAudioFile.create(path: path, fileType: fileType, in: container, format: format,
+                                                                     eraseFile: eraseFile))
     }
     if PacketAudioFile.container(forType: fileType) != nil, WritableContainer(typeID: fileType) == nil {
         throw AudioToolboxError(kAudioFileUnsupportedDataFormatError,

@@ -211,9 +211,21 @@ enum MediaLimits {
     static let packetCount: Int64 = 1 << 27
 }
 
-/// Reads byte ranges of an open file.
+/// Reads byte ranges of an open file (and writes them, for the writers of packet files).
 struct ChunkReader {
     let fd: Int32
+
+    /// Writes all of `bytes` at `offset` (retrying interrupted and short writes).
+    /// - Throws: `SoundFileError` with the errno (a full disk: ENOSPC, dskFulErr).
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        var done = 0
+        while done < bytes.count {
+            let written = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else { throw SoundFileError.system(written < 0 ? errno : ENOSPC, "writing the file") }
+            done += written
+        }
+    }
 
     func bytes(at offset: Int64, count: Int) -> [UInt8]? {
         guard offset >= 0, count >= 0 else { return nil }
@@ -348,12 +360,6 @@ struct CAFPacketWriter {
     }
 
     private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
-        var done = 0
-        while done < bytes.count {
-            let written = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { throw SoundFileError.system(written < 0 ? errno : ENOSPC, "writing the CAF file") }
-            done += written
-        }
+        try ChunkReader.writeAll(fd, bytes, at: offset)
     }
 }

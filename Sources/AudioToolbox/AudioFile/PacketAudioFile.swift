@@ -97,21 +97,13 @@ extension PacketAudioFile {
 // MARK: - Create
 
 extension PacketAudioFile {
-    /// Creates a file of `fileType` for packets of `format`.
-    /// - Throws: 'typ?' for a type that holds no packets, 'fmt?' for a format the type cannot
-    ///   hold or a description that is incomplete; dupFNErr when the file exists and
-    ///   `eraseFile` is false; the POSIX errors of creating the file.
-    static func create(path: String, fileType: AudioFileTypeID, format: AudioStreamBasicDescription,
+    /// Creates a file of `fileType` (whose container is `container(forType:)`) for packets of
+    /// `format`. Throws 'fmt?' for a format the container cannot hold or an incomplete
+    /// description, dupFNErr for an existing file without `eraseFile`, and the POSIX errors.
+    static func create(path: String, fileType: AudioFileTypeID, in container: Container, format: AudioStreamBasicDescription,
                        eraseFile: Bool) throws -> PacketAudioFile {
-        guard let container = container(forType: fileType) else {
-            throw AudioToolboxError(kAudioFileUnsupportedFileTypeError,
-                                    "\(fourCharString(OSStatus(bitPattern: fileType))) files cannot hold compressed packets (use CAF, M4A, MPEG-4 or ADTS)")
-        }
         let (compressed, format) = try validated(format, for: container)
-        var status = stat()
-        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
-            throw AudioToolboxError(kAudio_BadFilePathError, "\(path) is a directory")
-        }
+        try AudioFileObject.refuseDirectory(path)
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC | (eraseFile ? O_TRUNC : O_EXCL), 0o644)
         guard fd >= 0 else { throw SoundFileError.system(errno, path) }
         var state = State(
@@ -408,7 +400,7 @@ extension PacketAudioFile {
             let header = try adtsHeader(state, packetSize: packet.count)
             var frame = header + Array(packet)
             let start = Int64(lseek(state.fd, 0, SEEK_END))
-            try frame.withUnsafeMutableBytes { try writeAll(state.fd, UnsafeRawBufferPointer($0), at: start) }
+            try frame.withUnsafeMutableBytes { try ChunkReader.writeAll(state.fd, UnsafeRawBufferPointer($0), at: start) }
             offset = start + Int64(header.count)
         case .mpeg4:
             guard let writer = state.mediaWriter else { return }
@@ -432,9 +424,9 @@ extension PacketAudioFile {
             throw AudioToolboxError(kAudioFileUnsupportedDataFormatError,
                                     "set kAudioFilePropertyMagicCookieData (the encoder's cookie) before writing \(state.compressed) packets to an MPEG-4 file")
         }
-        let stream = MediaFileWriter.Stream(codecID: state.compressed.codecID, sampleRate: Int(state.format.mSampleRate),
-                                            channelCount: Int(state.format.mChannelsPerFrame), extradata: extradata,
-                                            framesPerPacket: Int(state.format.mFramesPerPacket),
+        let codec = CodecFormat(formatID: state.format.mFormatID, formatFlags: state.format.mFormatFlags, sampleRate: state.format.mSampleRate,
+                                channelCount: Int(state.format.mChannelsPerFrame), framesPerPacket: Int(state.format.mFramesPerPacket))
+        let stream = MediaFileWriter.Stream(format: codec, extradata: extradata,
                                             bitsPerRawSample: state.compressed == .alac ? PacketFormat.alacBitDepth(cookie: extradata) ?? 16 : 0)
         do {
             try writer.start(stream, primingFrames: Int64(state.index.primingFrames))
@@ -457,16 +449,6 @@ extension PacketAudioFile {
         guard length < 1 << 13 else { throw AudioToolboxError(kAudio_ParamError, "an AAC packet of \(packetSize) bytes") }
         return [0xFF, 0xF1, UInt8((objectType - 1) << 6 | rateIndex << 2 | channels >> 2),
                 UInt8((channels & 3) << 6 | length >> 11), UInt8((length >> 3) & 0xFF), UInt8((length & 7) << 5 | 0x1F), 0xFC]
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
-        var done = 0
-        while done < bytes.count {
-            let written = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { throw SoundFileError.system(written < 0 ? errno : ENOSPC, "writing the ADTS file") }
-            done += written
-        }
     }
 
     // MARK: Bytes

@@ -37,17 +37,6 @@ enum PacketFormat: CaseIterable, Sendable {
         }
     }
 
-    var codecID: AVCodecID {
-        switch self {
-        case .aac, .aacHE: AV_CODEC_ID_AAC
-        case .alac: AV_CODEC_ID_ALAC
-        case .mp3: AV_CODEC_ID_MP3
-        case .flac: AV_CODEC_ID_FLAC
-        case .opus: AV_CODEC_ID_OPUS
-        case .ima4: AV_CODEC_ID_ADPCM_IMA_QT
-        }
-    }
-
     /// Frames per packet when the format fixes it; 0 when packets vary (FLAC, Opus).
     var standardFramesPerPacket: UInt32 {
         switch self {
