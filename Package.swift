@@ -68,7 +68,8 @@ let package = Package(
         .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "AudioCodec", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
 
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
-        .testTarget(name: "AudioCodecTests", dependencies: ["AudioCodec"]),
+        // FileFuzz: its seedable generator (SplitMix64) for the packet fuzzer.
+        .testTarget(name: "AudioCodecTests", dependencies: ["AudioCodec", "FileFuzz"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
         // Runs the built `jaq` binary, as a user would, against private servers and peer tools.

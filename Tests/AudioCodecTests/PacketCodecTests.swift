@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import AudioCodec
+@testable import FileFuzz
 
 /// Encodes planar float signals to packets and decodes them back through FFmpeg.
 @Suite struct PacketCodecTests {
@@ -158,7 +159,7 @@ import Testing
         // make fuzz-packets runs it long: JAQ_PACKET_FUZZ_ROUNDS rounds a codec from JAQ_PACKET_FUZZ_SEED.
         let environment = ProcessInfo.processInfo.environment
         let rounds = environment["JAQ_PACKET_FUZZ_ROUNDS"].flatMap { Int($0) } ?? 400
-        var rng = SplitMix(seed: environment["JAQ_PACKET_FUZZ_SEED"].flatMap { UInt64($0) } ?? 13)
+        var rng = SplitMix64(seed: environment["JAQ_PACKET_FUZZ_SEED"].flatMap { UInt64($0) } ?? 13)
         let rate = 48000.0
         let source = Self.signal(frames: 48000, channels: 2, rate: rate, bits: 16)
         for id in [CompressedFormat.mpeg4AAC, CompressedFormat.appleLossless, CompressedFormat.flac, CompressedFormat.opus] {
@@ -196,18 +197,5 @@ import Testing
                 _ = try? PacketDecoder(format: decodeFormat, cookie: cookie)
             }
         }
-    }
-}
-
-/// A small fixed-seed generator for the fuzz tests.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
