@@ -26,6 +26,9 @@ PACKAGES += iproute2 nftables ardour
 # make install and make deb: patchelf sets the installed files' soname and runpath, dpkg-dev
 # (dpkg-shlibdeps) finds the package's dependencies.
 PACKAGES += patchelf dpkg-dev
+# FFmpeg: the codecs (AAC, ALAC, MP3, FLAC, Opus, IMA4) and the containers (m4a, CAF, ADTS, MP3) through
+# libavcodec/libavformat; the ffmpeg CLI makes and checks the compressed files in the tests.
+PACKAGES += libavcodec-dev libavformat-dev libavutil-dev libswresample-dev ffmpeg
 
 SWIFT ?= swift
 SWIFT_FLAGS ?=
@@ -68,12 +71,13 @@ bench: release
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
 	Sources/Benchmarks/render-bench.sh 60
+	.build/release/codec-bench --seconds 60
 
 # Late cycles on a non-realtime server, jaq record against jack_capture (Docs/queues.md, "Realtime").
 bench-late: release
 	Sources/Benchmarks/late-cycles.sh
 
-.PHONY: bench-late fuzz fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
+.PHONY: bench-late fuzz fuzz-packets fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
 
 # The longer netjack2 and Ardour tests (make test runs a compact version of each): a slave that
 # records, 1 % packet loss, a slave leaving and returning, DAW transport moves. Docs/cli.md, "With a DAW".
@@ -82,7 +86,7 @@ test-daw: deps
 	JAQ_DAW_LONG=1 $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter 'NetJackTests|ArdourTests'
 
 # make fuzz: the long runs that make test runs short versions of.
-fuzz: fuzz-files fuzz-freewheel fuzz-api
+fuzz: fuzz-files fuzz-freewheel fuzz-api fuzz-packets
 
 # Mutants of seed files of every container and of the kept crashers; a crash or hang saves the
 # mutant in out/fuzz-crashes and fails. Docs/audiofile.md, "Hostile input".
@@ -92,6 +96,12 @@ fuzz-files: deps
 	$(SWIFT) build $(SWIFT_FLAGS) --product FileFuzz
 	JACK_NO_START_SERVER=1 .build/debug/FileFuzz fuzz --seed $(FUZZ_SEED) --iterations $(FUZZ_ITERATIONS) \
 	  --corpus Tests/HostileInputTests/Fixtures --crashes out/fuzz-crashes
+
+# Mangled packets and magic cookies of AAC, ALAC, FLAC and Opus through the decoders (the short run
+# of PacketCodecTests, 400 rounds a codec, is in make test): a crash fails, a refusal must be .corruptPacket.
+fuzz-packets: deps
+	JAQ_PACKET_FUZZ_ROUNDS=$(FUZZ_ITERATIONS) JAQ_PACKET_FUZZ_SEED=$(FUZZ_SEED) $(SWIFT) test $(SWIFT_FLAGS) \
+	  --filter PacketCodecTests/mangledPacketsAreRefusedNotFatal
 
 # The freewheel bounce at 64 tracks x 10 minutes of audio (Docs/cli.md, "Freewheel").
 fuzz-freewheel: release

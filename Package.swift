@@ -16,6 +16,10 @@ let package = Package(
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
+        // FFmpeg: libavcodec (codecs), libavformat (containers), libavutil, libswresample.
+        // Sources/CFFmpeg/shim.h spells the error macros Swift cannot import.
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
+                       providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev"])]),
 
         // The Apple-compatible C API: headers, layout checks, CoreFoundation forwarders.
         .target(name: "CAudioToolbox", linkerSettings: [.linkedLibrary("Foundation")]),
@@ -29,16 +33,19 @@ let package = Package(
         // The queue engine's device on JACK: one client per queue.
         .target(name: "JackDriver", dependencies: ["CJack", "QueueCore"]),
 
+        // Compressed audio through FFmpeg's libavcodec: Apple's format IDs, packets, magic cookies.
+        .target(name: "AudioCodec", dependencies: ["CFFmpeg", "QueueCore"]),
+
         // Typed Swift wrapper of libsndfile.
         .target(name: "SoundFile", dependencies: ["CSndFile"]),
 
         // Apple's AudioToolbox API, implemented in Swift and exported with @_cdecl.
-        .target(name: "AudioToolbox", dependencies: ["CAudioToolbox", "SoundFile", "QueueCore", "JackDriver"]),
+        .target(name: "AudioToolbox", dependencies: ["CAudioToolbox", "SoundFile", "QueueCore", "JackDriver", "AudioCodec"]),
 
         // The command line tool.
         .executableTarget(
             name: "jaq",
-            dependencies: ["AudioToolbox", "SoundFile", "JackDriver",
+            dependencies: ["AudioToolbox", "AudioCodec", "SoundFile", "JackDriver",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
@@ -55,10 +62,15 @@ let package = Package(
         // make bench: jaq record against jack_capture, side by side.
         .executableTarget(name: "jaq-bench", dependencies: ["JackTestSupport", "SoundFile"], path: "Sources/Benchmarks/RecordBench"),
 
+        // make bench: the cost of decoding AAC in an output queue, against ffmpeg's command line.
+        .executableTarget(name: "codec-bench", dependencies: ["AudioToolbox", "AudioCodec", "QueueCore"], path: "Sources/Benchmarks/CodecBench"),
+
         // Hostile input for Audio File Services in a process of its own (make fuzz, HostileInputTests).
-        .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
+        .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "AudioCodec", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
 
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
+        // FileFuzz: its seedable generator (SplitMix64) for the packet fuzzer.
+        .testTarget(name: "AudioCodecTests", dependencies: ["AudioCodec", "FileFuzz"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
         // Runs the built `jaq` binary, as a user would, against private servers and peer tools.

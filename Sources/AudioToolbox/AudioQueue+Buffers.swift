@@ -39,7 +39,9 @@ public func audioQueueEnqueueBuffer(_ inAQ: AudioQueueRef?, _ inBuffer: AudioQue
         let handle = UnsafeMutableRawPointer(inBuffer)
         if let output = object.output {
             // Read only once the engine knows the buffer (it may have been freed).
-            try output.enqueue(handle, byteCount: Int(inBuffer.pointee.mAudioDataByteSize))
+            try output.enqueue(handle, byteCount: Int(inBuffer.pointee.mAudioDataByteSize)) {
+                try packetDescriptions(inNumPacketDescs, inPacketDescs, buffer: inBuffer)
+            }
         } else if let input = object.input {
             try input.enqueue(handle)
         }
@@ -80,7 +82,10 @@ public func audioQueueEnqueueBufferWithParameters(
         }
         let actual = try output.enqueue(
             UnsafeMutableRawPointer(inBuffer), byteCount: Int(inBuffer.pointee.mAudioDataByteSize),
-            trimStart: Int(inTrimFramesAtStart), trimEnd: Int(inTrimFramesAtEnd), parameters: changes, startTime: start)
+            trimStart: Int(inTrimFramesAtStart), trimEnd: Int(inTrimFramesAtEnd), parameters: changes, startTime: start
+        ) {
+            try packetDescriptions(inNumPacketDescs, inPacketDescs, buffer: inBuffer)
+        }
         if let outActualStartTime {
             var time = AudioTimeStamp()
             time.mSampleTime = Double(actual)

@@ -58,16 +58,20 @@ func makeOutputQueue(
 ) throws {
     guard let inFormat, let outAQ else { throw AudioToolboxError(kAudio_ParamError, "NULL format or outAQ") }
     outAQ.pointee = nil
-    let format = try streamFormat(inFormat.pointee, allowsZeroRate: false)
+    let codec = codecFormat(inFormat.pointee)
+    let format = try codec.map { try decodedFormat($0, allowsZeroRate: false) } ?? streamFormat(inFormat.pointee, allowsZeroRate: false)
+    let compressed = try codec.map(compressedStream)
     let box = ObjectBox()
     let engine = try OutputQueueEngine(
         format: format, provider: AudioQueueDevices.provider, clientName: defaultClientName(.output),
-        executor: delivery?.executor ?? executor
+        executor: delivery?.executor ?? executor, compressed: compressed
     ) { buffer in
         guard let object = box.object else { return }
         callback(object.ref, buffer.handle.assumingMemoryBound(to: AudioQueueBuffer.self))
     }
-    let object = AudioQueueObject(engine: engine, format: completeFormat(inFormat.pointee, engine: engine), delivery: delivery)
+    let complete = codec == nil ? completeFormat(inFormat.pointee, engine: engine)
+        : completeCompressedFormat(inFormat.pointee, rate: engine.format.sampleRate, encoder: nil)
+    let object = AudioQueueObject(engine: engine, format: complete, delivery: delivery)
     box.object = object
     publish(object, to: outAQ)
 }
@@ -75,28 +79,48 @@ func makeOutputQueue(
 func makeInputQueue(
     format inFormat: UnsafePointer<AudioStreamBasicDescription>?, flags: UInt32,
     delivery: RunLoopDelivery?, executor: CallbackExecutor, outAQ: UnsafeMutablePointer<AudioQueueRef?>?,
-    callback: @escaping @Sendable (AudioQueueRef, AudioQueueBufferRef, UnsafePointer<AudioTimeStamp>, UInt32) -> Void
+    callback: @escaping @Sendable (AudioQueueRef, AudioQueueBufferRef, UnsafePointer<AudioTimeStamp>, UInt32,
+                                   UnsafePointer<AudioStreamPacketDescription>?) -> Void
 ) throws {
     guard let inFormat, let outAQ else { throw AudioToolboxError(kAudio_ParamError, "NULL format or outAQ") }
     outAQ.pointee = nil
-    let format = try streamFormat(inFormat.pointee, allowsZeroRate: true)
+    let codec = codecFormat(inFormat.pointee)
+    let format = try codec.map { try decodedFormat($0, allowsZeroRate: true) } ?? streamFormat(inFormat.pointee, allowsZeroRate: true)
+    let encoder = try codec.map { try queueEncoder($0) }
     let box = ObjectBox()
     let engine = try InputQueueEngine(
         format: format, provider: AudioQueueDevices.provider, clientName: defaultClientName(.input),
-        executor: delivery?.executor ?? executor
+        executor: delivery?.executor ?? executor, encoder: encoder
     ) { buffer, bytes, packets, stamp in
         guard let object = box.object else { return }
         let ref = buffer.handle.assumingMemoryBound(to: AudioQueueBuffer.self)
         ref.pointer(to: \.mAudioDataByteSize)!.pointee = UInt32(bytes)
-        ref.pointer(to: \.mPacketDescriptionCount)!.pointee = 0
+        // Compressed: the descriptions go to the callback, and into the buffer where it has room.
+        var descriptions = appleDescriptions(buffer.packets)
+        let room = min(descriptions.count, Int(ref.pointee.mPacketDescriptionCapacity))
+        if room > 0, let own = ref.pointee.mPacketDescriptions { own.update(from: descriptions, count: room) }
+        ref.pointer(to: \.mPacketDescriptionCount)!.pointee = UInt32(room)
         var time = AudioTimeStamp()
         time.mSampleTime = stamp.sampleTime
         time.mHostTime = stamp.hostTime
         time.mRateScalar = 1
         time.mFlags = [.sampleTimeValid, .hostTimeValid, .rateScalarValid]
-        callback(object.ref, ref, &time, UInt32(packets))
+        descriptions.withUnsafeMutableBufferPointer { d in
+            callback(object.ref, ref, &time, UInt32(packets), d.isEmpty ? nil : UnsafePointer(d.baseAddress))
+        }
     }
-    let object = AudioQueueObject(engine: engine, format: completeFormat(inFormat.pointee, engine: engine), delivery: delivery)
+    if let encoder, encoder.encoder == nil {
+        do {
+            try encoder.open(sampleRate: engine.format.sampleRate)
+        } catch {
+            engine.dispose(immediate: true)
+            throw queueStatus(error)
+        }
+    }
+    let complete = codec == nil ? completeFormat(inFormat.pointee, engine: engine)
+        : completeCompressedFormat(inFormat.pointee, rate: engine.format.sampleRate, encoder: encoder)
+    let object = AudioQueueObject(engine: engine, format: complete, delivery: delivery)
+    object.encoder = encoder
     box.object = object
     publish(object, to: outAQ)
 }
@@ -129,8 +153,8 @@ public func audioQueueNewInput(
         let userData = UserData(pointer: inUserData)
         try makeInputQueue(format: inFormat, flags: inFlags,
                            delivery: delivery(runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode),
-                           executor: .queueThread, outAQ: outAQ) { queue, buffer, time, packets in
-            inCallbackProc(userData.pointer, queue, buffer, time, packets, nil)
+                           executor: .queueThread, outAQ: outAQ) { queue, buffer, time, packets, descriptions in
+            inCallbackProc(userData.pointer, queue, buffer, time, packets, descriptions)
         }
     }
 }
@@ -171,8 +195,8 @@ public func AudioQueueNewInputWithDispatchQueue(
         let block = SendableBlock(block: inCallbackBlock)
         let queue = inCallbackDispatchQueue
         try makeInputQueue(format: inFormat, flags: inFlags, delivery: nil,
-                           executor: .custom { work in queue.async(execute: work) }, outAQ: outAQ) { aq, buffer, time, packets in
-            block.block(aq, buffer, time, packets, nil)
+                           executor: .custom { work in queue.async(execute: work) }, outAQ: outAQ) { aq, buffer, time, packets, descriptions in
+            block.block(aq, buffer, time, packets, descriptions)
         }
     }
 }

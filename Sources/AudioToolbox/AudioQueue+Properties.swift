@@ -5,15 +5,17 @@ import QueueCore
 // Properties, property listeners and parameters.
 
 /// Reads and writes a property value of a fixed-size type in a caller's buffer.
-private struct PropertyIO {
+struct PropertyIO {
     let data: UnsafeMutableRawPointer?
     let size: UnsafeMutablePointer<UInt32>
+    /// The result code for a buffer of the wrong size (the queue's, or a converter's '!siz').
+    var sizeError = kAudioQueueErr_InvalidPropertySize
 
     /// Stores `value`; '!siz'-like kAudioQueueErr_InvalidPropertySize if the buffer is too small.
     func put<T: BitwiseCopyable>(_ value: T) throws {
         let needed = UInt32(MemoryLayout<T>.size)
         guard size.pointee >= needed else {
-            throw AudioToolboxError(kAudioQueueErr_InvalidPropertySize, "the value is \(needed) bytes")
+            throw AudioToolboxError(sizeError, "the value is \(needed) bytes")
         }
         guard let data else { throw AudioToolboxError(kAudio_ParamError, "NULL outData") }
         data.storeBytes(of: value, as: T.self)
@@ -28,7 +30,7 @@ private struct PropertyIO {
             throw AudioToolboxError(kAudio_ParamError, "NULL outData")
         }
         guard Int(size.pointee) >= bytes.count else {
-            throw AudioToolboxError(kAudioQueueErr_InvalidPropertySize, "the value is \(bytes.count) bytes, not \(size.pointee)")
+            throw AudioToolboxError(sizeError, "the value is \(bytes.count) bytes, not \(size.pointee)")
         }
         bytes.withUnsafeBytes { data.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         size.pointee = UInt32(bytes.count)
@@ -36,9 +38,10 @@ private struct PropertyIO {
 }
 
 /// A value given to SetProperty, of a fixed-size type.
-private func value<T: BitwiseCopyable>(_ data: UnsafeRawPointer?, _ size: UInt32, as: T.Type) throws -> T {
+func value<T: BitwiseCopyable>(_ data: UnsafeRawPointer?, _ size: UInt32, as: T.Type,
+                               sizeError: OSStatus = kAudioQueueErr_InvalidPropertySize) throws -> T {
     guard size == UInt32(MemoryLayout<T>.size) else {
-        throw AudioToolboxError(kAudioQueueErr_InvalidPropertySize, "the value is \(MemoryLayout<T>.size) bytes, not \(size)")
+        throw AudioToolboxError(sizeError, "the value is \(MemoryLayout<T>.size) bytes, not \(size)")
     }
     guard let data else { throw AudioToolboxError(kAudio_ParamError, "NULL inData") }
     return data.loadUnaligned(as: T.self)
@@ -110,7 +113,7 @@ extension AudioQueueObject {
              kAudioQueueProperty_JACKConnectedPorts:
             return UInt32(MemoryLayout<OpaquePointer?>.size)
         case kAudioQueueProperty_StreamDescription: return UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
-        case kAudioQueueProperty_MagicCookie: return UInt32(state.withLock { $0.magicCookie.count })
+        case kAudioQueueProperty_MagicCookie: return UInt32(magicCookie.count)
         case kAudioQueueProperty_ChannelLayout:
             return UInt32(state.withLock { $0.channelLayout }?.count ?? defaultChannelLayout(channels: channels).count)
         case kAudioQueueProperty_CurrentLevelMeter, kAudioQueueProperty_CurrentLevelMeterDB:
@@ -134,8 +137,8 @@ extension AudioQueueObject {
         case kAudioQueueDeviceProperty_SampleRate: try out.put(Float64(engine.device.sampleRate))
         case kAudioQueueDeviceProperty_NumberChannels: try out.put(UInt32(engine.connectedDevicePorts.count))
         case kAudioQueueProperty_CurrentDevice: try out.put(retainedCFString(engine.currentDevice))
-        case kAudioQueueProperty_MagicCookie: try out.put(bytes: state.withLock { $0.magicCookie })
-        case kAudioQueueProperty_MaximumOutputPacketSize: try out.put(UInt32(format.mBytesPerFrame))
+        case kAudioQueueProperty_MagicCookie: try out.put(bytes: magicCookie)
+        case kAudioQueueProperty_MaximumOutputPacketSize: try out.put(UInt32(clamping: maximumPacketSize))
         case kAudioQueueProperty_StreamDescription: try out.put(format)
         case kAudioQueueProperty_ChannelLayout:
             try out.put(bytes: state.withLock { $0.channelLayout } ?? defaultChannelLayout(channels: format.mChannelsPerFrame))
@@ -159,8 +162,10 @@ extension AudioQueueObject {
             io.size.pointee = UInt32(min(capacity, levels.count) * MemoryLayout<AudioQueueLevelMeterState>.size)
         case kAudioQueueProperty_DecodeBufferSizeFrames: try out.put(UInt32(clamping: output!.decodeBufferFrames))
         case kAudioQueueProperty_ConverterError:
-            // 'fmt?' (kAudioConverterErr_FormatNotSupported) once the server changed to a rate the converter can't serve.
-            try out.put(UInt32(bitPattern: engine.converterFailed ? kAudioFormatUnsupportedDataFormatError : noErr))
+            // 'fmt?' (kAudioConverterErr_FormatNotSupported) while the server runs at a rate the converter
+            // can't serve; else the codec's last error (0 if none).
+            try out.put(UInt32(bitPattern: engine.converterFailed ? kAudioFormatUnsupportedDataFormatError
+                                                                  : state.withLock { $0.converterError }))
         case kAudioQueueProperty_ChannelAssignments: try putChannelAssignments(io.data, io.size)
         case kAudioQueueProperty_EnableTimePitch: try out.put(UInt32(output!.timePitchEnabled ? 1 : 0))
         case kAudioQueueProperty_TimePitchAlgorithm: try out.put(timePitchAlgorithmCode(output!.timePitchAlgorithm))
@@ -206,7 +211,7 @@ extension AudioQueueObject {
         case kAudioQueueProperty_MagicCookie:
             guard size == 0 || data != nil else { throw AudioToolboxError(kAudio_ParamError, "NULL inData") }
             let bytes = size == 0 ? [] : Array(UnsafeRawBufferPointer(start: data, count: Int(size)))
-            state.withLock { $0.magicCookie = bytes }
+            try setMagicCookie(bytes)
         case kAudioQueueProperty_ChannelLayout:
             guard let data, size >= 12 else {
                 throw AudioToolboxError(kAudioQueueErr_InvalidPropertySize, "an AudioChannelLayout is at least 12 bytes")

@@ -1,3 +1,4 @@
+import AudioCodec
 import CAudioToolbox
 import Dispatch
 import Foundation
@@ -41,6 +42,8 @@ final class AudioQueueObject: @unchecked Sendable {
     let format: AudioStreamBasicDescription
     let delivery: RunLoopDelivery?
     let state = Locked(State())
+    /// A compressed input queue's encoder (its cookie and packet bound are properties).
+    var encoder: QueueEncoder?
 
     struct Listener {
         let proc: AudioQueuePropertyListenerProc
@@ -54,6 +57,8 @@ final class AudioQueueObject: @unchecked Sendable {
         /// ChannelAssignments as set: the port each channel connects to.
         var channelAssignments: [String]? = nil
         var codecPolicy: UInt32 = 0
+        /// The codec's last error (kAudioQueueProperty_ConverterError), 0 if none.
+        var converterError: Int32 = 0
         var timelines: [UnsafeMutableRawPointer: Timeline] = [:]
         var buffers: Set<UnsafeMutableRawPointer> = []
     }
@@ -85,7 +90,9 @@ final class AudioQueueObject: @unchecked Sendable {
             case .currentDeviceChanged: id = kAudioQueueProperty_CurrentDevice
             case .deviceChannelsChanged: id = kAudioQueueDeviceProperty_NumberChannels
             case .deviceSampleRateChanged: id = kAudioQueueDeviceProperty_SampleRate
-            case .converterError: id = kAudioQueueProperty_ConverterError
+            case .converterError(let code):
+                id = kAudioQueueProperty_ConverterError
+                state.withLock { $0.converterError = code }
             }
             let listeners = state.withLock { $0.listeners[id] ?? [] }
             for listener in listeners {

@@ -75,18 +75,20 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     /// A processing tap on what is recorded (InputQueueEngine+Tap.swift); its lock is held while it runs.
     let tapSlot = Locked<ProcessingTap?>(nil)
     let inputCallback: @Sendable (QueueBuffer, Int, Int, QueueTimeStamp) -> Void
+    /// Compressed queues: the encoder stage (nil for PCM, µ-law and A-law).
+    let packetStage: InputPacketStage?
 
     private let chunkFrames = 1024
     /// Frames read from the ring (device rate) and the stage (queue rate) they become.
     private var readPlanes: PlaneBuffers!
-    private var stagePlanes: PlaneBuffers!
+    var stagePlanes: PlaneBuffers!
     private var stageCapacity: Int { stagePlanes.capacity }
-    private var stageStart = 0
-    private var stageCount = 0
+    var stageStart = 0
+    var stageCount = 0
 
     // Guarded by `lock`.
     /// Queue-rate frames delivered (and lost) since the timeline began.
-    private var queueFrames: Double = 0
+    var queueFrames: Double = 0
     private var resetTicket = 0
     private var resetDone = 0
     private var resetDeliversData = false
@@ -104,10 +106,14 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     /// - Parameters:
     ///   - format: a rate of 0 means the server's rate.
     ///   - callback: (buffer, bytes filled, packets, start time) for each filled buffer.
+    ///   - encoder: for a compressed stream; `format` is then planar Float32 at the encoder's rate
+    ///     and buffers fill with whole packets (`QueueBuffer.packets`).
     public init(format: StreamFormat, provider: DeviceProvider, clientName: String, executor: CallbackExecutor,
+                encoder: PacketEncoding? = nil,
                 callback: @escaping @Sendable (QueueBuffer, Int, Int, QueueTimeStamp) -> Void) throws {
         try format.validate(allowsZeroRate: true, bytesPerPacket: format.bytesPerFrame, framesPerPacket: 1)
         inputCallback = callback
+        packetStage = encoder.map(InputPacketStage.init)
         let context = UnsafeMutablePointer<InputRealtimeContext>.allocate(capacity: 1)
         self.context = context
         codec = SampleCodec(format: format)
@@ -186,6 +192,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                 throw QueueError.invalidParameter("a \(buffer.byteCapacity)-byte buffer can't hold one \(format.bytesPerFrame)-byte frame")
             }
             buffer.filledBytes = 0
+            buffer.packets = []
             buffer.ownership = .enqueued
             fifo.append(buffer)
         }
@@ -383,6 +390,10 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             }
             guard let head else { break }
             if handleGapIfDue(head: head) { continue }
+            if let packetStage {
+                guard fillPackets(into: head, stage: packetStage, flush: false) else { break }
+                continue
+            }
             if resampler == nil && stageCount == 0 && !hasTap {
                 // Same rate: encode straight from the ring into the buffer (no staging copy).
                 guard encodeFromRing(into: head) else { break }
@@ -449,7 +460,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     /// Fills the stage from the ring (up to the next gap), resampling if needed; false if nothing came.
-    private func fillStage(flush: Bool) -> Bool {
+    func fillStage(flush: Bool) -> Bool {
         stageStart = 0
         stageCount = 0
         let readIndex = realtime.pointee.ring.readIndex.load(ordering: .relaxed)
@@ -518,7 +529,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     /// Hands the head buffer to the callback with what it holds.
-    private func deliverHead(_ head: QueueBuffer, resetBatch: Bool = false) {
+    func deliverHead(_ head: QueueBuffer, resetBatch: Bool = false) {
         let byteCount = head.filledBytes
         let stamp = timeStamp(forQueueFrame: head.firstQueueFrame, empty: byteCount == 0)
         // Once only: a Reset or Stop from a callback this loop ran may have returned it already.
@@ -531,8 +542,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         guard queued else { return }
         packPlanes(head)
         let callback = inputCallback
-        let bytesPerFrame = format.bytesPerFrame
-        deliverBuffer(head, resetBatch: resetBatch) { callback(head, byteCount, byteCount / bytesPerFrame, stamp) }
+        let packets = packetStage == nil ? byteCount / format.bytesPerFrame : head.packets.count
+        deliverBuffer(head, resetBatch: resetBatch) { callback(head, byteCount, packets, stamp) }
     }
 
     private func timeStamp(forQueueFrame frame: Double, empty: Bool) -> QueueTimeStamp {
@@ -549,7 +560,10 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         let (pending, withData) = lock.withLock { (resetTicket > resetDone ? resetTicket : 0, resetDeliversData) }
         guard pending > 0 else { return }
         // Deliver what was captured up to the stop into the buffers there are.
-        if withData {
+        if withData, let packetStage {
+            drain(ignoringState: true)
+            finishPackets(packetStage)
+        } else if withData {
             drain(ignoringState: true)
             while true {
                 guard stageCount > 0 || fillStage(flush: true), let head = lock.withLock({ fifo.first }) else { break }
@@ -571,6 +585,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         stageStart = 0
         resampler?.reset()
         resetTap()
+        if let packetStage { restartPackets(packetStage) }
         let remaining: [QueueBuffer] = lock.withLock {
             resamplerHasInput = false
             return fifo
@@ -598,6 +613,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             }
             return
         }
+        // Compressed: the encoder's last packets go out with the last buffer.
+        if let packetStage { finishPackets(packetStage, resetBatch: false) }
         if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
         let wasRunning: Bool = lock.withLock {
             stopDrainPending = false

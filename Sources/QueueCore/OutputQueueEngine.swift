@@ -67,6 +67,12 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Taps and the time/pitch unit, ahead of the resampler (OutputQueueEngine+Effects.swift).
     let effects: EffectsChain
     let outputCallback: @Sendable (QueueBuffer) -> Void
+    /// Compressed queues: the decoder stage (nil for PCM, µ-law and A-law).
+    let packetStage: OutputPacketStage?
+    /// Compressed queues: frames per packet when a description gives none, and bytes of
+    /// constant-size packets (0 when they vary).
+    let framesPerPacket: Int
+    let constantPacketBytes: Int?
 
     // Scratch planes for decoding and resampling (queue thread only).
     let chunkFrames = 1024
@@ -105,10 +111,16 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Creates a playback queue and its JACK client.
     /// - Parameters:
     ///   - callback: called (through `executor`) with each buffer whose data the queue has taken.
+    ///   - compressed: for a compressed stream, makes its decoder from a magic cookie; `format` is then
+    ///     the decoded planar Float32 and enqueued buffers carry packet descriptions.
     public init(format: StreamFormat, provider: DeviceProvider, clientName: String, executor: CallbackExecutor,
+                compressed: CompressedStream? = nil,
                 callback: @escaping @Sendable (QueueBuffer) -> Void) throws {
         try format.validate(allowsZeroRate: false, bytesPerPacket: format.bytesPerFrame, framesPerPacket: 1)
         outputCallback = callback
+        packetStage = compressed.map { OutputPacketStage(channelCount: format.channelCount, makeDecoder: $0.makeDecoder) }
+        framesPerPacket = compressed?.framesPerPacket ?? 1
+        constantPacketBytes = compressed?.bytesPerPacket
         codec = SampleCodec(format: format)
         let decodeFrames = Self.defaultDecodeFrames
         ringFrames = decodeFrames
@@ -191,6 +203,12 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         effects.beginTimeline()
     }
 
+    /// Moves the predicted end of what is enqueued (lock held): a compressed buffer decoded
+    /// to another length than its descriptions said.
+    func adjustPrediction(by frames: Int64) {
+        predictedEnd += frames
+    }
+
     /// The queue time (queue rate) at which the next frame written would play (lock held).
     private func streamPosition() -> Int64 {
         let lost = realtime.pointee.publication.lostFrames.load(ordering: .relaxed) - lostBaseline
@@ -213,8 +231,10 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     ///   - startTime: queue time (queue rate) to start at; nil = right after the previous buffer.
     ///   - byteCount: read once the handle is known to be this queue's (it may name freed memory).
     @discardableResult
+    ///   - packets: a compressed queue's packet descriptions (read once the handle is known).
     public func enqueue(_ handle: UnsafeMutableRawPointer, byteCount: @autoclosure () -> Int, trimStart: Int = 0,
-                        trimEnd: Int = 0, parameters: [ParameterChange] = [], startTime: Int64? = nil) throws -> Int64 {
+                        trimEnd: Int = 0, parameters: [ParameterChange] = [], startTime: Int64? = nil,
+                        packets: () throws -> [PacketDescription] = { [] }) throws -> Int64 {
         let actual: Int64 = try lock.withLock {
             let buffer = try checkEnqueue(handle)
             let byteCount = byteCount()
@@ -222,7 +242,11 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             guard byteCount <= buffer.byteCapacity else {
                 throw QueueError.invalidParameter("mAudioDataByteSize \(byteCount) exceeds the capacity \(buffer.byteCapacity)")
             }
-            let frames = byteCount / format.bytesPerFrame
+            var frames = byteCount / format.bytesPerFrame
+            if let packetStage {
+                buffer.packets = try checkedPackets(try packets(), byteCount: byteCount)
+                frames = packetStage.frames(of: buffer.packets, framesPerPacket: framesPerPacket)
+            }
             guard frames > 0 else { throw QueueError.bufferEmpty }
             guard trimStart >= 0, trimEnd >= 0, trimStart + trimEnd <= frames else {
                 throw QueueError.invalidParameter("trims of \(trimStart)+\(trimEnd) frames exceed the buffer's \(frames)")
@@ -577,6 +601,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         send(.discard, position: position, synchronous: true)
         resampler?.reset()
         effects.reset()
+        packetStage?.reset()
         let returning: [QueueBuffer] = lock.withLock {
             let all = awaitingPlayout + fifo
             awaitingPlayout.removeAll()
@@ -682,6 +707,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 _ = realtime.pointee.parameterEvents.push(event)
             }
             buffer.consumedFrames = 0
+            if packetStage != nil { decodePackets(of: buffer) }
         }
         let playable = buffer.frameCount - buffer.trimStart - buffer.trimEnd
         while buffer.consumedFrames < playable {
@@ -690,7 +716,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             let ring = realtime  // the ring is not copyable: through the state's pointer
             let ringOffset = ring.pointee.ring.writeIndex.load(ordering: .relaxed) & ring.pointee.ring.mask
             // Without effects or resampling, decoded straight into the ring's planes.
-            let direct = resampler == nil && !effects.isActive
+            let direct = resampler == nil && !effects.isActive && packetStage == nil
             if effects.isActive {
                 if !releaseEffects() || !effectsHaveRoom() { count = 0 }
             } else if resampler == nil {
@@ -700,19 +726,24 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 count = 0
             }
             if count == 0 { return false }
-            // Non-interleaved (a jaq extension): plane c starts at c × frameCount samples.
-            let step = format.isNonInterleaved ? format.bytesPerSample : format.bytesPerFrame
-            let source = buffer.data + (buffer.trimStart + buffer.consumedFrames) * step
-            let stride = buffer.frameCount * format.bytesPerSample
-            if direct {
-                let planes = decodePlanes.view(at: 0)  // the table only: pointed at the ring
-                for c in 0..<format.channelCount { planes[c] = ring.pointee.ring.plane(c) + ringOffset }
-                codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(planes), planeStride: stride)
-                ring.pointee.ring.publish(count)
-                realtimeWake.post()
-            } else {
-                codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(decodePlanes.planes), planeStride: stride)
+            if let packetStage {
+                packetStage.copy(from: buffer.trimStart + buffer.consumedFrames, count: count, into: decodePlanes.planes)
                 writeDecoded(frames: count)
+            } else {
+                // Non-interleaved (a jaq extension): plane c starts at c × frameCount samples.
+                let step = format.isNonInterleaved ? format.bytesPerSample : format.bytesPerFrame
+                let source = buffer.data + (buffer.trimStart + buffer.consumedFrames) * step
+                let stride = buffer.frameCount * format.bytesPerSample
+                if direct {
+                    let planes = decodePlanes.view(at: 0)  // the table only: pointed at the ring
+                    for c in 0..<format.channelCount { planes[c] = ring.pointee.ring.plane(c) + ringOffset }
+                    codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(planes), planeStride: stride)
+                    ring.pointee.ring.publish(count)
+                    realtimeWake.post()
+                } else {
+                    codec.decode(UnsafeRawPointer(source), frames: count, into: UnsafePointer(decodePlanes.planes), planeStride: stride)
+                    writeDecoded(frames: count)
+                }
             }
             buffer.consumedFrames += count
             lock.withLock { streamFrames += Int64(count) }

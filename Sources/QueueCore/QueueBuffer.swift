@@ -27,6 +27,8 @@ public final class QueueBuffer: @unchecked Sendable {
     var ringEnd = 0
     /// Output: AudioQueueFlush came after this buffer; the resampler's tail follows it.
     var drainsDecoderAfter = false
+    /// Compressed queues: the packets of the buffer (output: as enqueued; input: as filled).
+    public internal(set) var packets: [PacketDescription] = []
     // Input: bytes filled so far and the queue time of the first frame.
     var filledBytes = 0
     var firstQueueFrame: Double = 0
@@ -86,6 +88,6 @@ public enum QueueEvent: Sendable, Equatable {
     case deviceChannelsChanged
     /// The device's sample rate changed (kAudioQueueDeviceProperty_SampleRate).
     case deviceSampleRateChanged
-    /// The queue's converter met an error (kAudioQueueProperty_ConverterError).
-    case converterError
+    /// The codec refused data (kAudioQueueProperty_ConverterError): its error code.
+    case converterError(Int32)
 }

@@ -391,7 +391,7 @@ public class QueueEngine: @unchecked Sendable {
             }
             deviceRateChanged()
             // The queue's converter was made for another rate: its conversion no longer fits.
-            if mismatch { notify(.converterError) }
+            if mismatch { notify(.converterError(0x666D_743F)) }  // 'fmt?', kAudioConverterErr_FormatNotSupported
         case .freewheel:
             realtimeWake.post()
         }

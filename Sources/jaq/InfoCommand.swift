@@ -115,6 +115,8 @@ struct FileReport: Encodable {
     let frames: Int64
     let duration: Double
     let peaks: [Peak]
+    /// Packets, priming and padding of compressed files (nil, left out of JSON, for PCM).
+    let packets: PacketInfo?
 
     init(path: String) throws(InfoFailure) {
         var fileID: AudioFileID?
@@ -129,15 +131,23 @@ struct FileReport: Encodable {
         self.path = path
         self.fileType = Self.fourCharacters(fileType)
         container = Self.containerName(fileType, path: path)
-        format = Self.describe(dataFormat, fileType: fileType)
+        format = dataFormat.mBytesPerFrame == 0 && dataFormat.mFormatID != kAudioFormatLinearPCM
+            ? PacketInfo.codecText(dataFormat, bitRate: Self.bitRate(file)) : Self.describe(dataFormat, fileType: fileType)
         formatID = Self.fourCharacters(dataFormat.mFormatID)
         formatFlags = dataFormat.mFormatFlags
         bitsPerChannel = dataFormat.mBitsPerChannel
         sampleRate = dataFormat.mSampleRate
         channels = Int(dataFormat.mChannelsPerFrame)
-        frames = Int64(packets) * Int64(max(dataFormat.mFramesPerPacket, 1))
+        self.packets = PacketInfo(file, format: dataFormat)
+        frames = self.packets?.validFrames ?? Int64(packets) * Int64(max(dataFormat.mFramesPerPacket, 1))
         duration = dataFormat.mSampleRate > 0 ? Double(frames) / dataFormat.mSampleRate : 0
-        peaks = try Self.peaks(path: path, channels: channels).map { Peak(linear: $0, dBFS: $0 > 0 ? 20 * log10($0) : nil) }
+        let linearPeaks: [Double]
+        if let info = self.packets {
+            linearPeaks = try info.peaks(file, format: dataFormat)
+        } else {
+            linearPeaks = try Self.peaks(path: path, channels: channels)
+        }
+        peaks = linearPeaks.map { Peak(linear: $0, dBFS: $0 > 0 ? 20 * log10($0) : nil) }
     }
 
     /// The text `jaq info` prints.
@@ -154,12 +164,22 @@ struct FileReport: Encodable {
               sample rate: \(rate) Hz
               channels:    \(channels)
               frames:      \(frames)
-              duration:    \(String(format: "%.3f", duration)) s (\(Self.clock(duration)))
+              duration:    \(String(format: "%.3f", duration)) s (\(Self.clock(duration)))\(packetText)
               peak:        \(peakText)
             """
     }
 
+    /// The packets line of compressed files ("" for PCM).
+    private var packetText: String {
+        guard let packets else { return "" }
+        return "\n  packets:     \(packets.packets), priming \(packets.primingFrames) frames, remainder \(packets.remainderFrames) frames"
+    }
+
     // MARK: Reading
+
+    private static func bitRate(_ file: AudioFileID) -> UInt32 {
+        (try? property(file, kAudioFilePropertyBitRate) as UInt32) ?? 0
+    }
 
     private static func property<Value: BitwiseCopyable>(_ file: AudioFileID, _ id: AudioFilePropertyID) throws(InfoFailure) -> Value {
         var size = UInt32(MemoryLayout<Value>.size)
@@ -218,7 +238,8 @@ struct FileReport: Encodable {
             kAudioFileWave64Type: "Wave64", kAudioFileRF64Type: "RF64", kAudioFileBW64Type: "BW64",
             kAudioFileNextType: "NeXT/Sun", kAudioFileFLACType: "FLAC", kAudioFileMP3Type: "MP3", kAudioFileMP2Type: "MP2",
             kAudioFileMP1Type: "MP1", kAudioFileOggVorbisType: "Ogg Vorbis", kAudioFileOggOpusType: "Ogg Opus",
-            kAudioFileSoundDesigner2Type: "Sound Designer II",
+                kAudioFileSoundDesigner2Type: "Sound Designer II", kAudioFileM4AType: "MPEG-4 audio (.m4a)",
+            kAudioFileMPEG4Type: "MPEG-4", kAudioFileAAC_ADTSType: "AAC ADTS", kAudioFile3GPType: "3GPP",
         ]
         if let name = names[type] { return name }
         // A type Apple has no ID for: libsndfile's name of it.

@@ -22,6 +22,10 @@ final class FilePlayer: @unchecked Sendable {
     let isRunning = Atomic<Bool>(false)
     let readError = Mutex<String?>(nil)
     let ended = Atomic<Bool>(false)
+    /// Compressed files: buffer size, cookie, priming and padding (FilePlayer+Packets.swift).
+    let packetPlayback: PacketPlayback?
+    /// Frames to trim from each enqueued buffer of a compressed file.
+    let trims = Mutex<[UInt: (start: Int, end: Int)]>([:])
 
     init(path: String, index: Int, loop: Bool) throws {
         self.path = path
@@ -32,15 +36,20 @@ final class FilePlayer: @unchecked Sendable {
         format = opened.format
         totalPackets = opened.packetCount
         // A quarter second per buffer.
-        packetsPerBuffer = UInt32(max(256, Int(opened.format.mSampleRate / 4)))
+        packetsPerBuffer = opened.format.mFramesPerPacket > 1 ? PacketPlayback.packetsPerBuffer(opened.format) : UInt32(max(256, Int(opened.format.mSampleRate / 4)))
+        packetPlayback = PacketPlayback(opened.id, format: opened.format, packetsPerBuffer: packetsPerBuffer)
     }
 
     deinit { AudioFileClose(file) }
 
-    var durationSeconds: Double { Double(totalPackets) / format.mSampleRate }
+    var durationSeconds: Double {
+        let frames = Double(totalPackets) * Double(max(format.mFramesPerPacket, 1))
+        return (frames - Double((packetPlayback?.primingFrames ?? 0) + (packetPlayback?.remainderFrames ?? 0))) / format.mSampleRate
+    }
 
     /// Fills `buffer` with the next packets (from the start again when looping); false at the end.
     func fill(_ buffer: AudioQueueBufferRef) -> Bool {
+        if let packetPlayback { return fillPackets(buffer, packetPlayback) }
         let bytesPerPacket = format.mBytesPerPacket
         var filled: UInt32 = 0
         let capacity = packetsPerBuffer
@@ -78,7 +87,7 @@ final class FilePlayer: @unchecked Sendable {
 /// The playback callback: refill and re-enqueue, or stop after the last frame.
 private func playerCallback(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef) {
     let player = Unmanaged<FilePlayer>.fromOpaque(userData!).takeUnretainedValue()
-    if !player.ended.load(ordering: .relaxed), player.fill(buffer), AudioQueueEnqueueBuffer(queue, buffer, 0, nil) == noErr {
+    if !player.ended.load(ordering: .relaxed), player.fill(buffer), player.enqueue(buffer, on: queue) == noErr {
         return
     }
     if !player.ended.exchange(true, ordering: .relaxed) {
@@ -204,6 +213,8 @@ struct PlayCommand: ParsableCommand {
             let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue)
             guard status == noErr, let queue else { throw CLIError("\(player.path): \(describe(status, file: false))") }
             player.queue = queue
+            let configured = player.configure(queue)
+            guard configured == noErr else { throw CLIError("\(player.path): the queue refuses the file's magic cookie (\(describe(configured, file: false)))") }
             let stem = URL(fileURLWithPath: player.path).deletingPathExtension().lastPathComponent
             let clientName = "jaq-\(player.index)-\(sanitized(stem, limit: 40))"
             let renamed = setStringProperty(queue, kAudioQueueProperty_JACKClientName, clientName)
@@ -218,7 +229,7 @@ struct PlayCommand: ParsableCommand {
             AudioQueueAddPropertyListener(queue, kAudioQueueProperty_IsRunning, playerRunningListener, user)
             for _ in 0..<3 {
                 var buffer: AudioQueueBufferRef?
-                let result = AudioQueueAllocateBuffer(queue, player.packetsPerBuffer * format.mBytesPerPacket, &buffer)
+                let result = player.allocateBuffer(queue, &buffer)
                 guard result == noErr, let buffer else { throw CLIError("\(player.path): \(describe(result, file: false))") }
                 player.buffers.append(buffer)
                 playerCallback(user, queue, buffer)

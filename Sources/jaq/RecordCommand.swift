@@ -57,8 +57,11 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: .long, help: "One multichannel file instead of one file per track.")
     var interleaved = false
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("wav (RF64 past 4 GiB), w64, rf64, aiff, caf, flac, ogg, opus or mp3.", valueName: "format"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("wav (RF64 past 4 GiB), w64, rf64, aiff, caf, flac, ogg, opus, mp3 or m4a (AAC or ALAC, --codec).", valueName: "format"))
     var format = "wav"
+
+    @Option(name: .long, help: ArgumentHelp("For m4a and caf: aac (AAC-LC, 64 kbit/s a channel) or alac (lossless). PCM caf without it.", valueName: "codec"))
+    var codec: String?
 
     @Option(name: .shortAndLong, help: ArgumentHelp("16, 24, 32 or float.", valueName: "bits"))
     var bits = "24"
@@ -121,6 +124,8 @@ struct RecordCommand: ParsableCommand {
     }
 
     func record() throws {
+        // m4a (AAC or ALAC) and compressed CAF: an encoding input queue (CompressedTake.swift).
+        if let take = try CompressedTake(format: format, codec: codec, bits: bits) { return try recordCompressed(take) }
         let takeFormat: AudioTakeFile.Format
         do { takeFormat = try AudioTakeFile.Format(name: format, bits: bits) } catch { throw CLIError(error.description, exitCode: 2) }
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
@@ -138,22 +143,7 @@ struct RecordCommand: ParsableCommand {
             durationFrames = frames
         }
 
-        // The ports, in order.
-        let all = server.session.ports().filter { !$0.isInput && $0.type.contains("audio") }
-        let candidates = all.map(\.name)
-        let physical = all.filter(\.isPhysical).map(\.name)
-        var sources: [String] = []
-        for port in ports {
-            do {
-                for name in try JackSession.resolvePorts(port, candidates: candidates, physical: physical) where !sources.contains(name) {
-                    sources.append(name)
-                }
-            } catch {
-                throw CLIError("port '\(port)': \(error.reason)" + (physical.isEmpty && port == "system" ? ServerContext.noPhysicalPortsHint : ""))
-            }
-        }
-        guard !sources.isEmpty else { throw CLIError("no ports to record") }
-        guard sources.count <= 64 else { throw CLIError("\(sources.count) ports: a take holds at most 64 tracks") }
+        let (sources, physical) = try resolveSources(server)
         // The control client only follows the transport; otherwise it goes now, so the server
         // has one client fewer to tell about every connection the queue makes.
         let session: JackSession! = transport ? server.session : nil
@@ -489,6 +479,26 @@ struct RecordCommand: ParsableCommand {
         let latencies = ranges.map { $0.mMaximum }
         let least = latencies.min() ?? 0
         return latencies.map { Int64((($0 - least) * rate / deviceRate).rounded()) }
+    }
+
+    /// The ports to record, in order, and the server's physical capture ports.
+    func resolveSources(_ server: ServerContext) throws -> (sources: [String], physical: [String]) {
+        let all = server.session.ports().filter { !$0.isInput && $0.type.contains("audio") }
+        let candidates = all.map(\.name)
+        let physical = all.filter(\.isPhysical).map(\.name)
+        var sources: [String] = []
+        for port in ports {
+            do {
+                for name in try JackSession.resolvePorts(port, candidates: candidates, physical: physical) where !sources.contains(name) {
+                    sources.append(name)
+                }
+            } catch {
+                throw CLIError("port '\(port)': \(error.reason)" + (physical.isEmpty && port == "system" ? ServerContext.noPhysicalPortsHint : ""))
+            }
+        }
+        guard !sources.isEmpty else { throw CLIError("no ports to record") }
+        guard sources.count <= 64 else { throw CLIError("\(sources.count) ports: a take holds at most 64 tracks") }
+        return (sources, physical)
     }
 
     /// Creates the take's files (take number: the first that names no existing file).

@@ -93,11 +93,16 @@ import Testing
     }
 
     @Test func unknownAndUnwritableFileTypes() {
-        for type in [AudioFileTypeID(0x7878_7878), kAudioFileMPEG4Type, kAudioFileM4AType, kAudioFileBW64Type,
-                     kAudioFileAAC_ADTSType, kAudioFile3GPType, kAudioFileAMRType, kAudioFileSoundDesigner2Type] {
+        for type in [AudioFileTypeID(0x7878_7878), kAudioFileBW64Type, kAudioFile3GPType, kAudioFileAMRType, kAudioFileSoundDesigner2Type] {
             let url = scratch.url("typed")
             expectStatus(AF.create(url, type, stereo16).0, kAudioFileUnsupportedFileTypeError, fourCC(OSStatus(bitPattern: type)))
             #expect(!FileManager.default.fileExists(atPath: url.path), "nothing is created for an unwritable type")
+        }
+        // MPEG-4 and ADTS hold compressed packets (AudioFilePacketTests), not linear PCM.
+        for type in [kAudioFileMPEG4Type, kAudioFileM4AType, kAudioFileAAC_ADTSType] {
+            let url = scratch.url("typed")
+            expectStatus(AF.create(url, type, stereo16).0, kAudioFileUnsupportedDataFormatError, fourCC(OSStatus(bitPattern: type)))
+            #expect(!FileManager.default.fileExists(atPath: url.path), "nothing is created for a format the type cannot hold")
         }
     }
 

@@ -301,9 +301,9 @@ import QueueCore
             var bitsDoNotFit = lpcm(); bitsDoNotFit.mBitsPerChannel = 24
             // Non-interleaved is taken (a jaq extension), but its per-channel sizes must agree.
             var nonInterleaved = lpcm(); nonInterleaved.mFormatFlags |= kAudioFormatFlagIsNonInterleaved; nonInterleaved.mBytesPerFrame = 2
-            var aac = lpcm(); aac.mFormatID = kAudioFormatMPEG4AAC
+            var unknown = lpcm(); unknown.mFormatID = 0x7A7A_7A7A  // 'zzzz': no such format (AAC and the others: codecs.md)
             let tooMany = lpcm(channels: 65)
-            for var format in [zeroChannels, zeroRate, bitsDoNotFit, nonInterleaved, aac, tooMany] {
+            for var format in [zeroChannels, zeroRate, bitsDoNotFit, nonInterleaved, unknown, tooMany] {
                 #expect(AudioQueueNewOutput(&format, handleOutputBuffer, nil, nil, nil, 0, &queue) == kAudioFormatUnsupportedDataFormatError)
                 #expect(queue == nil)
             }

@@ -74,6 +74,53 @@ extension ExamplesTests {
             }
         }
 
+        /// The guide's player with its VBR branch (packet descriptions, the file's magic cookie
+        /// copied to the queue) plays an AAC .m4a made by ffmpeg's command line tool; what
+        /// jack_capture records holds ffmpeg's own decode of the file (which drops the 1024
+        /// frames of encoder priming the file's edit list names), sample for sample.
+        @Test func playsAnAACM4AFromFFmpegAsFFmpegDecodesIt() throws {
+            let scratch = try Scratch()
+            let path = scratch.file("tones.m4a")
+            let reference = scratch.file("reference.raw")
+            let ffmpeg = try tool("ffmpeg", package: "ffmpeg")
+            let make = try runProcess([ffmpeg, "-v", "error", "-y", "-f", "lavfi", "-i",
+                                       "aevalsrc=0.3*sin(2*PI*440*t)+0.1*sin(2*PI*(100+2000*t)*t)|0.3*sin(2*PI*660*t):s=48000:d=3",
+                                       "-c:a", "aac", "-b:a", "128k", path])
+            try #require(make.status == 0, "ffmpeg: \(make.error)")
+            let decode = try runProcess([ffmpeg, "-v", "error", "-y", "-i", path, "-f", "f32le", "-c:a", "pcm_f32le", reference])
+            try #require(decode.status == 0, "ffmpeg: \(decode.error)")
+            let expected = try Data(contentsOf: URL(fileURLWithPath: reference)).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+            #expect(expected.count >= 2 * 3 * Self.rate)
+
+            let server = try JackServer(sampleRate: Self.rate, periodFrames: 256)
+            defer { server.stop() }
+            let (jackCapture, capture, ports) = try startJackCapture(server, scratch: scratch, channels: 2)
+            let play = try runProcess([try example("PlayFile"), path, "--device", ports], environment: server.environment, timeout: 30)
+            #expect(play.status == 0, "PlayFile exited \(play.status): \(play.output)\(play.error)")
+            jackCapture.send(SIGINT)
+            #expect(jackCapture.waitForExit() == 0, "\(jackCapture.output)")
+            // The float WAV read as it is (sox would pass the samples through 32-bit integers,
+            // rounding the quietest ones).
+            let recording = try floatWAVSamples(capture)
+            checkFrames(server) {
+                // Where ffmpeg's first frame is in the recording: PlayFile plays the priming too.
+                let frames = recording.count / 2
+                let head = 64
+                let offset = (0..<max(0, frames - expected.count / 2 + 1)).first { f in
+                    (0..<head * 2).allSatisfy { recording[f * 2 + $0] == expected[$0] }
+                }
+                guard let offset else {
+                    Issue.record("ffmpeg's decode is nowhere in the \(frames)-frame recording")
+                    return
+                }
+                let played = Array(recording[(offset * 2)..<(offset * 2 + expected.count)])
+                let differing = zip(played, expected).filter { $0 != $1 }.count
+                let firstDifference = played.indices.first { played[$0] != expected[$0] }.map { $0 / 2 }
+                #expect(differing == 0, "\(differing) of \(expected.count) samples differ from ffmpeg's decode, from frame \(firstDifference ?? 0); jack_capture: \(jackCapture.output)")
+                print("measured: PlayFile of ffmpeg's AAC .m4a -> jack_capture: ffmpeg's decode found at frame \(offset), \(differing) samples differ")
+            }
+        }
+
         @Test func aMissingFileIsOneLineAndAFailure() throws {
             let scratch = try Scratch()
             let missing = scratch.file("missing.wav")
@@ -91,4 +138,22 @@ extension ExamplesTests {
             #expect(play.error == "PlayFile: cannot open \(text): not an audio file of a known type ('typ?')\n")
         }
     }
+}
+
+/// The samples of a 32-bit float WAV file (jack_capture's), interleaved.
+func floatWAVSamples(_ path: String) throws -> [Float] {
+    let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    func u32(_ i: Int) -> Int { Int(bytes[i]) | Int(bytes[i + 1]) << 8 | Int(bytes[i + 2]) << 16 | Int(bytes[i + 3]) << 24 }
+    var i = 12
+    while i + 8 <= bytes.count {
+        let size = u32(i + 4)
+        if bytes[i..<(i + 4)].elementsEqual("data".utf8) {
+            let end = min(bytes.count, i + 8 + size)
+            return bytes[(i + 8)..<end].withUnsafeBytes { raw in
+                (0..<(raw.count / 4)).map { raw.loadUnaligned(fromByteOffset: $0 * 4, as: Float.self) }
+            }
+        }
+        i += 8 + size + (size & 1)
+    }
+    throw CocoaError(.fileReadCorruptFile)
 }

@@ -36,13 +36,28 @@ public func audioFileOpenURL(_ inFileRef: __CFURLRef?, _ inPermissions: Int8, _ 
 func createAudioFile(path: String, fileType: AudioFileTypeID, format: AudioStreamBasicDescription,
                      flags: UInt32) throws -> AudioFileID {
     let eraseFile = flags & AudioFileFlags.eraseFile.rawValue != 0
+    // Compressed packets go to the containers that hold them (CAF, MPEG-4, ADTS); PCM and the
+    // formats libsndfile encodes from PCM go through libsndfile.
+    if PacketAudioFile.isPacketFormat(format), let container = PacketAudioFile.container(forType: fileType) {
+        return AudioFileRegistry.register(try PacketAudioFile.create(path: path, fileType: fileType, in: container, format: format,
+                                                                     eraseFile: eraseFile))
+    }
+    if PacketAudioFile.container(forType: fileType) != nil, WritableContainer(typeID: fileType) == nil {
+        throw AudioToolboxError(kAudioFileUnsupportedDataFormatError,
+                                "\(fourCharString(OSStatus(bitPattern: fileType))) files hold compressed packets (AAC, ALAC), not this format")
+    }
     return AudioFileRegistry.register(try AudioFileObject.create(path: path, fileType: fileType, format: format, eraseFile: eraseFile))
 }
 
-/// What AudioFileOpenURL does, for the C and the Swift entry points. libsndfile recognises the
-/// type from the content, so the type hint is not needed.
+/// What AudioFileOpenURL does, for the C and the Swift entry points. The type is recognised
+/// from the content, so the type hint is not needed: files of compressed packets (CAF of a
+/// compressed format, MPEG-4, ADTS) open as packets, the others through libsndfile.
 func openAudioFile(path: String, permissions: Int8) throws -> AudioFileID {
-    AudioFileRegistry.register(try AudioFileObject.open(path: path, permissions: permissions))
+    if let container = PacketAudioFile.container(ofFileAt: path) {
+        try HeaderCheck.check(path: path, forWriting: false)
+        return AudioFileRegistry.register(try PacketAudioFile.open(path: path, container: container, permissions: permissions))
+    }
+    return AudioFileRegistry.register(try AudioFileObject.open(path: path, permissions: permissions))
 }
 
 @_cdecl("AudioFileClose")
@@ -67,7 +82,7 @@ public func audioFileReadPacketData(_ inAudioFile: AudioFileID?, _ inUseCache: U
                              _ outPacketDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?,
                              _ inStartingPacket: Int64, _ ioNumPackets: UnsafeMutablePointer<UInt32>?,
                              _ outBuffer: UnsafeMutableRawPointer?) -> OSStatus {
-    readPackets(inAudioFile, ioNumBytes, inStartingPacket, ioNumPackets, outBuffer, endOfFile: kAudioFileEndOfFileError)
+    readPackets(inAudioFile, ioNumBytes, outPacketDescriptions, inStartingPacket, ioNumPackets, outBuffer, endOfFile: kAudioFileEndOfFileError)
 }
 
 @_cdecl("AudioFileReadPackets")
@@ -78,12 +93,12 @@ public func audioFileReadPackets(_ inAudioFile: AudioFileID?, _ inUseCache: UInt
     // The deprecated form: the byte count is output only (the buffer is assumed to hold the
     // packets asked for) and reaching the end of the file is not an error.
     if let outNumBytes { outNumBytes.pointee = UInt32.max }
-    return readPackets(inAudioFile, outNumBytes, inStartingPacket, ioNumPackets, outBuffer, endOfFile: noErr)
+    return readPackets(inAudioFile, outNumBytes, outPacketDescriptions, inStartingPacket, ioNumPackets, outBuffer, endOfFile: noErr)
 }
 
-/// Both packet reads. Packet descriptions are left untouched: every format here has constant
-/// packet sizes, for which Apple does not fill them either.
-private func readPackets(_ inAudioFile: AudioFileID?, _ ioNumBytes: UnsafeMutablePointer<UInt32>?, _ inStartingPacket: Int64,
+/// Both packet reads.
+private func readPackets(_ inAudioFile: AudioFileID?, _ ioNumBytes: UnsafeMutablePointer<UInt32>?,
+                         _ outPacketDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?, _ inStartingPacket: Int64,
                          _ ioNumPackets: UnsafeMutablePointer<UInt32>?, _ outBuffer: UnsafeMutableRawPointer?,
                          endOfFile: OSStatus) -> OSStatus {
     var reachedEnd = false
@@ -93,10 +108,9 @@ private func readPackets(_ inAudioFile: AudioFileID?, _ ioNumBytes: UnsafeMutabl
             throw AudioToolboxError(kAudio_ParamError, "ioNumBytes, ioNumPackets and outBuffer must not be NULL")
         }
         let read = try file.readPackets(from: inStartingPacket, count: Int(ioNumPackets.pointee),
-                                        capacity: Int(ioNumBytes.pointee), into: outBuffer)
-        let bytesPerPacket = try file.withState { $0.bytesPerFrame }
+                                        capacity: Int(ioNumBytes.pointee), into: outBuffer, descriptions: outPacketDescriptions)
         ioNumPackets.pointee = UInt32(read.packets)
-        ioNumBytes.pointee = UInt32(read.packets * bytesPerPacket)
+        ioNumBytes.pointee = UInt32(read.bytes)
         reachedEnd = read.reachedEnd
     }
     if status != noErr {
@@ -116,12 +130,8 @@ public func audioFileWritePackets(_ inAudioFile: AudioFileID?, _ inUseCache: UIn
         guard let ioNumPackets, let inBuffer else {
             throw AudioToolboxError(kAudio_ParamError, "ioNumPackets and inBuffer must not be NULL")
         }
-        let bytesPerPacket = try file.withState { $0.bytesPerFrame }
-        let packets = Int(ioNumPackets.pointee)
-        guard Int(inNumBytes) >= packets * bytesPerPacket else {
-            throw AudioToolboxError(kAudio_ParamError, "\(packets) packets are \(packets * bytesPerPacket) bytes, inNumBytes is \(inNumBytes)")
-        }
-        let written = try file.writePackets(at: inStartingPacket, count: packets, from: inBuffer)
+        let written = try file.writePackets(at: inStartingPacket, count: Int(ioNumPackets.pointee), byteCount: Int(inNumBytes),
+                                            descriptions: inPacketDescriptions, from: inBuffer)
         ioNumPackets.pointee = UInt32(written.packets)
         if let error = written.error { throw error }
     }

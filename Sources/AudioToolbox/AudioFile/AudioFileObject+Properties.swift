@@ -220,12 +220,13 @@ extension AudioFileObject {
 
     // MARK: Bytes of values
 
-    private static func bytes<Value>(of value: Value) -> [UInt8] {
+    /// A property value's bytes (shared with PacketAudioFile).
+    static func bytes<Value>(of value: Value) -> [UInt8] {
         withUnsafeBytes(of: value) { Array($0) }
     }
 
     /// Loads a fixed-size value, or '!siz' when `bytes` is not exactly its size.
-    private static func load<Value: BitwiseCopyable>(_ bytes: UnsafeRawBufferPointer) throws(AudioToolboxError) -> Value {
+    static func load<Value: BitwiseCopyable>(_ bytes: UnsafeRawBufferPointer) throws(AudioToolboxError) -> Value {
         guard bytes.count == MemoryLayout<Value>.size else {
             throw AudioToolboxError(kAudioFileBadPropertySizeError, "the value is \(MemoryLayout<Value>.size) bytes, not \(bytes.count)")
         }

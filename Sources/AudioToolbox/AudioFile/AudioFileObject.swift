@@ -73,15 +73,21 @@ extension AudioFileObject {
         }
         let layout = try PCMLayout(validating: format)
         let storage = try container.storage(for: layout)
-        var status = stat()
-        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
-            throw AudioToolboxError(kAudio_BadFilePathError, "\(path) is a directory")
-        }
+        try refuseDirectory(path)
         let sound = try openForWriting(path: path, container: container, layout: layout, format: storage.format, replacing: eraseFile)
         return AudioFileObject(State(
             sound: sound, path: path, fileType: fileType, container: container, layout: layout,
             transfer: storage.transfer, soundFormat: storage.format, canRead: container.opensForReadWrite,
             canWrite: true, frameCount: 0, readPosition: 0, writePosition: 0))
+    }
+
+    /// '!pth' when `path` names a directory (creating a file there would fail with EISDIR
+    /// only after the erase).
+    static func refuseDirectory(_ path: String) throws(AudioToolboxError) {
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw AudioToolboxError(kAudio_BadFilePathError, "\(path) is a directory")
+        }
     }
 
     /// Creates (or re-creates) the libsndfile file of a writable container.

@@ -27,7 +27,7 @@ struct FileWalk {
         "!pth", "-38", "-39", "-40", "-43", "-48", "-54", "-50", "-36", "-34", "-42", "-108",
     ]
     /// The words that carry values rather than result codes.
-    static let valueNames: Set<String> = ["pcnt", "bcnt", "psze", "pkub", "brat", "edur", "doff", "packets"]
+    static let valueNames: Set<String> = ["pcnt", "bcnt", "psze", "pkub", "brat", "edur", "doff", "packets", "vbr"]
 
     /// What a caller could not rely on: a word that is neither a result code nor a value, and
     /// sizes that disagree (AudioDataByteCount ≠ packets × MaximumPacketSize).
@@ -35,7 +35,7 @@ struct FileWalk {
         var found = results.filter { !Self.resultCodes.contains($0.1) && !(Self.valueNames.contains($0.0) && Double($0.1) != nil) }
             .map { "\($0.0)=\($0.1)" }
         let values = Dictionary(results, uniquingKeysWith: { first, _ in first })
-        if let packets = values["pcnt"].flatMap({ Int64($0) }), let size = values["psze"].flatMap({ Int64($0) }),
+        if values["vbr"] == nil, let packets = values["pcnt"].flatMap({ Int64($0) }), let size = values["psze"].flatMap({ Int64($0) }),
            let bytes = values["bcnt"].flatMap({ Int64($0) }), packets.multipliedReportingOverflow(by: size) != (bytes, false) {
             found.append("bcnt=\(bytes) for \(packets) packets of \(size) bytes")
         }
@@ -63,6 +63,7 @@ struct FileWalk {
         ("brat", kAudioFilePropertyBitRate), ("edur", kAudioFilePropertyEstimatedDuration),
         ("doff", kAudioFilePropertyDataOffset), ("sbtd", kAudioFilePropertySourceBitDepth),
         ("optm", kAudioFilePropertyIsOptimized), ("dszu", kAudioFilePropertyDeferSizeUpdates),
+        ("pnfo", kAudioFilePropertyPacketTableInfo),
     ]
 
     private mutating func readProperties(_ file: AudioFileID) {
@@ -115,8 +116,14 @@ struct FileWalk {
         var format = AudioStreamBasicDescription()
         var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
         guard AudioFileGetProperty(file, kAudioFilePropertyDataFormat, &size, &format) == noErr else { return }
-        let packetBytes = Int(max(format.mBytesPerPacket, 1))
+        // Packets of variable size: as the guide's player sizes its buffers, by the largest
+        // packet (bounded: a hostile header may claim any size).
+        var largest: UInt32 = 0
+        size = 4
+        if format.mBytesPerPacket == 0 { _ = AudioFileGetProperty(file, kAudioFilePropertyMaximumPacketSize, &size, &largest) }
+        let packetBytes = Int(format.mBytesPerPacket > 0 ? format.mBytesPerPacket : min(max(largest, 1), 1 << 16))
         var buffer = [UInt8](repeating: 0, count: Int(Self.packetsPerRead) * packetBytes)
+        var descriptions = [AudioStreamPacketDescription](repeating: .init(), count: Int(Self.packetsPerRead))
         // In order, as a player reads, until the end or the limit.
         var packet: Int64 = 0
         var last: OSStatus = noErr
@@ -124,11 +131,12 @@ struct FileWalk {
             var bytes = UInt32(buffer.count)
             var packets = Self.packetsPerRead
             last = buffer.withUnsafeMutableBytes {
-                AudioFileReadPacketData(file, false, &bytes, nil, packet, &packets, $0.baseAddress!)
+                AudioFileReadPacketData(file, false, &bytes, &descriptions, packet, &packets, $0.baseAddress!)
             }
             packet += Int64(packets)
             if last != noErr || packets == 0 { break }
         }
+        if format.mBytesPerPacket == 0 { note("vbr", "1") }
         note("read", statusText(last))
         note("packets", String(packet))
         // Out of order: backwards from the end, then at 610 (where crash-021463.ogg crashed in sf_seek).
@@ -140,7 +148,7 @@ struct FileWalk {
             var bytes = UInt32(buffer.count)
             var packets = Self.packetsPerRead
             let status = buffer.withUnsafeMutableBytes {
-                AudioFileReadPacketData(file, false, &bytes, nil, start, &packets, $0.baseAddress!)
+                AudioFileReadPacketData(file, false, &bytes, &descriptions, start, &packets, $0.baseAddress!)
             }
             note(name, status)
         }

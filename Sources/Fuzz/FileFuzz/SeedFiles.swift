@@ -1,3 +1,4 @@
+import AudioCodec
 import AudioToolbox
 import Foundation
 import SoundFile
@@ -46,6 +47,59 @@ enum SeedFiles {
         ("seed-u8.wav", .init(.wav, .pcmU8)), ("seed-alaw.aifc", .init(.aiff, .alaw)), ("seed-wavex.wav", .init(.wavex, .pcm24)),
     ]
 
+    /// Files of compressed packets, encoded with AudioCodec's encoders and written with
+    /// AudioFileWritePackets (cookie and packet table info set as the guide's recorder does).
+    static let packetKinds: [(name: String, type: AudioFileTypeID, formatID: AudioFormatID, rate: Double, frames: Int)] = [
+        ("seed-aac.m4a", kAudioFileM4AType, kAudioFormatMPEG4AAC, 44100, 5000),
+        ("seed-alac.m4a", kAudioFileM4AType, kAudioFormatAppleLossless, 44100, 9000),
+        ("seed-aac.caf", kAudioFileCAFType, kAudioFormatMPEG4AAC, 48000, 5000),
+        ("seed-alac-packets.caf", kAudioFileCAFType, kAudioFormatAppleLossless, 48000, 9000),
+        ("seed-ima4.caf", kAudioFileCAFType, kAudioFormatAppleIMA4, 22050, 2000),
+        ("seed.aac", kAudioFileAAC_ADTSType, kAudioFormatMPEG4AAC, 32000, 5000),
+    ]
+
+    /// Encodes `frames` frames of sines and writes their packets into a new file.
+    @discardableResult
+    static func writePackets(_ path: String, type: AudioFileTypeID, formatID: AudioFormatID, rate: Double, channels: Int,
+                             frames: Int) -> OSStatus {
+        let flags: UInt32 = formatID == kAudioFormatAppleLossless ? 1 : 0  // 16-bit source
+        guard let encoder = try? PacketEncoder(format: CodecFormat(formatID: formatID, formatFlags: flags, sampleRate: rate,
+                                                                   channelCount: channels))
+        else { return kAudioFormatUnsupportedDataFormatError }
+        let planes = (0..<channels).map { channel in (0..<frames).map { Float(0.5 * sin(Double($0) * 0.05 * Double(channel + 1))) } }
+        let pointers = planes.map { plane in plane.withUnsafeBufferPointer { UnsafePointer($0.baseAddress!) } }
+        guard (try? pointers.withUnsafeBufferPointer { try encoder.encode($0.baseAddress!, frames: frames) }) != nil,
+              (try? encoder.finish()) != nil
+        else { return kAudioFormatUnsupportedDataFormatError }
+        var format = AudioStreamBasicDescription(
+            mSampleRate: rate, mFormatID: formatID, mFormatFlags: flags,
+            mBytesPerPacket: UInt32(CompressedFormat.constantBytesPerPacket(formatID, channels: channels)),
+            mFramesPerPacket: UInt32(encoder.framesPerPacket), mBytesPerFrame: 0, mChannelsPerFrame: UInt32(channels),
+            mBitsPerChannel: 0, mReserved: 0)
+        var file: AudioFileID?
+        var status = AudioFileCreateWithURL(URL(fileURLWithPath: path), type, &format, .eraseFile, &file)
+        guard status == noErr, let file else { return status }
+        let cookie = encoder.cookie
+        if !cookie.isEmpty { AudioFileSetProperty(file, kAudioFilePropertyMagicCookieData, UInt32(cookie.count), cookie) }
+        var table = AudioFilePacketTableInfo(mNumberValidFrames: 0, mPrimingFrames: Int32(encoder.primingFrames), mRemainderFrames: 0)
+        let tableSize = UInt32(MemoryLayout<AudioFilePacketTableInfo>.size)
+        AudioFileSetProperty(file, kAudioFilePropertyPacketTableInfo, tableSize, &table)
+        var packetCount: Int64 = 0
+        var encodedFrames = 0
+        while status == noErr, let packet = encoder.nextPacket() {
+            var description = AudioStreamPacketDescription(mStartOffset: 0, mVariableFramesInPacket: 0, mDataByteSize: UInt32(packet.bytes.count))
+            var count: UInt32 = 1
+            status = AudioFileWritePackets(file, false, UInt32(packet.bytes.count), &description, packetCount, &count, packet.bytes)
+            packetCount += 1
+            encodedFrames += encoder.framesPerPacket
+        }
+        table.mNumberValidFrames = Int64(frames)
+        table.mRemainderFrames = Int32(max(encodedFrames - frames - encoder.primingFrames, 0))
+        AudioFileSetProperty(file, kAudioFilePropertyPacketTableInfo, tableSize, &table)
+        let closed = AudioFileClose(file)
+        return status == noErr ? closed : status
+    }
+
     /// Writes each kind in `directory` and returns the bytes of those that could be written.
     static func make(in directory: String) -> [(name: String, bytes: [UInt8])] {
         let written = kinds.compactMap { kind -> (String, [UInt8])? in
@@ -53,8 +107,14 @@ enum SeedFiles {
             guard write(path, type: kind.type, format: kind.format, frames: kind.frames) == noErr else { return nil }
             return FileManager.default.contents(atPath: path).map { (kind.name, Array($0)) }
         }
+        let packetFiles = packetKinds.compactMap { kind -> (String, [UInt8])? in
+            let path = "\(directory)/\(kind.name)"
+            guard writePackets(path, type: kind.type, formatID: kind.formatID, rate: kind.rate, channels: 2, frames: kind.frames) == noErr
+            else { return nil }
+            return FileManager.default.contents(atPath: path).map { (kind.name, Array($0)) }
+        }
         let samples = (0..<400).map { Int16(8000 * sin(Double($0) * 0.07)) }
-        return written + libsndfileKinds.compactMap { kind -> (String, [UInt8])? in
+        return written + packetFiles + libsndfileKinds.compactMap { kind -> (String, [UInt8])? in
             let path = "\(directory)/\(kind.name)"
             let info = SoundFile.Info(sampleRate: 8000, channelCount: 1, format: kind.format)
             guard info.isWritable, let file = try? SoundFile(path: path, mode: .write, format: info) else { return nil }

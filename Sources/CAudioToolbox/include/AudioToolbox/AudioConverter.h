@@ -1,12 +1,13 @@
 /*
- * AudioConverter.h for jaq: the names Apple code includes this header for.
+ * AudioConverter.h for jaq: Apple's Audio Converter Services on FFmpeg's codecs.
  *
- * Programs written for Apple platforms include <AudioToolbox/AudioConverter.h>
- * (recorder.c in the recording guide does) and the guides name two of its
- * properties in comments. jaq's audio queues convert formats themselves (and
- * resample with libsoxr), so the Audio Converter API proper (AudioConverterNew,
- * AudioConverterFillComplexBuffer, ...) is not implemented: this header declares
- * its opaque type and property IDs so that such programs compile.
+ * What converts (AudioConverterNew):
+ *   - compressed -> linear PCM: AAC-LC, HE-AAC, ALAC, MP3, FLAC, Opus, IMA4 decoded;
+ *   - linear PCM -> compressed: AAC-LC, ALAC, FLAC, Opus, IMA4 encoded;
+ *   - linear PCM -> linear PCM: any sample format/endianness/width jaq's queues take.
+ * Source and destination have the same sample rate and channel count: a converter that would
+ * resample or remix returns kAudioConverterErr_FormatNotSupported ('fmt?'). Interleaved PCM
+ * only (one AudioBuffer). All codecs are software (FFmpeg's libavcodec).
  */
 #ifndef JAQ_AUDIOCONVERTER_H
 #define JAQ_AUDIOCONVERTER_H
@@ -14,19 +15,100 @@
 #include "../CoreAudioTypes/CoreAudioTypes.h"
 
 JAQ_EXTERN_C_BEGIN
+JAQ_ASSUME_NONNULL_BEGIN
 
 typedef struct OpaqueAudioConverter *AudioConverterRef;
 typedef UInt32 AudioConverterPropertyID;
 
 CF_ENUM(AudioConverterPropertyID) {
-    /** Apple: the largest packet the converter produces (a queue's MaximumOutputPacketSize here). */
+    /** UInt32, r: the largest packet the converter produces (the encoder's bound; a frame for PCM). */
     kAudioConverterPropertyMaximumOutputPacketSize = 0x786F7073, /* 'xops' */
-    /** Apple: the converter's complete input format (a queue's StreamDescription here). */
+    /** UInt32, r: the largest packet the converter takes. */
+    kAudioConverterPropertyMaximumInputPacketSize = 0x78697073,  /* 'xips' */
+    /** AudioStreamBasicDescription, r: the converter's complete input format. */
     kAudioConverterCurrentInputStreamDescription = 0x61636964,   /* 'acid' */
-    /** Apple: the converter's complete output format. */
-    kAudioConverterCurrentOutputStreamDescription = 0x61636F64   /* 'acod' */
+    /** AudioStreamBasicDescription, r: the converter's complete output format. */
+    kAudioConverterCurrentOutputStreamDescription = 0x61636F64,  /* 'acod' */
+    /** bytes, r/w: the decoder's magic cookie (esds, ALAC cookie, ...), set before converting. */
+    kAudioConverterDecompressionMagicCookie = 0x646D6763,        /* 'dmgc' */
+    /** bytes, r: the encoder's magic cookie, to store with the packets (a file's kuki/esds). */
+    kAudioConverterCompressionMagicCookie = 0x636D6763,          /* 'cmgc' */
+    /** UInt32, r/w: the encoder's bit rate in bits per second (AAC, Opus); set before converting. */
+    kAudioConverterEncodeBitRate = 0x62726174,                   /* 'brat' */
+    /** AudioConverterPrimeInfo, r: the encoder's priming (leading frames) and trailing frames. */
+    kAudioConverterPrimeInfo = 0x7072696D                        /* 'prim' */
 };
 
+/** Result codes of the converter functions (Apple's values). */
+CF_ENUM(OSStatus) {
+    kAudioConverterErr_FormatNotSupported = 0x666D743F,          /* 'fmt?' */
+    kAudioConverterErr_OperationNotSupported = 0x6F703F3F,       /* 'op??' */
+    kAudioConverterErr_PropertyNotSupported = 0x70726F70,        /* 'prop' */
+    kAudioConverterErr_InvalidInputSize = 0x696E737A,            /* 'insz' */
+    kAudioConverterErr_InvalidOutputSize = 0x6F74737A,           /* 'otsz' */
+    kAudioConverterErr_UnspecifiedError = 0x77686174,            /* 'what' */
+    kAudioConverterErr_BadPropertySizeError = 0x2173697A,        /* '!siz' */
+    kAudioConverterErr_RequiresPacketDescriptionsError = 0x21706B64, /* '!pkd' */
+    kAudioConverterErr_InputSampleRateOutOfRange = 0x21697372,   /* '!isr' */
+    kAudioConverterErr_OutputSampleRateOutOfRange = 0x216F7372   /* '!osr' */
+};
+
+/** The frames an encoder adds before the signal (priming) and after it. */
+typedef struct AudioConverterPrimeInfo {
+    UInt32 leadingFrames;
+    UInt32 trailingFrames;
+} AudioConverterPrimeInfo;
+
+/**
+ * Supplies input to AudioConverterFillComplexBuffer: set *ioNumberDataPackets to the packets
+ * given (0 at the end of the stream), point ioData's buffer at them, and for compressed input
+ * point *outDataPacketDescription at their descriptions. The data stays the caller's until the
+ * next call. A non-zero result ends the fill and is returned by it.
+ */
+typedef OSStatus (*AudioConverterComplexInputDataProc)(
+    AudioConverterRef inAudioConverter, UInt32 *ioNumberDataPackets, AudioBufferList *ioData,
+    AudioStreamPacketDescription *JAQ_NULLABLE *JAQ_NULLABLE outDataPacketDescription, void *JAQ_NULLABLE inUserData);
+
+/** Creates a converter from inSourceFormat to inDestinationFormat ('fmt?' for what it can't convert). */
+OSStatus AudioConverterNew(const AudioStreamBasicDescription *inSourceFormat,
+                           const AudioStreamBasicDescription *inDestinationFormat,
+                           AudioConverterRef JAQ_NULLABLE *JAQ_NONNULL outAudioConverter);
+
+/** Disposes of a converter. */
+OSStatus AudioConverterDispose(AudioConverterRef inAudioConverter);
+
+/** Forgets the stream so far (a seek): the codec starts over. */
+OSStatus AudioConverterReset(AudioConverterRef inAudioConverter);
+
+/** A property's size and whether it can be set. */
+OSStatus AudioConverterGetPropertyInfo(AudioConverterRef inAudioConverter, AudioConverterPropertyID inPropertyID,
+                                       UInt32 *JAQ_NULLABLE outSize, Boolean *JAQ_NULLABLE outWritable);
+
+OSStatus AudioConverterGetProperty(AudioConverterRef inAudioConverter, AudioConverterPropertyID inPropertyID,
+                                   UInt32 *ioPropertyDataSize, void *outPropertyData);
+
+OSStatus AudioConverterSetProperty(AudioConverterRef inAudioConverter, AudioConverterPropertyID inPropertyID,
+                                   UInt32 inPropertyDataSize, const void *inPropertyData);
+
+/**
+ * Converts linear PCM to linear PCM in one call (inInputDataSize bytes, whole frames, into a
+ * buffer of *ioOutputDataSize bytes). Compressed formats: kAudioConverterErr_OperationNotSupported.
+ */
+OSStatus AudioConverterConvertBuffer(AudioConverterRef inAudioConverter, UInt32 inInputDataSize, const void *inInputData,
+                                     UInt32 *ioOutputDataSize, void *outOutputData);
+
+/**
+ * Fills outOutputData with up to *ioOutputDataPacketSize packets, pulling input from
+ * inInputDataProc; on return *ioOutputDataPacketSize holds the packets produced (0 at the end
+ * of the stream). Compressed output needs outPacketDescription ('!pkd' without it).
+ */
+OSStatus AudioConverterFillComplexBuffer(AudioConverterRef inAudioConverter,
+                                         AudioConverterComplexInputDataProc inInputDataProc,
+                                         void *JAQ_NULLABLE inInputDataProcUserData, UInt32 *ioOutputDataPacketSize,
+                                         AudioBufferList *outOutputData,
+                                         AudioStreamPacketDescription *JAQ_NULLABLE outPacketDescription);
+
+JAQ_ASSUME_NONNULL_END
 JAQ_EXTERN_C_END
 
 #endif

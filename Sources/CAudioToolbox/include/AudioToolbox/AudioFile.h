@@ -135,6 +135,19 @@ typedef struct AudioBytePacketTranslation {
     AudioBytePacketTranslationFlags mFlags;
 } AudioBytePacketTranslation;
 
+/**
+ * Value of kAudioFilePropertyPacketTableInfo: the frames of a compressed file's
+ * packets that are audio. The decoder's first mPrimingFrames frames (encoder
+ * delay) and the last packet's final mRemainderFrames frames are not;
+ * mNumberValidFrames are what remains.
+ */
+typedef struct AudioFilePacketTableInfo {
+    SInt64 mNumberValidFrames;
+    SInt32 mPrimingFrames;
+    SInt32 mRemainderFrames;
+} AudioFilePacketTableInfo;
+_Static_assert(sizeof(AudioFilePacketTableInfo) == 16, "AudioFilePacketTableInfo is 16 bytes, as Apple's");
+
 /* ---- Functions ---------------------------------------------------------- */
 
 /**

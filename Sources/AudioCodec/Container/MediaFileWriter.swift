@@ -1,0 +1,134 @@
+import CFFmpeg
+
+/// Writes packets of one audio stream into a container through libavformat (MPEG-4 audio:
+/// .m4a, .mp4), for Audio File Services' AudioFileWritePackets.
+///
+/// The container's header is written with the first packet (the codec configuration and the
+/// priming must be known then); the last packet is held back until `finish` so that the
+/// remainder frames can still be set, and `finish` writes the index (the 'moov' atom).
+///
+/// Thread safety: none; the owner serialises calls.
+public final class MediaFileWriter {
+    /// What the stream holds: the codec (format ID, rate, channels, frames per packet), its
+    /// configuration in the container's form (AudioSpecificConfig for AAC, the 'alac' atom for
+    /// ALAC) and the source's bits for lossless codecs.
+    public struct Stream: Sendable {
+        public var format: CodecFormat
+        public var extradata: [UInt8]
+        public var bitsPerRawSample: Int
+
+        public init(format: CodecFormat, extradata: [UInt8], bitsPerRawSample: Int) {
+            self.format = format
+            self.extradata = extradata
+            self.bitsPerRawSample = bitsPerRawSample
+        }
+    }
+
+    private let path: String
+    private let formatName: String
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    /// The packet not yet handed to the muxer, and its frame count.
+    private var heldBack: (bytes: [UInt8], frames: Int64)?
+    /// The next packet's presentation time in frames (negative during the priming).
+    private var nextTimestamp: Int64 = 0
+
+    /// Prepares to write `path` as `formatName` ("ipod" for .m4a, "mp4"); nothing is written
+    /// until the first packet.
+    public init(path: String, formatName: String) {
+        self.path = path
+        self.formatName = formatName
+    }
+
+    deinit {
+        close()
+    }
+
+    public var hasStarted: Bool { context != nil }
+
+    /// Creates the file and writes its header.
+    /// - Throws: `FFmpegError` when the muxer refuses the stream or the file cannot be created.
+    public func start(_ stream: Stream, primingFrames: Int64) throws(FFmpegError) {
+        FFmpegLog.quiet
+        guard let codecID = CompressedFormat.codecID(stream.format.formatID) else {
+            throw FFmpegError(jaq_averror_einval(), "no codec for format \(CompressedFormat.name(stream.format.formatID))")
+        }
+        let sampleRate = Int32(clamping: Int(stream.format.sampleRate.rounded()))
+        var context: UnsafeMutablePointer<AVFormatContext>? = nil
+        var status = avformat_alloc_output_context2(&context, nil, formatName, path)
+        guard status >= 0, let context else { throw FFmpegError(status, "avformat_alloc_output_context2") }
+        self.context = context
+        guard let avStream = avformat_new_stream(context, nil), let par = avStream.pointee.codecpar else {
+            throw FFmpegError(jaq_averror_enomem(), "avformat_new_stream")
+        }
+        par.pointee.codec_type = AVMEDIA_TYPE_AUDIO
+        par.pointee.codec_id = codecID
+        par.pointee.sample_rate = sampleRate
+        av_channel_layout_default(&par.pointee.ch_layout, Int32(clamping: stream.format.channelCount))
+        par.pointee.frame_size = Int32(clamping: stream.format.framesPerPacket)
+        par.pointee.bits_per_raw_sample = Int32(clamping: stream.bitsPerRawSample)
+        if !stream.extradata.isEmpty {
+            let padding = Int(jaq_av_input_buffer_padding_size())
+            guard let extradata = av_mallocz(stream.extradata.count + padding)?.assumingMemoryBound(to: UInt8.self) else {
+                throw FFmpegError(jaq_averror_enomem(), "av_mallocz")
+            }
+            extradata.initialize(from: stream.extradata, count: stream.extradata.count)
+            par.pointee.extradata = extradata
+            par.pointee.extradata_size = Int32(stream.extradata.count)
+        }
+        avStream.pointee.time_base = AVRational(num: 1, den: sampleRate)
+        status = avio_open(&context.pointee.pb, path, 2 /* AVIO_FLAG_WRITE */)
+        guard status >= 0 else { throw FFmpegError(status, "avio_open") }
+        status = avformat_write_header(context, nil)
+        guard status >= 0 else { throw FFmpegError(status, "avformat_write_header") }
+        guard let packet = av_packet_alloc() else { throw FFmpegError(jaq_averror_enomem(), "av_packet_alloc") }
+        self.packet = packet
+        nextTimestamp = -primingFrames
+    }
+
+    /// Queues one packet of `frames` frames; the one queued before it goes to the file.
+    public func write(_ bytes: UnsafeRawBufferPointer, frames: Int64) throws(FFmpegError) {
+        if let held = heldBack { try send(held.bytes, frames: held.frames) }
+        heldBack = (Array(bytes), frames)
+    }
+
+    /// Writes the held-back last packet shortened by `remainderFrames`, then the index, and
+    /// closes the file.
+    public func finish(remainderFrames: Int64) throws(FFmpegError) {
+        guard let context else { return }
+        defer { close() }
+        if let held = heldBack {
+            heldBack = nil
+            try send(held.bytes, frames: max(held.frames - remainderFrames, 1))
+        }
+        let status = av_write_trailer(context)
+        guard status >= 0 else { throw FFmpegError(status, "av_write_trailer") }
+    }
+
+    private func send(_ bytes: [UInt8], frames: Int64) throws(FFmpegError) {
+        guard let context, let packet else { throw FFmpegError(jaq_averror_einval(), "the writer is not started") }
+        var status = av_new_packet(packet, Int32(bytes.count))
+        guard status >= 0 else { throw FFmpegError(status, "av_new_packet") }
+        defer { av_packet_unref(packet) }
+        bytes.withUnsafeBytes { packet.pointee.data.update(from: $0.bindMemory(to: UInt8.self).baseAddress!, count: bytes.count) }
+        packet.pointee.stream_index = 0
+        packet.pointee.pts = nextTimestamp
+        packet.pointee.dts = nextTimestamp
+        packet.pointee.duration = frames
+        packet.pointee.flags = 1 // AV_PKT_FLAG_KEY: every audio packet decodes on its own
+        nextTimestamp += frames
+        status = av_write_frame(context, packet)
+        guard status >= 0 else { throw FFmpegError(status, "av_write_frame") }
+    }
+
+    /// Frees the muxer and closes the file (without an index if `finish` was not called).
+    public func close() {
+        if let context {
+            if context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
+            avformat_free_context(context)
+            self.context = nil
+        }
+        if packet != nil { av_packet_free(&packet) }
+        heldBack = nil
+    }
+}
