@@ -146,7 +146,7 @@ typedef struct AudioFilePacketTableInfo {
     SInt32 mPrimingFrames;
     SInt32 mRemainderFrames;
 } AudioFilePacketTableInfo;
-_Static_assert(sizeof(AudioFilePacketTableInfo) == 16, "AudioFilePacketTableInfo is 16 bytes, as Apple's");
+JAQ_STATIC_ASSERT(sizeof(AudioFilePacketTableInfo) == 16, "AudioFilePacketTableInfo is 16 bytes, as Apple's");
 
 /* ---- Functions ---------------------------------------------------------- */
 
