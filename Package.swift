@@ -58,7 +58,7 @@ let package = Package(
         // Hostile input for Audio File Services in a process of its own (make fuzz, HostileInputTests).
         .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
 
-        .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
+        .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore", "JackTestSupport"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
         // Runs the built `jaq` binary, as a user would, against private servers and peer tools.

@@ -541,6 +541,9 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
         if !rec.isOutput { set = [kAudioQueueErr_InvalidQueueType] }
         else if !value.isFinite { set = [kAudio_ParamError] }
         else if id == kAudioQueueParam_VolumeRampTime && value > 86_400 { set = [kAudio_ParamError] }  // over a day
+        // PlayRate 0.5...2 and Pitch ±2400 cents (Apple's ranges): outside, as for a buffer's events.
+        else if id == kAudioQueueParam_PlayRate && !(0.5...2).contains(value) { set = [kAudio_ParamError] }
+        else if id == kAudioQueueParam_Pitch && !(-2400...2400).contains(value) { set = [kAudio_ParamError] }
         else { set = known ? [noErr] : [kAudioQueueErr_InvalidParameter] }
         check("SetParameter(\(q), \(id), \(value))", set, on: rec) { C.setParameter(queue, id, value) }
         var read: Float = .nan

@@ -40,15 +40,9 @@ import SoundFile
         #expect(waitForExit(play) == 0, "\((try? String(contentsOfFile: "\(dir)/play.log", encoding: .utf8)) ?? "")")
         #expect(waitForExit(capture, timeout: 20) == 0)
         let got = try left("\(dir)/captured.wav")
-        let first = try #require(got.firstIndex { abs($0) > 0.01 })
-        let last = try #require(got.lastIndex { abs($0) > 0.01 })
-        let span = last - first + 1
+        let (first, span) = try #require(audibleSpan(got))
         // Rising zero crossings over the steady middle give the frequency.
-        var crossings: [Double] = []
-        for i in (first + 4800)..<(last - 4800) where got[i - 1] < 0 && got[i] >= 0 {
-            crossings.append(Double(i - 1) + Double(-got[i - 1] / (got[i] - got[i - 1])))
-        }
-        let hertz = Double(crossings.count - 1) / (crossings.last! - crossings.first!) * 48000
+        let hertz = measuredFrequency(got, in: (first + 4800)..<(first + span - 1 - 4800))
         print("measured: jaq play --rate 2, 2 s of 1 kHz: \(span) frames, \(hertz) Hz")
         // A cycle the loaded machine skipped (an xrun) drops its period, as jaq play does to stay on time.
         let xruns = server.xrunCount
