@@ -17,7 +17,8 @@ export DEBIAN_FRONTEND := noninteractive
 # gcc: the tests build the C example and a C helper with cc against libAudioToolbox.so.
 # pipewire, pipewire-jack, pipewire-bin: the tests run jaq on a private PipeWire through its libjack (pw-jack).
 PACKAGES := pkg-config gcc time libjack-jackd2-dev libsndfile1-dev libsoxr-dev librubberband-dev jackd2 sox libsox-fmt-all \
-            jack-capture jack-tools sndfile-tools ecasound pipewire pipewire-jack pipewire-bin
+            jack-capture jack-tools sndfile-tools ecasound pipewire pipewire-jack pipewire-bin \
+            rubberband-cli
 # make install and make deb: patchelf sets the installed files' soname and runpath, dpkg-dev
 # (dpkg-shlibdeps) finds the package's dependencies.
 PACKAGES += patchelf dpkg-dev

@@ -2,6 +2,8 @@
 # make bench (render part): `jaq render` (offline render through audio queues) against sox,
 # on the same files in the same run: a stereo 48 kHz float file of SECONDS seconds and a
 # 64-channel one of SECONDS/6 (120 MB at 60), bounced alone and mixed with a second file (volume 0.5).
+# Then the time/pitch unit (jaq render --play-rate 1.5: Spectral, TimeDomain, Varispeed) on the
+# stereo file, against the rubberband CLI (R3 and R2 engines, the ones jaq uses) and sox speed.
 # Speed is × real time: seconds of audio per second of wall-clock time (best of 3).
 # Writes Docs/benchmarks-render.md. Usage: render-bench.sh [SECONDS] [JAQ]
 set -euo pipefail
@@ -45,6 +47,24 @@ for channels in 2 64; do
     done
 done
 
+# Time/pitch through offline render, stereo 48 kHz: speed is seconds of source audio per second.
+tp_rows=""
+for algorithm in Spectral TimeDomain Varispeed; do
+    case $algorithm in
+    Spectral)   jaq_cmd=("$jaq" render -o "$dir/j.wav" --play-rate 1.5 "$dir/a2.wav")
+                peer="rubberband -3 (R3)"; peer_cmd=(rubberband -q -3 -T 1.5 "$dir/a2.wav" "$dir/s.wav") ;;
+    TimeDomain) jaq_cmd=("$jaq" render -o "$dir/j.wav" --play-rate 1.5 --time-domain "$dir/a2.wav")
+                peer="rubberband (R2)"; peer_cmd=(rubberband -q -T 1.5 "$dir/a2.wav" "$dir/s.wav") ;;
+    Varispeed)  jaq_cmd=("$jaq" render -o "$dir/j.wav" --play-rate 1.5 --varispeed "$dir/a2.wav")
+                peer="sox speed"; peer_cmd=(sox "$dir/a2.wav" "$dir/s.wav" speed 1.5) ;;
+    esac
+    tj=$(best "${jaq_cmd[@]}")
+    ts=$(best "${peer_cmd[@]}")
+    xj=$(echo "$seconds $tj" | awk '{printf "%.0f", $1 / $2}')
+    xs=$(echo "$seconds $ts" | awk '{printf "%.0f", $1 / $2}')
+    tp_rows+="| $algorithm | $seconds | ${xj}× | $(printf %.2f "$tj") | $peer | ${xs}× | $(printf %.2f "$ts") |"$'\n'
+done
+
 cat > "$out" <<DOC
 # Benchmarks: \`jaq render\` (offline render) and sox
 
@@ -60,6 +80,15 @@ writing included). No JACK server runs.
 | channels | audio s | job | jaq render | jaq s | sox | sox s |
 |---:|---:|---|---:|---:|---:|---:|
 $rows
+**Time/pitch.** The stereo file at PlayRate 1.5 (pitch kept; Varispeed: the pitch follows) through one queue with
+\`kAudioQueueProperty_EnableTimePitch\`, rendered offline (\`jaq render --play-rate 1.5\`, \`--time-domain\`,
+\`--varispeed\`). Peers on the same file: the \`rubberband\` command line (\`-T 1.5\`; \`-3\` selects the R3 engine,
+which jaq's Spectral uses; R2 is jaq's TimeDomain) and \`sox speed 1.5\` (resampling). Speed is seconds of
+*source* audio per second of wall-clock time (best of 3, file reading and writing included).
+
+| algorithm | audio s | jaq render | jaq s | peer | peer | peer s |
+|---|---:|---:|---:|---|---:|---:|
+$tp_rows
 Reproduce: \`make bench\` (or \`swift build -c release && Sources/Benchmarks/render-bench.sh 60\`).
 DOC
 cat "$out"

@@ -53,6 +53,8 @@ import QueueCore
             #expect(AudioQueueEnqueueBufferWithParameters(queue, buffer, 0, nil, 0, 0, count, &events, nil, nil) == noErr)
             #expect(AudioQueueSetOfflineRenderFormat(queue, &format, nil) == noErr)
             #expect(AudioQueueStart(queue, nil) == noErr)
+            // The end of the stream: the unit's last frames (its latency) follow, as on JACK.
+            #expect(AudioQueueStop(queue, false) == noErr)
             let rendered = try renderOffline(queue, channels: 2, frames: 72000, request: 4096)
             var rate: Float = 0
             #expect(AudioQueueGetParameter(queue, kAudioQueueParam_PlayRate, &rate) == noErr && rate == testCase.rate)

@@ -62,4 +62,26 @@ import SoundFile
             #expect(result.error.contains("--rate") || result.error.contains("--pitch"), "\(arguments): \(result.error)")
         }
     }
+
+    /// `jaq render --play-rate/--pitch`: the offline bounce meets the same checks as playback
+    /// (TimePitchTests): rate 2 keeps 1 kHz (±1 Hz) in half the time (±1 period); Pitch +1200
+    /// doubles the frequency at the same duration; Varispeed at 1.5 raises both.
+    @Test(arguments: [(["--play-rate", "2"], 48000, 1000.0), (["--pitch", "1200"], 96000, 2000.0),
+                      (["--play-rate", "1.5", "--varispeed"], 64000, 1500.0)])
+    func renderBouncesTheSineAtTheRateAndPitch(options: [String], frames: Int, hertz: Double) throws {
+        let dir = scratchDirectory("render-timepitch")
+        defer { removeScratch(dir) }
+        try writeSine("\(dir)/sine.wav", seconds: 2)
+        let result = try jaq(["render", "-o", "out.wav"] + options + ["sine.wav"], server: nil, directory: dir)
+        #expect(result.status == 0, "\(result.error)")
+        let got = try left("\(dir)/out.wav")
+        let (first, span) = try #require(audibleSpan(got))
+        let measured = measuredFrequency(got, in: (first + 4800)..<(first + span - 1 - 4800))
+        print("measured: jaq render \(options.joined(separator: " ")), 2 s of 1 kHz: \(span) frames, \(measured) Hz")
+        #expect(abs(span - frames) <= 48, "rendered \(span) frames")
+        #expect(abs(measured - hertz) <= 1, "\(measured) Hz")
+        // Out of range: one line naming the option, a non-zero exit.
+        let bad = try jaq(["render", "-o", "x.wav", "--play-rate", "3", "sine.wav"], server: nil, directory: dir)
+        #expect(bad.status != 0 && bad.error.contains("--play-rate"), "\(bad.error)")
+    }
 }
