@@ -25,6 +25,15 @@ best() {  # best wall time of 3 runs of "$@", in seconds
     echo "$best"
 }
 
+speeds() {  # seconds of audio, then two commands as array names: "xA tA xB tB" (× real time, best seconds)
+    local length=$1
+    local -n a=$2 b=$3
+    local ta tb
+    ta=$(best "${a[@]}")
+    tb=$(best "${b[@]}")
+    echo "$length $ta $tb" | awk '{printf "%.0f× %.2f %.0f× %.2f", $1 / $2, $2, $1 / $3, $3}'
+}
+
 rows=""
 for channels in 2 64; do
     length=$seconds
@@ -39,11 +48,8 @@ for channels in 2 64; do
             jaq_cmd=("$jaq" render -o "$dir/j.wav" --volume 2:0.5 "$dir/a$channels.wav" "$dir/b$channels.wav")
             sox_cmd=(sox -m "$dir/a$channels.wav" -v 0.5 "$dir/b$channels.wav" "$dir/s.wav")
         fi
-        tj=$(best "${jaq_cmd[@]}")
-        ts=$(best "${sox_cmd[@]}")
-        xj=$(echo "$length $tj" | awk '{printf "%.0f", $1 / $2}')
-        xs=$(echo "$length $ts" | awk '{printf "%.0f", $1 / $2}')
-        rows+="| $channels | $length | $job | ${xj}× | $(printf %.2f "$tj") | ${xs}× | $(printf %.2f "$ts") |"$'\n'
+        read -r xj tj xs ts < <(speeds "$length" jaq_cmd sox_cmd)
+        rows+="| $channels | $length | $job | $xj | $tj | $xs | $ts |"$'\n'
     done
 done
 
@@ -58,11 +64,8 @@ for algorithm in Spectral TimeDomain Varispeed; do
     Varispeed)  jaq_cmd=("$jaq" render -o "$dir/j.wav" --play-rate 1.5 --varispeed "$dir/a2.wav")
                 peer="sox speed"; peer_cmd=(sox "$dir/a2.wav" "$dir/s.wav" speed 1.5) ;;
     esac
-    tj=$(best "${jaq_cmd[@]}")
-    ts=$(best "${peer_cmd[@]}")
-    xj=$(echo "$seconds $tj" | awk '{printf "%.0f", $1 / $2}')
-    xs=$(echo "$seconds $ts" | awk '{printf "%.0f", $1 / $2}')
-    tp_rows+="| $algorithm | $seconds | ${xj}× | $(printf %.2f "$tj") | $peer | ${xs}× | $(printf %.2f "$ts") |"$'\n'
+    read -r xj tj xs ts < <(speeds "$seconds" jaq_cmd peer_cmd)
+    tp_rows+="| $algorithm | $seconds | $xj | $tj | $peer | $xs | $ts |"$'\n'
 done
 
 cat > "$out" <<DOC

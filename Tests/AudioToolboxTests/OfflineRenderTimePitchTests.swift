@@ -9,16 +9,16 @@ import QueueCore
 /// with the buffer's parameter events.
 @Suite(.serialized) struct OfflineRenderTimePitchTests {
     struct Case: Sendable, CustomStringConvertible {
-        let algorithm: UInt32
-        let rate: Float
-        let cents: Float
+        /// The unit: kAudioQueueTimePitchAlgorithm_*, PlayRate, Pitch (cents).
+        let unit: (algorithm: UInt32, rate: Float, cents: Float)
         /// Through AudioQueueEnqueueBufferWithParameters instead of SetParameter.
         let asEvents: Bool
-        let frames: Int
-        let hertz: Double
-        let hertzTolerance: Double
+        /// What must come out: frames (±48), frequency (± tolerance).
+        let expected: (frames: Int, hertz: Double, tolerance: Double)
         var description: String {
-            "\(algorithm == kAudioQueueTimePitchAlgorithm_Spectral ? "spectral" : algorithm == kAudioQueueTimePitchAlgorithm_Varispeed ? "varispeed" : "time domain") rate \(rate) pitch \(cents)\(asEvents ? " (events)" : "")"
+            let name = [kAudioQueueTimePitchAlgorithm_Spectral: "spectral", kAudioQueueTimePitchAlgorithm_TimeDomain: "time domain",
+                        kAudioQueueTimePitchAlgorithm_Varispeed: "varispeed"][unit.algorithm] ?? "?"
+            return "\(name) rate \(unit.rate) pitch \(unit.cents)\(asEvents ? " (events)" : "")"
         }
     }
 
@@ -31,11 +31,11 @@ import QueueCore
             let queue = try #require(made)
             defer { AudioQueueDispose(queue, true) }
             var one: UInt32 = 1
-            var algorithm = testCase.algorithm
+            var algorithm = testCase.unit.algorithm
             #expect(AudioQueueSetProperty(queue, kAudioQueueProperty_EnableTimePitch, &one, 4) == noErr)
             #expect(AudioQueueSetProperty(queue, kAudioQueueProperty_TimePitchAlgorithm, &algorithm, 4) == noErr)
-            var events = [AudioQueueParameterEvent(mID: kAudioQueueParam_PlayRate, mValue: testCase.rate),
-                          AudioQueueParameterEvent(mID: kAudioQueueParam_Pitch, mValue: testCase.cents)]
+            var events = [AudioQueueParameterEvent(mID: kAudioQueueParam_PlayRate, mValue: testCase.unit.rate),
+                          AudioQueueParameterEvent(mID: kAudioQueueParam_Pitch, mValue: testCase.unit.cents)]
             if !testCase.asEvents {
                 for event in events { #expect(AudioQueueSetParameter(queue, event.mID, event.mValue) == noErr) }
             }
@@ -57,7 +57,7 @@ import QueueCore
             #expect(AudioQueueStop(queue, false) == noErr)
             let rendered = try renderOffline(queue, channels: 2, frames: 72000, request: 4096)
             var rate: Float = 0
-            #expect(AudioQueueGetParameter(queue, kAudioQueueParam_PlayRate, &rate) == noErr && rate == testCase.rate)
+            #expect(AudioQueueGetParameter(queue, kAudioQueueParam_PlayRate, &rate) == noErr && rate == testCase.unit.rate)
             return deinterleave(rendered, channels: 2, channel: 0)
         }
     }
@@ -66,23 +66,23 @@ import QueueCore
     /// for half the duration (±1 period, 48 frames); Pitch +1200 doubles the frequency at
     /// the same duration; Varispeed at rate 2 doubles both (Pitch ignored).
     @Test(arguments: [
-        Case(algorithm: kAudioQueueTimePitchAlgorithm_Spectral, rate: 2, cents: 0, asEvents: false,
-             frames: 24000, hertz: 1000, hertzTolerance: 1),
-        Case(algorithm: kAudioQueueTimePitchAlgorithm_Spectral, rate: 2, cents: 0, asEvents: true,
-             frames: 24000, hertz: 1000, hertzTolerance: 1),
-        Case(algorithm: kAudioQueueTimePitchAlgorithm_TimeDomain, rate: 2, cents: 0, asEvents: false,
-             frames: 24000, hertz: 1000, hertzTolerance: 10),
-        Case(algorithm: kAudioQueueTimePitchAlgorithm_Spectral, rate: 1, cents: 1200, asEvents: true,
-             frames: 48000, hertz: 2000, hertzTolerance: 2),
-        Case(algorithm: kAudioQueueTimePitchAlgorithm_Varispeed, rate: 2, cents: 1200, asEvents: false,
-             frames: 24000, hertz: 2000, hertzTolerance: 1),
+        Case(unit: (kAudioQueueTimePitchAlgorithm_Spectral, 2, 0), asEvents: false,
+             expected: (24000, 1000, 1)),
+        Case(unit: (kAudioQueueTimePitchAlgorithm_Spectral, 2, 0), asEvents: true,
+             expected: (24000, 1000, 1)),
+        Case(unit: (kAudioQueueTimePitchAlgorithm_TimeDomain, 2, 0), asEvents: false,
+             expected: (24000, 1000, 10)),
+        Case(unit: (kAudioQueueTimePitchAlgorithm_Spectral, 1, 1200), asEvents: true,
+             expected: (48000, 2000, 2)),
+        Case(unit: (kAudioQueueTimePitchAlgorithm_Varispeed, 2, 1200), asEvents: false,
+             expected: (24000, 2000, 1)),
     ])
     func aBouncedSineHasTheExpectedFrequencyAndDuration(_ testCase: Case) throws {
         let left = try Self.bounce(testCase)
         let span = try #require(audibleSpan(left))
         let hertz = measuredFrequency(left, in: span.first + 2400..<span.first + span.count - 2400)
         print("measured: offline render of 1 s of 1 kHz, \(testCase): \(span.count) frames, \(hertz) Hz")
-        #expect(abs(span.count - testCase.frames) <= 48, "rendered \(span.count) frames")
-        #expect(abs(hertz - testCase.hertz) <= testCase.hertzTolerance, "measured \(hertz) Hz")
+        #expect(abs(span.count - testCase.expected.frames) <= 48, "rendered \(span.count) frames")
+        #expect(abs(hertz - testCase.expected.hertz) <= testCase.expected.tolerance, "measured \(hertz) Hz")
     }
 }
