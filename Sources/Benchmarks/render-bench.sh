@@ -31,7 +31,7 @@ speeds() {  # seconds of audio, then two commands as array names: "xA tA xB tB" 
     local ta tb
     ta=$(best "${a[@]}")
     tb=$(best "${b[@]}")
-    echo "$length $ta $tb" | awk '{printf "%.0f× %.2f %.0f× %.2f", $1 / $2, $2, $1 / $3, $3}'
+    echo "$length $ta $tb" | awk '{printf "%.0f× %.2f %.0f× %.2f\n", $1 / $2, $2, $1 / $3, $3}'
 }
 
 rows=""

@@ -83,5 +83,7 @@ import SoundFile
         // Out of range: one line naming the option, a non-zero exit.
         let bad = try jaq(["render", "-o", "x.wav", "--play-rate", "3", "sine.wav"], server: nil, directory: dir)
         #expect(bad.status != 0 && bad.error.contains("--play-rate"), "\(bad.error)")
+        let keeps = try jaq(["render", "-o", "x.wav", "--time-domain", "--pitch", "100", "sine.wav"], server: nil, directory: dir)
+        #expect(keeps.status != 0 && keeps.error.contains("--time-domain"), "\(keeps.error)")
     }
 }
