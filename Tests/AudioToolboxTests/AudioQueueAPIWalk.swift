@@ -434,6 +434,12 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
         var codes = allowed.union([kAudio_ParamError, kAudioQueueErr_InvalidParameter])
         let badTime = useTime && (time.mFlags != .sampleTimeValid || !timeValue.isFinite || timeValue < 0 || timeValue > 0x1p52)
         if badTime && buffer != nil { codes = [kAudio_ParamError, kAudioQueueErr_InvalidParameter] }
+        // The events come first: the first that is wrong decides (a parameter the queue does not
+        // schedule: InvalidParameter; PlayRate outside Apple's 0.5...2: -50, as SetParameter).
+        if buffer != nil && eventCount > 0 && !eventsNull {
+            let wrong = events[0..<Int(eventCount)].first { $0.mID == 99 || ($0.mID == kAudioQueueParam_PlayRate && !(0.5...2).contains($0.mValue)) }
+            if let wrong { codes = [wrong.mID == 99 ? kAudioQueueErr_InvalidParameter : kAudio_ParamError] }
+        }
         if !rec.isOutput { codes = [kAudioQueueErr_InvalidQueueType] }
         var actual = AudioTimeStamp()
         let description = "EnqueueBufferWithParameters(\(q), \(name), \(bytes) bytes, trims \(trimStart)/\(trimEnd), "
