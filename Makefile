@@ -18,7 +18,8 @@ export DEBIAN_FRONTEND := noninteractive
 # gcc: the tests build the C example and a C helper with cc against libAudioToolbox.so.
 # pipewire, pipewire-jack, pipewire-bin: the tests run jaq on a private PipeWire through its libjack (pw-jack).
 PACKAGES := pkg-config gcc time libjack-jackd2-dev libsndfile1-dev libsoxr-dev librubberband-dev jackd2 sox libsox-fmt-all \
-            jack-capture jack-tools sndfile-tools ecasound pipewire pipewire-jack pipewire-bin
+            jack-capture jack-tools sndfile-tools ecasound pipewire pipewire-jack pipewire-bin \
+            rubberband-cli
 # iproute2, nftables: the netjack2 tests build two network namespaces joined by a veth pair (as root) and
 # drop packets with nft (Tests/jaqTests/NetJackTests.swift). ardour: the DAW tests run Ardour headless
 # (ardour7-lua, ardour7-export; Tests/jaqTests/ArdourTests.swift).

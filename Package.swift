@@ -68,7 +68,7 @@ let package = Package(
         // Hostile input for Audio File Services in a process of its own (make fuzz, HostileInputTests).
         .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "AudioCodec", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
 
-        .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore"]),
+        .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore", "JackTestSupport"]),
         // FileFuzz: its seedable generator (SplitMix64) for the packet fuzzer.
         .testTarget(name: "AudioCodecTests", dependencies: ["AudioCodec", "FileFuzz"]),
         .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),

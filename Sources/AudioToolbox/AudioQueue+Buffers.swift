@@ -103,18 +103,15 @@ public func audioQueueEnqueueBufferWithParameters(
 /// values are kAudio_ParamError, parameters a queue does not have kAudioQueueErr_InvalidParameter.
 private func scheduledChange(_ event: AudioQueueParameterEvent) throws -> ParameterChange {
     func checked(_ range: ClosedRange<Float>, _ name: String) throws -> Float {
-        guard range.contains(event.mValue) else {
-            throw AudioToolboxError(kAudio_ParamError, "\(name) \(event.mValue) is outside \(range)")
-        }
-        return event.mValue
+        try OutputQueueEngine.checked(event.mValue, in: range, name)
     }
     switch event.mID {
     case kAudioQueueParam_Volume: return ParameterChange(.volume, event.mValue)
     case kAudioQueueParam_Pan: return ParameterChange(.pan, event.mValue)
     case kAudioQueueParam_VolumeRampTime:
         return ParameterChange(.volumeRampTime, try checked(0...OutputQueueEngine.maximumVolumeRampTime, "volume ramp time"))
-    case kAudioQueueParam_PlayRate: return ParameterChange(.playRate, try checked(0.5...2, "play rate"))
-    case kAudioQueueParam_Pitch: return ParameterChange(.pitch, try checked(-2400...2400, "pitch (cents)"))
+    case kAudioQueueParam_PlayRate: return ParameterChange(.playRate, try checked(OutputQueueEngine.playRateRange, "play rate"))
+    case kAudioQueueParam_Pitch: return ParameterChange(.pitch, try checked(OutputQueueEngine.pitchRange, "pitch (cents)"))
     default: throw AudioToolboxError(kAudioQueueErr_InvalidParameter, "parameter \(event.mID) can't be scheduled")
     }
 }

@@ -365,9 +365,10 @@ public func audioQueueSetParameter(_ inAQ: AudioQueueRef?, _ inParamID: AudioQue
             guard inValue <= OutputQueueEngine.maximumVolumeRampTime else { throw AudioToolboxError(kAudio_ParamError, "volume ramp time \(inValue) s") }
             output.volumeRampTime = inValue
         case kAudioQueueParam_Pan: output.pan = inValue
-        // Clamped to Apple's ranges (0.5...2, ±2400 cents); heard once the time/pitch unit is on.
-        case kAudioQueueParam_PlayRate: output.playRate = inValue
-        case kAudioQueueParam_Pitch: output.pitch = inValue
+        // Apple's ranges (0.5...2, ±2400 cents), as for a buffer's events: outside them
+        // kAudio_ParamError and the value stays. Heard once the time/pitch unit is on.
+        case kAudioQueueParam_PlayRate: try output.setPlayRate(inValue)
+        case kAudioQueueParam_Pitch: try output.setPitch(inValue)
         default: throw AudioToolboxError(kAudioQueueErr_InvalidParameter, "parameter \(inParamID) is not supported")
         }
     }

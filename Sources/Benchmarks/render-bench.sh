@@ -2,6 +2,8 @@
 # make bench (render part): `jaq render` (offline render through audio queues) against sox,
 # on the same files in the same run: a stereo 48 kHz float file of SECONDS seconds and a
 # 64-channel one of SECONDS/6 (120 MB at 60), bounced alone and mixed with a second file (volume 0.5).
+# Then the time/pitch unit (jaq render --play-rate 1.5: Spectral, TimeDomain, Varispeed) on the
+# stereo file, against the rubberband CLI (R3 and R2 engines, the ones jaq uses) and sox speed.
 # Speed is × real time: seconds of audio per second of wall-clock time (best of 3).
 # Writes Docs/benchmarks-render.md. Usage: render-bench.sh [SECONDS] [JAQ]
 set -euo pipefail
@@ -23,6 +25,15 @@ best() {  # best wall time of 3 runs of "$@", in seconds
     echo "$best"
 }
 
+speeds() {  # seconds of audio, then two commands as array names: "xA tA xB tB" (× real time, best seconds)
+    local length=$1
+    local -n a=$2 b=$3
+    local ta tb
+    ta=$(best "${a[@]}")
+    tb=$(best "${b[@]}")
+    echo "$length $ta $tb" | awk '{printf "%.0f× %.2f %.0f× %.2f\n", $1 / $2, $2, $1 / $3, $3}'
+}
+
 rows=""
 for channels in 2 64; do
     length=$seconds
@@ -37,12 +48,24 @@ for channels in 2 64; do
             jaq_cmd=("$jaq" render -o "$dir/j.wav" --volume 2:0.5 "$dir/a$channels.wav" "$dir/b$channels.wav")
             sox_cmd=(sox -m "$dir/a$channels.wav" -v 0.5 "$dir/b$channels.wav" "$dir/s.wav")
         fi
-        tj=$(best "${jaq_cmd[@]}")
-        ts=$(best "${sox_cmd[@]}")
-        xj=$(echo "$length $tj" | awk '{printf "%.0f", $1 / $2}')
-        xs=$(echo "$length $ts" | awk '{printf "%.0f", $1 / $2}')
-        rows+="| $channels | $length | $job | ${xj}× | $(printf %.2f "$tj") | ${xs}× | $(printf %.2f "$ts") |"$'\n'
+        read -r xj tj xs ts < <(speeds "$length" jaq_cmd sox_cmd)
+        rows+="| $channels | $length | $job | $xj | $tj | $xs | $ts |"$'\n'
     done
+done
+
+# Time/pitch through offline render, stereo 48 kHz: speed is seconds of source audio per second.
+tp_rows=""
+for algorithm in Spectral TimeDomain Varispeed; do
+    case $algorithm in
+    Spectral)   jaq_cmd=("$jaq" render -o "$dir/j.wav" --play-rate 1.5 "$dir/a2.wav")
+                peer="rubberband -3 (R3)"; peer_cmd=(rubberband -q -3 -T 1.5 "$dir/a2.wav" "$dir/s.wav") ;;
+    TimeDomain) jaq_cmd=("$jaq" render -o "$dir/j.wav" --play-rate 1.5 --time-domain "$dir/a2.wav")
+                peer="rubberband (R2)"; peer_cmd=(rubberband -q -T 1.5 "$dir/a2.wav" "$dir/s.wav") ;;
+    Varispeed)  jaq_cmd=("$jaq" render -o "$dir/j.wav" --play-rate 1.5 --varispeed "$dir/a2.wav")
+                peer="sox speed"; peer_cmd=(sox "$dir/a2.wav" "$dir/s.wav" speed 1.5) ;;
+    esac
+    read -r xj tj xs ts < <(speeds "$seconds" jaq_cmd peer_cmd)
+    tp_rows+="| $algorithm | $seconds | $xj | $tj | $peer | $xs | $ts |"$'\n'
 done
 
 cat > "$out" <<DOC
@@ -60,6 +83,15 @@ writing included). No JACK server runs.
 | channels | audio s | job | jaq render | jaq s | sox | sox s |
 |---:|---:|---|---:|---:|---:|---:|
 $rows
+**Time/pitch.** The stereo file at PlayRate 1.5 (pitch kept; Varispeed: the pitch follows) through one queue with
+\`kAudioQueueProperty_EnableTimePitch\`, rendered offline (\`jaq render --play-rate 1.5\`, \`--time-domain\`,
+\`--varispeed\`). Peers on the same file: the \`rubberband\` command line (\`-T 1.5\`; \`-3\` selects the R3 engine,
+which jaq's Spectral uses; R2 is jaq's TimeDomain) and \`sox speed 1.5\` (resampling). Speed is seconds of
+*source* audio per second of wall-clock time (best of 3, file reading and writing included).
+
+| algorithm | audio s | jaq render | jaq s | peer | peer | peer s |
+|---|---:|---:|---:|---|---:|---:|
+$tp_rows
 Reproduce: \`make bench\` (or \`swift build -c release && Sources/Benchmarks/render-bench.sh 60\`).
 DOC
 cat "$out"

@@ -1,8 +1,45 @@
 import ArgumentParser
 import AudioToolbox
 
-/// `jaq play --rate R --pitch CENTS [--varispeed]`: the queues' time/pitch unit
-/// (kAudioQueueProperty_EnableTimePitch, kAudioQueueParam_PlayRate, kAudioQueueParam_Pitch).
+/// A queue's time/pitch unit as jaq's commands set it (kAudioQueueProperty_EnableTimePitch,
+/// kAudioQueueProperty_TimePitchAlgorithm, kAudioQueueParam_PlayRate, kAudioQueueParam_Pitch).
+struct TimePitchSettings {
+    var rate: Float = 1
+    var pitch: Float = 0
+    var varispeed = false
+    var timeDomain = false
+
+    /// Checks the values; `rateOption` is how the command spells its rate option.
+    func validate(rateOption: String) throws {
+        guard rate.isFinite, (0.5...2).contains(rate) else { throw ValidationError("\(rateOption) \(rate): from 0.5 to 2") }
+        guard pitch.isFinite, (-2400...2400).contains(pitch) else { throw ValidationError("--pitch \(pitch): from -2400 to 2400 cents") }
+        if varispeed && timeDomain { throw ValidationError("--varispeed and --time-domain: choose one") }
+        if varispeed && pitch != 0 { throw ValidationError("--varispeed changes the pitch with the rate: leave out --pitch") }
+        if timeDomain && pitch != 0 { throw ValidationError("--time-domain keeps the pitch (Apple's too): leave out --pitch") }
+    }
+
+    /// Whether the files play through the time/pitch unit (at rate 1 and 0 cents they don't: bit-exact).
+    var isActive: Bool { rate != 1 || pitch != 0 }
+
+    /// Inserts and sets the time/pitch unit of a stopped queue; one line naming the file if it can't.
+    func apply(to queue: AudioQueueRef, path: String) throws {
+        guard isActive else { return }
+        var one: UInt32 = 1
+        var algorithm = varispeed ? kAudioQueueTimePitchAlgorithm_Varispeed
+            : timeDomain ? kAudioQueueTimePitchAlgorithm_TimeDomain : kAudioQueueTimePitchAlgorithm_Spectral
+        for status in [AudioQueueSetProperty(queue, kAudioQueueProperty_TimePitchAlgorithm, &algorithm, 4),
+                       AudioQueueSetProperty(queue, kAudioQueueProperty_EnableTimePitch, &one, 4),
+                       AudioQueueSetParameter(queue, kAudioQueueParam_PlayRate, rate),
+                       AudioQueueSetParameter(queue, kAudioQueueParam_Pitch, pitch)] where status != noErr {
+            throw CLIError("\(path): cannot set the speed or pitch (\(describe(status, file: false)))")
+        }
+    }
+
+    /// Seconds of a file of `seconds` at this rate.
+    func playedSeconds(_ seconds: Double) -> Double { seconds / Double(rate) }
+}
+
+/// `jaq play --rate R --pitch CENTS [--varispeed | --time-domain]`.
 struct TimePitchOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Play at this speed, 0.5...2, keeping the pitch (Rubber Band).", valueName: "rate"))
     var rate: Float = 1
@@ -13,28 +50,16 @@ struct TimePitchOptions: ParsableArguments {
     @Flag(name: .long, help: "With --rate: resample like tape (libsoxr), the pitch following the speed.")
     var varispeed = false
 
-    func validate() throws {
-        guard rate.isFinite, (0.5...2).contains(rate) else { throw ValidationError("--rate \(rate): from 0.5 to 2") }
-        guard pitch.isFinite, (-2400...2400).contains(pitch) else { throw ValidationError("--pitch \(pitch): from -2400 to 2400 cents") }
-        if varispeed && pitch != 0 { throw ValidationError("--varispeed changes the pitch with the rate: leave out --pitch") }
-    }
+    @Flag(name: .long, help: "With --rate: Rubber Band's faster time-domain engine (Apple's TimeDomain algorithm).")
+    var timeDomain = false
 
-    /// Whether the files play through the time/pitch unit (at rate 1 and 0 cents they don't: bit-exact).
-    var isActive: Bool { rate != 1 || pitch != 0 }
+    var settings: TimePitchSettings { TimePitchSettings(rate: rate, pitch: pitch, varispeed: varispeed, timeDomain: timeDomain) }
 
-    /// Inserts and sets the time/pitch unit of a stopped queue; one line naming the file if it can't.
-    func apply(to queue: AudioQueueRef, path: String) throws {
-        guard isActive else { return }
-        var one: UInt32 = 1
-        var algorithm = varispeed ? kAudioQueueTimePitchAlgorithm_Varispeed : kAudioQueueTimePitchAlgorithm_Spectral
-        for status in [AudioQueueSetProperty(queue, kAudioQueueProperty_TimePitchAlgorithm, &algorithm, 4),
-                       AudioQueueSetProperty(queue, kAudioQueueProperty_EnableTimePitch, &one, 4),
-                       AudioQueueSetParameter(queue, kAudioQueueParam_PlayRate, rate),
-                       AudioQueueSetParameter(queue, kAudioQueueParam_Pitch, pitch)] where status != noErr {
-            throw CLIError("\(path): cannot set --rate/--pitch (\(describe(status, file: false)))")
-        }
-    }
+    func validate() throws { try settings.validate(rateOption: "--rate") }
 
-    /// Seconds of a file of `seconds` at this rate.
-    func playedSeconds(_ seconds: Double) -> Double { seconds / Double(rate) }
+    var isActive: Bool { settings.isActive }
+
+    func apply(to queue: AudioQueueRef, path: String) throws { try settings.apply(to: queue, path: path) }
+
+    func playedSeconds(_ seconds: Double) -> Double { settings.playedSeconds(seconds) }
 }

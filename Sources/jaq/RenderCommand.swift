@@ -78,6 +78,7 @@ struct RenderCommand: ParsableCommand {
 
             Example:
               jaq render -o mix.wav drums.wav bass.wav --volume 2:0.8 --pan 2:-0.3 --offset 2:1.5
+              jaq render -o slow.wav --play-rate 0.75 --pitch -200 solo.wav   # slower, a whole tone lower
             """)
 
     @Argument(help: "Audio files to mix.")
@@ -97,10 +98,26 @@ struct RenderCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Sample format: float (32-bit), 16, 24 or 32 (integer).", valueName: "bits"))
     var bits: String = "float"
 
+    @Option(name: .customLong("play-rate"),
+            help: ArgumentHelp("Every file at this speed, 0.5...2, keeping the pitch (as jaq play --rate).", valueName: "rate"))
+    var playRate: Float = 1
+
+    @Option(name: .long, help: ArgumentHelp("Shift every file's pitch by this many cents, -2400...2400.", valueName: "cents"))
+    var pitch: Float = 0
+
+    @Flag(name: .long, help: "With --play-rate: resample like tape (libsoxr), the pitch following the speed.")
+    var varispeed = false
+
+    @Flag(name: .long, help: "With --play-rate: Rubber Band's faster time-domain engine (Apple's TimeDomain algorithm).")
+    var timeDomain = false
+
+    var timePitch: TimePitchSettings { TimePitchSettings(rate: playRate, pitch: pitch, varispeed: varispeed, timeDomain: timeDomain) }
+
     func validate() throws {
         if files.isEmpty { throw ValidationError("name at least one file to mix") }
         if !["float", "16", "24", "32"].contains(bits) { throw ValidationError("--bits takes float, 16, 24 or 32") }
         if let rate, !(rate >= 1000 && rate <= 768_000) { throw ValidationError("--rate \(rate): 1000...768000 Hz") }
+        try timePitch.validate(rateOption: "--play-rate")
     }
 
     func run() throws {
@@ -111,6 +128,13 @@ struct RenderCommand: ParsableCommand {
             Log.error(error.description)
             throw ExitCode(error.exitCode)
         }
+    }
+
+    /// kAudioQueueProperty_IsRunning.
+    private func isRunning(_ queue: AudioQueueRef) -> Bool {
+        var running: UInt32 = 0
+        var size = UInt32(4)
+        return AudioQueueGetProperty(queue, kAudioQueueProperty_IsRunning, &running, &size) == noErr && running != 0
     }
 
     /// Values of a per-file option ("[N:]value"): file index (0-based) → value.
@@ -161,6 +185,7 @@ struct RenderCommand: ParsableCommand {
                 track.queue = queue
                 if let value = volumes[i] { AudioQueueSetParameter(queue, kAudioQueueParam_Volume, Float(value)) }
                 if let value = pans[i] { AudioQueueSetParameter(queue, kAudioQueueParam_Pan, Float(value)) }
+                try timePitch.apply(to: queue, path: track.path)
                 for _ in 0..<3 {
                     var buffer: AudioQueueBufferRef?
                     let result = AudioQueueAllocateBuffer(queue, track.packetsPerBuffer * format.mBytesPerPacket, &buffer)
@@ -193,11 +218,16 @@ struct RenderCommand: ParsableCommand {
         do { out = try SoundFile(path: output, mode: .write, format: info) } catch {
             throw CLIError("\(output): \(error)")
         }
-        // The mix ends with its longest track: offset plus duration, at the mix rate.
-        let total = tracks.map { track -> Int in
+        // The mix ends with its longest track: offset plus duration, at the mix rate (and the
+        // play rate: offsets are queue time, which the time/pitch unit plays at that rate too).
+        let speed = Double(timePitch.rate)
+        var total = tracks.map { track -> Int in
             let ratio = mixRate / track.format.mSampleRate
-            return Int((Double(track.startFrame) * ratio).rounded()) + Int((Double(track.totalPackets) * ratio).rounded(.up))
+            return Int((Double(track.startFrame) * ratio / speed).rounded()) + Int((Double(track.totalPackets) * ratio / speed).rounded(.up))
         }.max() ?? 0
+        // The time/pitch unit's output is that long only to a few frames: the render runs on
+        // until every queue has played out (at most a second more).
+        let limit = total + Int(mixRate)
         var mix = [Float](repeating: 0, count: chunk * channels)
         var written = 0
         while written < total {
@@ -216,6 +246,9 @@ struct RenderCommand: ParsableCommand {
             let transfer = mix.withUnsafeBufferPointer { out.writeFrames(UnsafeBufferPointer(rebasing: $0[0..<(frames * channels)])) }
             guard transfer.count == frames else { throw CLIError("\(output): write failed (disk full?)") }
             written += frames
+            if written == total && timePitch.isActive && total < limit && tracks.contains(where: { isRunning($0.queue) }) {
+                total = min(limit, total + chunk)
+            }
         }
         do { try out.close() } catch { throw CLIError("\(output): \(error)") }
         Log.info("\(output): \(written) frames, \(channels) channels at \(Int(mixRate)) Hz from \(files.count) file(s)")

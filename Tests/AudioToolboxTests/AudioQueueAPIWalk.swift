@@ -434,6 +434,12 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
         var codes = allowed.union([kAudio_ParamError, kAudioQueueErr_InvalidParameter])
         let badTime = useTime && (time.mFlags != .sampleTimeValid || !timeValue.isFinite || timeValue < 0 || timeValue > 0x1p52)
         if badTime && buffer != nil { codes = [kAudio_ParamError, kAudioQueueErr_InvalidParameter] }
+        // The events come first: the first that is wrong decides (a parameter the queue does not
+        // schedule: InvalidParameter; PlayRate outside Apple's 0.5...2: -50, as SetParameter).
+        if buffer != nil && eventCount > 0 && !eventsNull {
+            let wrong = events[0..<Int(eventCount)].first { $0.mID == 99 || ($0.mID == kAudioQueueParam_PlayRate && !(0.5...2).contains($0.mValue)) }
+            if let wrong { codes = [wrong.mID == 99 ? kAudioQueueErr_InvalidParameter : kAudio_ParamError] }
+        }
         if !rec.isOutput { codes = [kAudioQueueErr_InvalidQueueType] }
         var actual = AudioTimeStamp()
         let description = "EnqueueBufferWithParameters(\(q), \(name), \(bytes) bytes, trims \(trimStart)/\(trimEnd), "
@@ -541,6 +547,9 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
         if !rec.isOutput { set = [kAudioQueueErr_InvalidQueueType] }
         else if !value.isFinite { set = [kAudio_ParamError] }
         else if id == kAudioQueueParam_VolumeRampTime && value > 86_400 { set = [kAudio_ParamError] }  // over a day
+        // PlayRate 0.5...2 and Pitch ±2400 cents (Apple's ranges): outside, as for a buffer's events.
+        else if id == kAudioQueueParam_PlayRate && !(0.5...2).contains(value) { set = [kAudio_ParamError] }
+        else if id == kAudioQueueParam_Pitch && !(-2400...2400).contains(value) { set = [kAudio_ParamError] }
         else { set = known ? [noErr] : [kAudioQueueErr_InvalidParameter] }
         check("SetParameter(\(q), \(id), \(value))", set, on: rec) { C.setParameter(queue, id, value) }
         var read: Float = .nan

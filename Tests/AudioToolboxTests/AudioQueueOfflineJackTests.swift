@@ -30,11 +30,41 @@ import SoundFile
         return (0..<channels).map { deinterleave(all, channels: channels, channel: $0) }
     }
 
-    @Test(arguments: [48000.0, 44100.0])
-    func offlineRenderEqualsWhatJackCaptureRecordsOfTheQueue(rate: Double) throws {
+    /// Installs a pre-effects tap halving every sample (gainTap) when `tapped`.
+    func tapIfAsked(_ queue: AudioQueueRef, _ tapped: Bool, _ log: TapLog) {
+        guard tapped else { return }
+        var maxFrames: UInt32 = 0
+        var format = AudioStreamBasicDescription()
+        var tap: AudioQueueProcessingTapRef?
+        #expect(AudioQueueProcessingTapNew(queue, gainTap, Unmanaged.passUnretained(log).toOpaque(), .preEffects,
+                                           &maxFrames, &format, &tap) == noErr)
+    }
+
+    /// The program rendered offline (float32 stereo at 48 kHz) on a ManualDriver with JACK's period.
+    func renderProgram(rate: Double, tapped: Bool, frames: Int) throws -> [Float] {
+        let log = TapLog()
+        let rendered: [Float] = try withProvider(ManualDriver(periodFrames: 256)) {
+            let offlineContext = ProgramContext(rate: rate)
+            let queue = try makeProgramQueue(offlineContext)
+            defer { AudioQueueDispose(queue, true) }
+            tapIfAsked(queue, tapped, log)
+            var format = lpcm(rate: 48000, channels: 2, bits: 32, float: true)
+            #expect(AudioQueueSetOfflineRenderFormat(queue, &format, nil) == noErr)
+            #expect(AudioQueueStart(queue, nil) == noErr)
+            return try renderOffline(queue, channels: 2, frames: frames, request: 4096)
+        }
+        #expect(log.calls.withLock { $0.isEmpty } != tapped, "the tap ran in the offline render")
+        return rendered
+    }
+
+    /// The same program played on JACK and rendered offline, at the queue's rate and
+    /// resampled, with and without a tap that changes samples: the tap is heard offline
+    /// exactly as on JACK.
+    @Test(arguments: [(48000.0, false), (44100.0, false), (48000.0, true), (44100.0, true)])
+    func offlineRenderEqualsWhatJackCaptureRecordsOfTheQueue(rate: Double, tapped: Bool) throws {
         let server = try JackServer()
         defer { server.stop() }
-        let dir = NSTemporaryDirectory() + "jaq-offline-\(getpid())-\(Int(rate))"
+        let dir = NSTemporaryDirectory() + "jaq-offline-\(getpid())-\(Int(rate))-\(tapped)"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let capture = try server.spawn(["jack_capture", "--daemon", "-d", "4", "-c", "2", "--manual-connections",
@@ -42,10 +72,12 @@ import SoundFile
         let capturePorts = waitForPorts(server, containing: "jack_capture", count: 2)
         #expect(capturePorts.count == 2)
         let context = ProgramContext(rate: rate)
+        let liveLog = TapLog()
         try JackServer.withInProcessClients {
             try withProvider(JackDriver(serverName: server.name)) {
                 let queue = try makeProgramQueue(context)
                 defer { AudioQueueDispose(queue, true) }
+                tapIfAsked(queue, tapped, liveLog)
                 var target: CFString? = CFString.make(capturePorts.joined(separator: ","))
                 #expect(AudioQueueSetProperty(queue, kAudioQueueProperty_CurrentDevice, &target, 8) == noErr)
                 #expect(AudioQueueStart(queue, nil) == noErr)
@@ -56,16 +88,14 @@ import SoundFile
         #expect(capture.terminationStatus == 0)
         let recorded = try readPlanes("\(dir)/captured.wav")
         let xruns = server.xrunCount
-        // The offline render of the same program, on a ManualDriver with JACK's period.
         let frames = 40000 * 48000 / Int(rate) + 2000
-        let rendered: [Float] = try withProvider(ManualDriver(periodFrames: 256)) {
-            let offlineContext = ProgramContext(rate: rate)
-            let queue = try makeProgramQueue(offlineContext)
-            defer { AudioQueueDispose(queue, true) }
-            var format = lpcm(rate: 48000, channels: 2, bits: 32, float: true)
-            #expect(AudioQueueSetOfflineRenderFormat(queue, &format, nil) == noErr)
-            #expect(AudioQueueStart(queue, nil) == noErr)
-            return try renderOffline(queue, channels: 2, frames: frames, request: 4096)
+        let rendered = try renderProgram(rate: rate, tapped: tapped, frames: frames)
+        if tapped {
+            // The tap halves every sample (exact in float, and through the volume, pan and
+            // resampler's linear arithmetic): the render is the untapped one, halved.
+            let plain = try renderProgram(rate: rate, tapped: false, frames: frames)
+            #expect(firstMismatch(rendered, plain.map { $0 * 0.5 }) == nil, "the tap is heard offline")
+            #expect(!liveLog.calls.withLock { $0.isEmpty }, "the tap ran on JACK")
         }
         try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns (a loaded machine)"), isIntermittent: true) {
             for c in 0..<2 {

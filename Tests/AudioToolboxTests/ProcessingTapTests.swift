@@ -240,11 +240,16 @@ func siphonTap(_ client: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTa
             #expect(AudioQueueSetProperty(rig.queue, kAudioQueueProperty_TimePitchBypass, &one, 4) == noErr)
             #expect(AudioQueueGetProperty(rig.queue, kAudioQueueProperty_TimePitchBypass, &value, &size) == noErr && value == 1)
             #expect(AudioQueueSetProperty(rig.queue, kAudioQueueProperty_EnableTimePitch, &one, 2) == kAudioQueueErr_InvalidPropertySize)
-            // Parameters: clamped to Apple's ranges; scheduled with a buffer.
+            // Parameters: Apple's ranges (outside them kAudio_ParamError, the value kept, as for
+            // a buffer's events); scheduled with a buffer.
             var rate: AudioQueueParameterValue = 0
-            #expect(AudioQueueSetParameter(rig.queue, kAudioQueueParam_PlayRate, 3) == noErr)
+            #expect(AudioQueueSetParameter(rig.queue, kAudioQueueParam_PlayRate, 2) == noErr)
+            #expect(AudioQueueSetParameter(rig.queue, kAudioQueueParam_PlayRate, 3) == kAudio_ParamError)
+            #expect(AudioQueueSetParameter(rig.queue, kAudioQueueParam_PlayRate, 0.49) == kAudio_ParamError)
             #expect(AudioQueueGetParameter(rig.queue, kAudioQueueParam_PlayRate, &rate) == noErr && rate == 2)
-            #expect(AudioQueueSetParameter(rig.queue, kAudioQueueParam_Pitch, -3000) == noErr)
+            #expect(AudioQueueSetParameter(rig.queue, kAudioQueueParam_Pitch, -2400) == noErr)
+            #expect(AudioQueueSetParameter(rig.queue, kAudioQueueParam_Pitch, -3000) == kAudio_ParamError)
+            #expect(AudioQueueSetParameter(rig.queue, kAudioQueueParam_Pitch, 2400.5) == kAudio_ParamError)
             #expect(AudioQueueGetParameter(rig.queue, kAudioQueueParam_Pitch, &rate) == noErr && rate == -2400)
             var events = [AudioQueueParameterEvent(mID: kAudioQueueParam_PlayRate, mValue: 0.5),
                           AudioQueueParameterEvent(mID: kAudioQueueParam_Pitch, mValue: 100)]

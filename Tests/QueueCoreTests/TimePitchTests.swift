@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Synchronization
 @testable import QueueCore
+import JackTestSupport
 
 /// Plays float32 stereo signals through an output queue on the ManualDriver (cycles wait for
 /// the queue thread, so nothing is lost to timing) and measures what the "device" got.
@@ -50,24 +51,6 @@ func sine(_ frequency: Double) -> (Int) -> Float {
     { Float(0.5 * sin(2 * Double.pi * frequency * Double($0) / 48000)) }
 }
 
-/// The span of frames louder than -40 dBFS (first, count).
-func audibleSpan(_ samples: [Float]) -> (first: Int, count: Int)? {
-    guard let first = samples.firstIndex(where: { abs($0) > 0.01 }),
-          let last = samples.lastIndex(where: { abs($0) > 0.01 }) else { return nil }
-    return (first, last - first + 1)
-}
-
-/// Frequency from the rising zero crossings in `samples[range]`, interpolated between samples.
-func measuredFrequency(_ samples: [Float], in range: Range<Int>) -> Double {
-    var crossings: [Double] = []
-    for i in range.dropFirst() where samples[i - 1] < 0 && samples[i] >= 0 {
-        let a = Double(samples[i - 1]), b = Double(samples[i])
-        crossings.append(Double(i - 1) + (-a) / (b - a))
-    }
-    guard crossings.count > 2 else { return 0 }
-    return Double(crossings.count - 1) / (crossings.last! - crossings.first!) * 48000
-}
-
 @Suite(.serialized) struct TimePitchTests {
     /// One second of a 1 kHz sine through the unit, and what must come out.
     struct SineCase: Sendable, CustomStringConvertible {
@@ -94,8 +77,8 @@ func measuredFrequency(_ samples: [Float], in range: Range<Int>) -> Double {
         let rig = try EffectsRig()
         defer { rig.engine.dispose(immediate: true) }
         try rig.engine.setTimePitch(enabled: true, algorithm: sineCase.algorithm)
-        rig.engine.playRate = sineCase.rate
-        rig.engine.pitch = sineCase.cents
+        try rig.engine.setPlayRate(sineCase.rate)
+        try rig.engine.setPitch(sineCase.cents)
         try rig.enqueue(48000, sine(1000))
         let played = try rig.playAll()
         let span = try #require(audibleSpan(played))
@@ -116,8 +99,8 @@ func measuredFrequency(_ samples: [Float], in range: Range<Int>) -> Double {
         let rig = try EffectsRig()
         defer { rig.engine.dispose(immediate: true) }
         try rig.engine.setTimePitch(enabled: true, algorithm: .spectral)
-        rig.engine.playRate = 2
-        rig.engine.pitch = 700
+        try rig.engine.setPlayRate(2)
+        try rig.engine.setPitch(700)
         rig.engine.timePitchBypass = true
         try rig.enqueue(30000, signal)
         let bypassed = try rig.playAll()
@@ -162,7 +145,7 @@ func measuredFrequency(_ samples: [Float], in range: Range<Int>) -> Double {
         rig.driver.startRecordingPlayback()
         try rig.engine.start(atDeviceFrame: nil)
         rig.driver.run(frames: 24000)
-        rig.engine.playRate = 2
+        try rig.engine.setPlayRate(2)
         try rig.engine.stop(immediate: false)
         var cycles = 0
         while rig.engine.state != .stopped && cycles < 2000 {
@@ -180,7 +163,7 @@ func measuredFrequency(_ samples: [Float], in range: Range<Int>) -> Double {
         let rig = try EffectsRig()
         defer { rig.engine.dispose(immediate: true) }
         try rig.engine.setTimePitch(enabled: true, algorithm: .spectral)
-        rig.engine.playRate = 2
+        try rig.engine.setPlayRate(2)
         try rig.enqueue(96000, sine(440))
         try rig.engine.start(atDeviceFrame: nil)
         rig.driver.run(cycles: 40) // 10240 device frames
@@ -194,9 +177,14 @@ func measuredFrequency(_ samples: [Float], in range: Range<Int>) -> Double {
         try rig.enqueue(48000, sine(440))
         try rig.engine.start(atDeviceFrame: nil)
         #expect(throws: QueueError.self) { try rig.engine.setTimePitch(enabled: true, algorithm: .spectral) }
-        rig.engine.playRate = 5
+        // Rate and pitch change while running, within Apple's ranges; outside them
+        // invalidParameter (kAudio_ParamError) and the value stays.
+        try rig.engine.setPlayRate(2)
+        #expect(throws: QueueError.self) { try rig.engine.setPlayRate(5) }
+        #expect(throws: QueueError.self) { try rig.engine.setPlayRate(.nan) }
         #expect(rig.engine.playRate == 2)
-        rig.engine.pitch = -9000
+        try rig.engine.setPitch(-2400)
+        #expect(throws: QueueError.self) { try rig.engine.setPitch(-9000) }
         #expect(rig.engine.pitch == -2400)
     }
 }

@@ -40,15 +40,9 @@ import SoundFile
         #expect(waitForExit(play) == 0, "\((try? String(contentsOfFile: "\(dir)/play.log", encoding: .utf8)) ?? "")")
         #expect(waitForExit(capture, timeout: 20) == 0)
         let got = try left("\(dir)/captured.wav")
-        let first = try #require(got.firstIndex { abs($0) > 0.01 })
-        let last = try #require(got.lastIndex { abs($0) > 0.01 })
-        let span = last - first + 1
+        let (first, span) = try #require(audibleSpan(got))
         // Rising zero crossings over the steady middle give the frequency.
-        var crossings: [Double] = []
-        for i in (first + 4800)..<(last - 4800) where got[i - 1] < 0 && got[i] >= 0 {
-            crossings.append(Double(i - 1) + Double(-got[i - 1] / (got[i] - got[i - 1])))
-        }
-        let hertz = Double(crossings.count - 1) / (crossings.last! - crossings.first!) * 48000
+        let hertz = measuredFrequency(got, in: (first + 4800)..<(first + span - 1 - 4800))
         print("measured: jaq play --rate 2, 2 s of 1 kHz: \(span) frames, \(hertz) Hz")
         // A cycle the loaded machine skipped (an xrun) drops its period, as jaq play does to stay on time.
         let xruns = server.xrunCount
@@ -67,5 +61,29 @@ import SoundFile
             #expect(result.status != 0, "\(arguments)")
             #expect(result.error.contains("--rate") || result.error.contains("--pitch"), "\(arguments): \(result.error)")
         }
+    }
+
+    /// `jaq render --play-rate/--pitch`: the offline bounce meets the same checks as playback
+    /// (TimePitchTests): rate 2 keeps 1 kHz (±1 Hz) in half the time (±1 period); Pitch +1200
+    /// doubles the frequency at the same duration; Varispeed at 1.5 raises both.
+    @Test(arguments: [(["--play-rate", "2"], 48000, 1000.0), (["--pitch", "1200"], 96000, 2000.0),
+                      (["--play-rate", "1.5", "--varispeed"], 64000, 1500.0)])
+    func renderBouncesTheSineAtTheRateAndPitch(options: [String], frames: Int, hertz: Double) throws {
+        let dir = scratchDirectory("render-timepitch")
+        defer { removeScratch(dir) }
+        try writeSine("\(dir)/sine.wav", seconds: 2)
+        let result = try jaq(["render", "-o", "out.wav"] + options + ["sine.wav"], server: nil, directory: dir)
+        #expect(result.status == 0, "\(result.error)")
+        let got = try left("\(dir)/out.wav")
+        let (first, span) = try #require(audibleSpan(got))
+        let measured = measuredFrequency(got, in: (first + 4800)..<(first + span - 1 - 4800))
+        print("measured: jaq render \(options.joined(separator: " ")), 2 s of 1 kHz: \(span) frames, \(measured) Hz")
+        #expect(abs(span - frames) <= 48, "rendered \(span) frames")
+        #expect(abs(measured - hertz) <= 1, "\(measured) Hz")
+        // Out of range: one line naming the option, a non-zero exit.
+        let bad = try jaq(["render", "-o", "x.wav", "--play-rate", "3", "sine.wav"], server: nil, directory: dir)
+        #expect(bad.status != 0 && bad.error.contains("--play-rate"), "\(bad.error)")
+        let keeps = try jaq(["render", "-o", "x.wav", "--time-domain", "--pitch", "100", "sine.wav"], server: nil, directory: dir)
+        #expect(keeps.status != 0 && keeps.error.contains("--time-domain"), "\(keeps.error)")
     }
 }

@@ -26,23 +26,40 @@ extension OutputQueueEngine {
         set { effects.bypass = newValue }
     }
 
-    /// kAudioQueueParam_PlayRate, 0.5...2 (clamped). Takes effect on the next frames decoded.
-    public var playRate: Float {
-        get { effects.playRate }
-        set { effects.playRate = newValue }
+    /// kAudioQueueParam_PlayRate's range, as Apple documents it.
+    public static let playRateRange: ClosedRange<Float> = 0.5...2
+
+    /// kAudioQueueParam_Pitch's range in cents, as Apple documents it.
+    public static let pitchRange: ClosedRange<Float> = -2400...2400
+
+    /// kAudioQueueParam_PlayRate, within `playRateRange`. Takes effect on the next frames decoded.
+    public var playRate: Float { effects.playRate }
+
+    /// kAudioQueueParam_Pitch in cents, within `pitchRange`; the spectral algorithm only.
+    public var pitch: Float { effects.pitch }
+
+    /// Sets PlayRate. A value outside `playRateRange` (or NaN) is `.invalidParameter`
+    /// (kAudio_ParamError) and the rate stays as it was: the same rule as for a buffer's event.
+    public func setPlayRate(_ rate: Float) throws {
+        effects.playRate = try Self.checked(rate, in: Self.playRateRange, "play rate")
     }
 
-    /// kAudioQueueParam_Pitch in cents, -2400...2400 (clamped); the spectral algorithm only.
-    public var pitch: Float {
-        get { effects.pitch }
-        set { effects.pitch = newValue }
+    /// Sets Pitch (cents). Outside `pitchRange` (or NaN): `.invalidParameter`, the pitch unchanged.
+    public func setPitch(_ cents: Float) throws {
+        effects.pitch = try Self.checked(cents, in: Self.pitchRange, "pitch (cents)")
+    }
+
+    /// `value` if `range` holds it; `.invalidParameter` (kAudio_ParamError) naming it otherwise.
+    public static func checked(_ value: Float, in range: ClosedRange<Float>, _ name: String) throws -> Float {
+        guard range.contains(value) else { throw QueueError.invalidParameter("\(name) \(value) is outside \(range)") }
+        return value
     }
 
     /// Applies a buffer's PlayRate or Pitch event as its first frame is decoded; false for other parameters.
     func applyEffectsParameter(_ change: ParameterChange) -> Bool {
         switch change.parameter {
-        case .playRate: playRate = change.value
-        case .pitch: pitch = change.value
+        case .playRate: effects.playRate = change.value
+        case .pitch: effects.pitch = change.value
         case .volume, .pan, .volumeRampTime: return false
         }
         return true
