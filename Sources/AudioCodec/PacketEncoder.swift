@@ -251,19 +251,47 @@ public final class PacketEncoder {
 public final class QueueEncoder: PacketEncoding {
     public private(set) var encoder: PacketEncoder?
     public private(set) var format: CodecFormat
-    private let bitRate: Int?
+    /// The requested bit rate (bits per second), nil for the codec's default.
+    public private(set) var requestedBitRate: Int?
 
     public init(format: CodecFormat, bitRate: Int?) throws(CodecError) {
         self.format = format
-        self.bitRate = bitRate
+        requestedBitRate = bitRate
         if format.sampleRate > 0 { encoder = try PacketEncoder(format: format, bitRate: bitRate) }
+    }
+
+    /// Whether the format has a bit rate to choose (AAC and Opus; the lossless ones and IMA4 do not).
+    public var hasBitRate: Bool {
+        format.formatID == CompressedFormat.mpeg4AAC || format.formatID == CompressedFormat.opus
+    }
+
+    /// The bit rate the encoder makes (bits per second), 0 for formats without one.
+    public var bitRate: Int {
+        guard hasBitRate else { return 0 }
+        return encoder?.bitRate ?? requestedBitRate ?? 0
+    }
+
+    /// Chooses the bit rate of the next stream: the encoder is opened again with it (only
+    /// between streams: the caller's queue is stopped). Throws, keeping the old rate, when the
+    /// format has no bit rate or the codec refuses the rate.
+    public func setBitRate(_ rate: Int) throws(CodecError) {
+        guard hasBitRate else { throw .unsupportedFormat("\(CompressedFormat.name(format.formatID)) has no bit rate to set") }
+        let channels = format.channelCount
+        // Opus: 6-256 kbit/s a channel (libopus' range); AAC-LC: 8-320 kbit/s a channel.
+        let range = format.formatID == CompressedFormat.opus ? (6_000 * channels)...(256_000 * channels)
+            : (8_000 * channels)...(320_000 * channels)
+        guard range.contains(rate) else {
+            throw .unsupportedFormat("\(rate) bit/s (\(range.lowerBound)...\(range.upperBound) for \(channels) channel(s))")
+        }
+        if encoder != nil { encoder = try PacketEncoder(format: format, bitRate: rate) }
+        requestedBitRate = rate
     }
 
     /// Opens the encoder at the server's rate (an ASBD rate of 0).
     public func open(sampleRate: Double) throws(CodecError) {
         guard encoder == nil else { return }
         format.sampleRate = sampleRate
-        encoder = try PacketEncoder(format: format, bitRate: bitRate)
+        encoder = try PacketEncoder(format: format, bitRate: requestedBitRate)
     }
 
     public var framesPerPacket: Int {
@@ -289,7 +317,7 @@ public final class QueueEncoder: PacketEncoding {
     public func unreadPacket() { encoder?.unread() }
 
     public func resetEncoder() {
-        guard encoder != nil, let fresh = try? PacketEncoder(format: format, bitRate: bitRate) else { return }
+        guard encoder != nil, let fresh = try? PacketEncoder(format: format, bitRate: requestedBitRate) else { return }
         encoder = fresh
     }
 }

@@ -109,6 +109,9 @@ extension AudioQueueObject {
         case kAudioQueueProperty_CaptureBufferSeconds:
             guard input != nil else { throw QueueError.invalidQueueType }
             return 8
+        case kAudioQueueProperty_EncoderBitRate:
+            guard input != nil else { throw QueueError.invalidQueueType }
+            return 4
         case kAudioQueueProperty_CurrentDevice, kAudioQueueProperty_JACKClientName, kAudioQueueProperty_JACKPortNames,
              kAudioQueueProperty_JACKConnectedPorts:
             return UInt32(MemoryLayout<OpaquePointer?>.size)
@@ -186,6 +189,7 @@ extension AudioQueueObject {
         case kAudioQueueProperty_LostFrames:
             try out.put(UInt64(output?.starvedFrames ?? input?.droppedFrames ?? 0))
         case kAudioQueueProperty_CaptureBufferSeconds: try out.put(Float64(input!.ringSeconds))
+        case kAudioQueueProperty_EncoderBitRate: try out.put(UInt32(clamping: encoder?.bitRate ?? 0))
         case kAudioQueueProperty_RecordUnderrun:
             let info = input!.underrunInfo
             try out.put(AudioQueueRecordUnderrunInfo(
@@ -250,6 +254,9 @@ extension AudioQueueObject {
         case kAudioQueueProperty_CaptureBufferSeconds:
             guard let input else { throw QueueError.invalidQueueType }
             try input.setRingSeconds(try value(data, size, as: Float64.self))
+        case kAudioQueueProperty_EncoderBitRate:
+            guard input != nil else { throw QueueError.invalidQueueType }
+            try setEncoderBitRate(Int(try value(data, size, as: UInt32.self)))
         case kAudioQueueProperty_ChannelAssignments:
             try setChannelAssignments(data, size)
         default:

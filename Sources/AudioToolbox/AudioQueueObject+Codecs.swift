@@ -28,6 +28,19 @@ extension AudioQueueObject {
         state.withLock { $0.magicCookie = bytes }
     }
 
+    /// kAudioQueueProperty_EncoderBitRate: a lossy recording queue's bit rate, set while stopped.
+    func setEncoderBitRate(_ rate: Int) throws {
+        guard let encoder, encoder.hasBitRate else {
+            throw AudioToolboxError(kAudioQueueErr_InvalidPropertyValue, "the queue's format has no bit rate to set")
+        }
+        guard engine.state == .stopped else { throw QueueError.invalidRunState("set the bit rate while stopped") }
+        do {
+            try encoder.setBitRate(rate)
+        } catch {
+            throw AudioToolboxError(kAudioQueueErr_InvalidPropertyValue, "bit rate: \(error)")
+        }
+    }
+
     /// kAudioQueueProperty_MaximumOutputPacketSize: the largest packet the queue's format
     /// makes (the encoder's bound), or a frame for linear PCM.
     var maximumPacketSize: Int {

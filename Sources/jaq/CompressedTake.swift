@@ -14,10 +14,12 @@ struct CompressedTake {
     let fileExtension: String
     /// ALAC's source depth flag (16 or 24 bits), 0 for AAC.
     let formatFlags: AudioFormatFlags
+    /// AAC's bit rate in bits per second (--bitrate), nil for the queue's default.
+    let bitRate: UInt32?
 
     /// The compressed take `format` and `codec` ask for; nil for the PCM and libsndfile formats.
     /// - Throws: CLIError (exit 2) for a codec jaq does not record or one the format cannot hold.
-    init?(format: String, codec: String?, bits: String) throws {
+    init?(format: String, codec: String?, bits: String, bitRate: String? = nil) throws {
         let lowered = format.lowercased()
         guard lowered == "m4a" || (lowered == "caf" && codec != nil) else {
             if let codec { throw CLIError("--codec \(codec) is for -f m4a or -f caf", exitCode: 2) }
@@ -37,8 +39,27 @@ struct CompressedTake {
         default:
             throw CLIError("--codec \(codec ?? ""): jaq records aac or alac", exitCode: 2)
         }
+        if let bitRate {
+            guard formatID == kAudioFormatMPEG4AAC else { throw CLIError("--bitrate \(bitRate) is for AAC takes; ALAC is lossless", exitCode: 2) }
+            self.bitRate = try Self.bitsPerSecond(bitRate)
+        } else {
+            self.bitRate = nil
+        }
         fileType = lowered == "m4a" ? kAudioFileM4AType : kAudioFileCAFType
         fileExtension = lowered
+    }
+}
+
+extension CompressedTake {
+    /// --bitrate's value in bits per second: "128" and "128k" are kbit/s, "128000" bit/s.
+    static func bitsPerSecond(_ text: String) throws -> UInt32 {
+        let lowered = text.lowercased()
+        let digits = lowered.hasSuffix("k") ? String(lowered.dropLast()) : lowered
+        guard let value = Double(digits), value.isFinite, value > 0, value < 100_000_000 else {
+            throw CLIError("--bitrate \(text): a bit rate in kbit/s (128, 128k) or bit/s (128000)", exitCode: 2)
+        }
+        let kilo = lowered.hasSuffix("k") || value < 1000
+        return UInt32((kilo ? value * 1000 : value).rounded())
     }
 }
 
@@ -116,6 +137,12 @@ extension RecordCommand {
             throw CLIError("cannot create an encoding queue for \(fourCharacterCode(take.formatID)): \(describe(made, file: false))")
         }
         defer { AudioQueueDispose(queue, true) }
+        if var bitRate = take.bitRate {
+            let status = AudioQueueSetProperty(queue, kAudioQueueProperty_EncoderBitRate, &bitRate, 4)
+            guard status == noErr else {
+                throw CLIError("--bitrate \(bitRate / 1000)k for \(sources.count) channel(s): \(describe(status, file: false)) (8-320 kbit/s a channel)", exitCode: 2)
+            }
+        }
         var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
         AudioQueueGetProperty(queue, kAudioQueueProperty_StreamDescription, &format, &size)
         let path = try compressedTakePath(take)

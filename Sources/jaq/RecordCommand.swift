@@ -63,6 +63,9 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("For m4a and caf: aac (AAC-LC, 64 kbit/s a channel) or alac (lossless). PCM caf without it.", valueName: "codec"))
     var codec: String?
 
+    @Option(name: .long, help: ArgumentHelp("For AAC takes: the take's bit rate in kbit/s (128, 128k) or bit/s (128000); default 64 kbit/s a channel, 8-320 a channel.", valueName: "rate"))
+    var bitrate: String?
+
     @Option(name: .shortAndLong, help: ArgumentHelp("16, 24, 32 or float.", valueName: "bits"))
     var bits = "24"
 
@@ -125,7 +128,8 @@ struct RecordCommand: ParsableCommand {
 
     func record() throws {
         // m4a (AAC or ALAC) and compressed CAF: an encoding input queue (CompressedTake.swift).
-        if let take = try CompressedTake(format: format, codec: codec, bits: bits) { return try recordCompressed(take) }
+        if let take = try CompressedTake(format: format, codec: codec, bits: bits, bitRate: bitrate) { return try recordCompressed(take) }
+        if let bitrate { throw CLIError("--bitrate \(bitrate) is for AAC takes (-f m4a, or -f caf --codec aac)", exitCode: 2) }
         let takeFormat: AudioTakeFile.Format
         do { takeFormat = try AudioTakeFile.Format(name: format, bits: bits) } catch { throw CLIError(error.description, exitCode: 2) }
         let startup = Watchdog(seconds: Watchdog.startupSeconds,

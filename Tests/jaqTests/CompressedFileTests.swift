@@ -192,4 +192,25 @@ import Testing
             #expect(snr >= 30, "channel \(c): SNR \(snr) dB")
         }
     }
+
+    /// `jaq record -f m4a --bitrate 48`: ffprobe reads the take at ~48 kbit/s (the default for
+    /// two channels is 128, which these tones take ~100 of), and --bitrate where it cannot
+    /// apply is one line and exit 2.
+    @Test func recordAACM4AAtASetBitRate() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("compressed-record")
+        defer { removeScratch(dir) }
+        _ = try recordLoop("take.m4a", options: ["-f", "m4a", "--bitrate", "48"], dir: dir, server: server)
+        let probe = try runProcess(["/usr/bin/ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=bit_rate",
+                                    "-of", "csv=p=0", "\(dir)/take.m4a"], timeout: 60).output
+        let rate = Double(probe.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(rate > 48_000 * 0.8 && rate < 48_000 * 1.1, "ffprobe: \(probe)")
+        for options in [["-f", "m4a", "--codec", "alac", "--bitrate", "128"], ["-f", "wav", "--bitrate", "128"],
+                        ["-f", "m4a", "--bitrate", "fast"], ["-f", "m4a", "--bitrate", "2"]] {
+            let result = try jaq(["record", "-q", "-d", "0.5", "-o", "bad.m4a"] + options + ["system:capture_"], server: server, directory: dir)
+            #expect(result.status == 2, "\(options): \(result.status)")
+            #expect(result.error.contains("--bitrate") && result.error.split(separator: "\n").count == 1, "\(options): \(result.error)")
+        }
+    }
 }

@@ -37,7 +37,13 @@ CF_ENUM(AudioQueuePropertyID) {
     kAudioQueueProperty_StartDeviceFrame = 0x6A717366,    /* 'jqsf' */
     /** UInt64, read-only: device frames lost: played as silence because a playback queue's
         ring ran dry while running, or dropped because a recording queue's ring was full. */
-    kAudioQueueProperty_LostFrames = 0x6A716C66           /* 'jqlf' */
+    kAudioQueueProperty_LostFrames = 0x6A716C66,          /* 'jqlf' */
+    /** UInt32, read/write while stopped, recording queues of AAC-LC or Opus: the encoder's
+        bit rate in bits per second for the whole stream (default 64000 a channel for AAC,
+        48000 a channel for Opus; AAC 8000-320000 a channel, Opus 6000-256000 a channel,
+        else kAudioQueueErr_InvalidPropertyValue). The magic cookie and
+        MaximumOutputPacketSize follow it. Reads 0 for formats without a bit rate. */
+    kAudioQueueProperty_EncoderBitRate = 0x6A716272       /* 'jqbr' */
 };
 
 /** Value of kAudioQueueProperty_RecordUnderrun. */
