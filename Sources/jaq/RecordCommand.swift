@@ -315,6 +315,8 @@ struct RecordCommand: ParsableCommand {
                 exitStatus = 1
                 break
             }
+            // A take whose every frame is written is done, whatever its sources do next.
+            if let end = state.1, activeWriter.framesWritten >= end { stopReason = "duration reached"; break }
             if let watched = sourceWatch?.poll(now: Self.deviceNow(queue)), !watched.isEmpty {
                 for event in watched {
                     switch event {
@@ -337,7 +339,6 @@ struct RecordCommand: ParsableCommand {
                     break
                 }
             }
-            if let end = state.1, activeWriter.framesWritten >= end { stopReason = "duration reached"; break }
             if let signal = interruption.signal {
                 stopReason = signal == SIGINT ? "interrupted" : "terminated"
                 break
