@@ -173,11 +173,14 @@ import SoundFile
             let reference = channel(c, of: captured)
             if exactMatch(take, signal[c], zerosAfter: 20000) != nil { continue }
             // Not the file: then the peer played something else, and jaq must have recorded it as jack_capture did.
-            #expect(exactMatch(reference, signal[c], zerosAfter: 20000) == nil, "\(name) channel \(c): jack_capture has the file, jaq does not")
-            let a = take.firstIndex { $0 != 0 } ?? 0, b = reference.firstIndex { $0 != 0 } ?? 0
-            let common = min(take.count - a, reference.count - b, signal[c].count)
-            #expect(Array(take[a..<(a + common)]) == Array(reference[b..<(b + common)]), "\(name) channel \(c): jaq equals jack_capture")
-            print("note: \(name) channel \(c) differs from its file in both recordings (the player's own glitch)")
+            exactUnlessCyclesRanLate(server, "\(name) channel \(c)") {
+                #expect(exactMatch(reference, signal[c], zerosAfter: 20000) == nil, "\(name) channel \(c): jack_capture has the file, jaq does not")
+                let a = take.firstIndex { $0 != 0 } ?? 0, b = reference.firstIndex { $0 != 0 } ?? 0
+                let common = min(take.count - a, reference.count - b, signal[c].count)
+                let firstDifference = (0..<common).first { take[a + $0] != reference[b + $0] }
+                #expect(firstDifference == nil, "\(name) channel \(c): jaq differs from jack_capture from frame \(firstDifference ?? -1) of \(common)")
+            }
+            print("note: \(name) channel \(c) differs from its file in jaq's recording (the player's own glitch, or a late cycle)")
         }
     }
 

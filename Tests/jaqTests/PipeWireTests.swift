@@ -74,19 +74,22 @@ import SoundFile
         let second = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i5.wav", "i6.wav", "i7.wav", "i8.wav"],
                                          server: server, log: "\(dir)/b.log", directory: dir)
         for i in 0..<8 { #expect(waitForPorts(server, containing: "jaq-\(i % 4 + 1)-i\(i + 1):out_L")) }
+        // The players were ready before the frame came, unless the machine took longer than the lead to start them.
+        let ready = try frameNow(server)
         let ports = (0..<8).map { "jaq-\($0 % 4 + 1)-i\($0 + 1):out_L" }
         let record = try jaq(["record", "--at", "\(at)", "-d", "4800f", "-o", "t-{n}.wav"] + ports, server: server, directory: dir)
         #expect(record.status == 0, "\(record.error)")
         #expect(waitForExit(first) == 0)
         #expect(waitForExit(second) == 0)
         let lateUnderPipeWire = backend == .pipeWire && record.error.contains("xruns while recording")
-        try withKnownIssue(Comment(rawValue: "jaq record: \(record.error)"), isIntermittent: true) {
+        try withKnownIssue(Comment(rawValue: "jaq record: \(record.error); players ready at frame \(ready) for \(at)"),
+                           isIntermittent: true) {
             for i in 1...8 {
                 let take = try readSamples24("\(dir)/t-0\(i).wav")
                 let position = take.samples.firstIndex { $0 != 0 }
                 #expect(position == 1000 + 10 * i, "track \(i): the impulse at \(position ?? -1), its file has it at \(1000 + 10 * i)")
             }
-        } when: { lateUnderPipeWire }
+        } when: { lateUnderPipeWire || ready >= at }
     }
 
     /// A quantum change (PipeWire's buffer size) in the middle of a take: PipeWire skips the
@@ -129,9 +132,14 @@ import SoundFile
         let lost = try #require(lastOfRun, "a cycle of silence where the quantum changed") - 1023
         #expect(abs(Int64(lost) + at - changed) < 48000, "the silence is at the change (frame \(changed)), not at \(Int64(lost) + at)")
         let around = (lost..<min(take.count, lost + 4096)).filter { take[$0] != Int32($0 + 1) }
-        #expect(around.count <= 3072, "\(around.count) frames differ at the change")
-        #expect(take[(take.count - 48000)...].enumerated().allSatisfy { $0.element == Int32(take.count - 48000 + $0.offset + 1) },
-                "the last second is exact: the take is aligned after the change")
+        let lastSecond = take.count - 48000
+        let offInLastSecond = take[lastSecond...].indices.first { take[$0] != Int32($0 + 1) }
+        // A loaded machine makes more cycles late than the one the change skips (PipeWire counted them).
+        let xruns = server.xrunCount
+        withKnownIssue(Comment(rawValue: "PipeWire logged \(xruns) late cycles: \(log)"), isIntermittent: true) {
+            #expect(around.count <= 3072, "\(around.count) frames differ at the change")
+            #expect(offInLastSecond == nil, "the last second is exact (the take is aligned after the change); frame \(offInLastSecond ?? -1) is not")
+        } when: { xruns > 1 }
         // Elsewhere the take is exact, unless a cycle ran late (a loaded machine): see
         // "a late client" in Docs/queues.md, PipeWire.
         let elsewhere = take.indices.filter { ($0 < lost || $0 >= lost + 4096) && take[$0] != Int32($0 + 1) }

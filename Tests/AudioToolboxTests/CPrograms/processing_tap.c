@@ -151,11 +151,15 @@ int main(void) {
     check(AudioQueueProcessingTapNew(output, countingTap, NULL, kAudioQueueProcessingTap_PostEffects | kAudioQueueProcessingTap_Siphon,
                                      &maxFrames, &tapFormat, &tap) == noErr, "a siphon tap");
     playAndRecord(output, input, buffer);
-    UInt32 start = 0, end = recordedFrames;
+    /* The frames that carry the signal (about 0.1 % of its frames fall within 1e-3 of 0): a loaded
+       machine may make the queue underrun and play silence in between, which lengthens the span
+       but not the audio. */
+    UInt32 start = 0, end = recordedFrames, sounding = 0;
     while (start < recordedFrames && fabsf(recorded[2 * start]) < 1e-3f) start++;
     while (end > start && fabsf(recorded[2 * (end - 1)]) < 1e-3f) end--;
-    printf("rate 2: %u frames heard, the siphon saw %u\n", end - start, siphonFrames);
-    check(abs((int)(end - start) - FRAMES / 2) <= 256, "half the duration, within a period");
+    for (UInt32 i = start; i < end; i++) sounding += fabsf(recorded[2 * i]) >= 1e-3f;
+    printf("rate 2: %u frames heard over %u, the siphon saw %u\n", sounding, end - start, siphonFrames);
+    check(abs((int)sounding - FRAMES / 2) <= 256, "half the duration, within a period");
     check(abs((int)siphonFrames - FRAMES / 2) <= 256, "the siphon saw what was played");
 
     AudioQueueDispose(output, true);
