@@ -143,14 +143,6 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         finishSetup(threadName: "aq-in")
     }
 
-    deinit {
-        device.setProcessor(nil)
-        realtime.deinitialize(count: 1)
-        realtime.deallocate()
-        context.deinitialize(count: 1)
-        context.deallocate()
-    }
-
     /// Whether the capture ring's pages have been touched (see FrameRing.touch).
     private var ringTouched = false
 
@@ -546,4 +538,6 @@ struct InputRealtimeLink: RealtimeLink, @unchecked Sendable {
     func applyCommandsDirectly() { applyInputCommandsDirectly(context.pointee.state) }
     var bufferedFrames: Int { context.pointee.state.pointee.ring.readableFrames() }
     func withMeters<T>(_ body: (borrowing MeterBank) -> T) -> T { body(context.pointee.state.pointee.meters) }
+
+    func release() { releaseRealtime(context, state: context.pointee.state) }
 }

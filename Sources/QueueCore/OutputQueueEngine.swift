@@ -158,14 +158,6 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         finishSetup(threadName: "aq-out")
     }
 
-    deinit {
-        device.setProcessor(nil)
-        realtime.deinitialize(count: 1)
-        realtime.deallocate()
-        context.deinitialize(count: 1)
-        context.deallocate()
-    }
-
     override func producerStateChanged() {
         let busy = lock.withLock {
             !fifo.isEmpty || !awaitingPlayout.isEmpty || callbacksInFlight > 0 || (life.playOutPending && !endOfStreamSent)
@@ -368,9 +360,10 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             throw QueueError.invalidPropertyValue("decode buffer of \(frames) frames (64...4194304)")
         }
         try lock.withLock {
-            try checkUsable()
-            guard runState == .stopped, fifo.isEmpty, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
-                throw QueueError.invalidRunState("the decode buffer size can change only while stopped and empty")
+            let stoppedAndEmpty = "the decode buffer size can change only while stopped and empty"
+            _ = try life.handle(.reconfigure(stoppedAndEmpty))
+            guard fifo.isEmpty, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
+                throw QueueError.invalidRunState(stoppedAndEmpty)
             }
         }
         replaceRealtimeState(ringFrames: Int((Double(frames) / rateRatio).rounded(.up)))
@@ -752,6 +745,8 @@ struct OutputRealtimeLink: RealtimeLink, @unchecked Sendable {
     func applyCommandsDirectly() { _ = applyOutputCommands(context.pointee.state) }
     var bufferedFrames: Int { context.pointee.state.pointee.ring.readableFrames() }
     func withMeters<T>(_ body: (borrowing MeterBank) -> T) -> T { body(context.pointee.state.pointee.meters) }
+
+    func release() { releaseRealtime(context, state: context.pointee.state) }
 }
 
 extension OutputQueueEngine {

@@ -114,6 +114,12 @@ public class QueueEngine: @unchecked Sendable {
         clientNameStorage = device.clientName
     }
 
+    deinit {
+        // Realtime memory goes once no cycle can reach it (the queue thread is gone too).
+        device.setProcessor(nil)
+        realtimeLink.release()
+    }
+
     /// Connects to the default target and starts the queue thread; called once the subclass is ready.
     func finishSetup(threadName: String) {
         if !currentTarget.isEmpty {

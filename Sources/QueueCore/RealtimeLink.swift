@@ -18,6 +18,17 @@ protocol RealtimeLink: Sendable {
     var bufferedFrames: Int { get }
     /// The level meters the realtime side fills.
     func withMeters<T>(_ body: (borrowing MeterBank) -> T) -> T
+    /// Frees the realtime state and the context, once the device no longer calls the entry.
+    func release()
+}
+
+/// Frees a realtime context and the state it points at (`state`, read from the context).
+func releaseRealtime<Context: ~Copyable, State: ~Copyable>(_ context: UnsafeMutablePointer<Context>,
+                                                            state: UnsafeMutablePointer<State>) {
+    state.deinitialize(count: 1)
+    state.deallocate()
+    context.deinitialize(count: 1)
+    context.deallocate()
 }
 
 /// Requests control threads file for the queue thread, and how far it has carried them out:
