@@ -13,7 +13,10 @@ public enum QueueRunState: Sendable, Equatable {
 }
 
 /// What every audio queue shares: the device client, the buffers, the queue
-/// thread, the run state, callbacks and listeners, and disposal.
+/// thread, the run state, callbacks and listeners, and disposal. The lifecycle's decisions
+/// (which call is legal when, which error it gets, what follows) are `QueueLifecycle`'s; the
+/// engine carries out the actions it returns, and each direction (`OutputQueueEngine`,
+/// `InputQueueEngine`) those only it has work for (`perform(_:)`).
 ///
 /// Thread safety: every public method may be called from any thread, including
 /// from the queue's own callbacks. State is guarded by `lock`; user code
