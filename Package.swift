@@ -25,7 +25,9 @@ let package = Package(
         .target(name: "CAudioToolbox", linkerSettings: [.linkedLibrary("Foundation")]),
 
         // The queue engine: no JACK here. Rings, realtime kernels, conversion, ManualDriver.
-        .target(name: "QueueCore", dependencies: ["CSoxr", "CRubberBand"]),
+        .target(name: "QueueCore", dependencies: ["CQueueCore", "CSoxr", "CRubberBand"]),
+        // libc functions Swift's Glibc module does not declare (sem_clockwait).
+        .target(name: "CQueueCore"),
 
         // libjack for Swift: headers and the shim for the variadic jack_client_open.
         .target(name: "CJack", linkerSettings: [.linkedLibrary("jack")]),

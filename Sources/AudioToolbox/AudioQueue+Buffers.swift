@@ -171,11 +171,7 @@ public func audioQueuePrime(_ inAQ: AudioQueueRef?, _ inNumberOfFramesToPrepare:
 
 @_cdecl("AudioQueueStop")
 public func audioQueueStop(_ inAQ: AudioQueueRef?, _ inImmediate: UInt8) -> OSStatus {
-    withStatus {
-        let object = try AudioQueueRegistry.object(inAQ)
-        if let output = object.output { try output.stop(immediate: inImmediate != 0) }
-        if let input = object.input { try input.stop(immediate: inImmediate != 0) }
-    }
+    withStatus { try AudioQueueRegistry.object(inAQ).engine.stop(immediate: inImmediate != 0) }
 }
 
 @_cdecl("AudioQueuePause")
@@ -185,18 +181,10 @@ public func audioQueuePause(_ inAQ: AudioQueueRef?) -> OSStatus {
 
 @_cdecl("AudioQueueFlush")
 public func audioQueueFlush(_ inAQ: AudioQueueRef?) -> OSStatus {
-    withStatus {
-        let object = try AudioQueueRegistry.object(inAQ)
-        if let output = object.output { try output.flush() }
-        if let input = object.input { try input.flush() }
-    }
+    withStatus { try AudioQueueRegistry.object(inAQ).engine.flush() }
 }
 
 @_cdecl("AudioQueueReset")
 public func audioQueueReset(_ inAQ: AudioQueueRef?) -> OSStatus {
-    withStatus {
-        let object = try AudioQueueRegistry.object(inAQ)
-        if let output = object.output { try output.reset() }
-        if let input = object.input { try input.reset() }
-    }
+    withStatus { try AudioQueueRegistry.object(inAQ).engine.reset() }
 }

@@ -125,19 +125,27 @@ func makeInputQueue(
     publish(object, to: outAQ)
 }
 
+/// What AudioQueueNewOutput and AudioQueueNewInput share: a callback is required, and the
+/// queue's callbacks run on the run loop given, or on the queue's own thread.
+private func newQueue<Callback>(_ callback: Callback?, runLoop: OpaquePointer?, mode: OpaquePointer?,
+                                _ make: (Callback, RunLoopDelivery?) throws -> Void) -> OSStatus {
+    withStatus {
+        guard let callback else { throw AudioToolboxError(kAudio_ParamError, "NULL callback") }
+        try make(callback, delivery(runLoop: runLoop, mode: mode))
+    }
+}
+
 @_cdecl("AudioQueueNewOutput")
 public func audioQueueNewOutput(
     _ inFormat: UnsafePointer<AudioStreamBasicDescription>?, _ inCallbackProc: AudioQueueOutputCallback?,
     _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: OpaquePointer?, _ inCallbackRunLoopMode: OpaquePointer?,
     _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?
 ) -> OSStatus {
-    withStatus {
-        guard let inCallbackProc else { throw AudioToolboxError(kAudio_ParamError, "NULL callback") }
-        let userData = UserData(pointer: inUserData)
-        try makeOutputQueue(format: inFormat, flags: inFlags,
-                            delivery: delivery(runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode),
-                            executor: .queueThread, outAQ: outAQ) { queue, buffer in
-            inCallbackProc(userData.pointer, queue, buffer)
+    let userData = UserData(pointer: inUserData)
+    return newQueue(inCallbackProc, runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode) { proc, delivery in
+        try makeOutputQueue(format: inFormat, flags: inFlags, delivery: delivery, executor: .queueThread,
+                            outAQ: outAQ) { queue, buffer in
+            proc(userData.pointer, queue, buffer)
         }
     }
 }
@@ -148,13 +156,11 @@ public func audioQueueNewInput(
     _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: OpaquePointer?, _ inCallbackRunLoopMode: OpaquePointer?,
     _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?
 ) -> OSStatus {
-    withStatus {
-        guard let inCallbackProc else { throw AudioToolboxError(kAudio_ParamError, "NULL callback") }
-        let userData = UserData(pointer: inUserData)
-        try makeInputQueue(format: inFormat, flags: inFlags,
-                           delivery: delivery(runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode),
-                           executor: .queueThread, outAQ: outAQ) { queue, buffer, time, packets, descriptions in
-            inCallbackProc(userData.pointer, queue, buffer, time, packets, descriptions)
+    let userData = UserData(pointer: inUserData)
+    return newQueue(inCallbackProc, runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode) { proc, delivery in
+        try makeInputQueue(format: inFormat, flags: inFlags, delivery: delivery, executor: .queueThread,
+                           outAQ: outAQ) { queue, buffer, time, packets, descriptions in
+            proc(userData.pointer, queue, buffer, time, packets, descriptions)
         }
     }
 }
@@ -169,6 +175,11 @@ public typealias AudioQueueInputCallbackBlock = (
 
 private struct SendableBlock<T>: @unchecked Sendable { let block: T }
 
+/// Callbacks and listeners run on `queue` (the WithDispatchQueue forms).
+private func executor(_ queue: DispatchQueue) -> CallbackExecutor {
+    .custom { work in queue.async(execute: work) }
+}
+
 /// Creates a playback queue whose callback block runs on `inCallbackDispatchQueue`.
 public func AudioQueueNewOutputWithDispatchQueue(
     _ outAQ: UnsafeMutablePointer<AudioQueueRef?>, _ inFormat: UnsafePointer<AudioStreamBasicDescription>,
@@ -177,9 +188,8 @@ public func AudioQueueNewOutputWithDispatchQueue(
 ) -> OSStatus {
     withStatus {
         let block = SendableBlock(block: inCallbackBlock)
-        let queue = inCallbackDispatchQueue
         try makeOutputQueue(format: inFormat, flags: inFlags, delivery: nil,
-                            executor: .custom { work in queue.async(execute: work) }, outAQ: outAQ) { aq, buffer in
+                            executor: executor(inCallbackDispatchQueue), outAQ: outAQ) { aq, buffer in
             block.block(aq, buffer)
         }
     }
@@ -193,9 +203,8 @@ public func AudioQueueNewInputWithDispatchQueue(
 ) -> OSStatus {
     withStatus {
         let block = SendableBlock(block: inCallbackBlock)
-        let queue = inCallbackDispatchQueue
         try makeInputQueue(format: inFormat, flags: inFlags, delivery: nil,
-                           executor: .custom { work in queue.async(execute: work) }, outAQ: outAQ) { aq, buffer, time, packets, descriptions in
+                           executor: executor(inCallbackDispatchQueue), outAQ: outAQ) { aq, buffer, time, packets, descriptions in
             block.block(aq, buffer, time, packets, descriptions)
         }
     }

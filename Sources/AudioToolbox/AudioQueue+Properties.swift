@@ -187,7 +187,7 @@ extension AudioQueueObject {
         case kAudioQueueProperty_StartDeviceFrame: try out.put(Float64(engine.queueTimeOriginFrame ?? 0))
         case kAudioQueueProperty_DiscontinuityCount: try out.put(UInt32(clamping: engine.discontinuityCount))
         case kAudioQueueProperty_LostFrames:
-            try out.put(UInt64(output?.starvedFrames ?? input?.droppedFrames ?? 0))
+            try out.put(UInt64(engine.lostFrames))
         case kAudioQueueProperty_CaptureBufferSeconds: try out.put(Float64(input!.ringSeconds))
         case kAudioQueueProperty_EncoderBitRate: try out.put(UInt32(clamping: encoder?.bitRate ?? 0))
         case kAudioQueueProperty_RecordUnderrun:
@@ -228,8 +228,7 @@ extension AudioQueueObject {
             applyChannelLayoutToPorts()
         case kAudioQueueProperty_EnableLevelMetering:
             let enabled = try value(data, size, as: UInt32.self) != 0
-            if let output { output.meteringEnabled = enabled }
-            if let input { input.meteringEnabled = enabled }
+            engine.meteringEnabled = enabled
         case kAudioQueueProperty_DecodeBufferSizeFrames:
             guard let output else { throw QueueError.invalidQueueType }
             try output.setDecodeBufferFrames(Int(try value(data, size, as: UInt32.self)))
@@ -265,9 +264,9 @@ extension AudioQueueObject {
         }
     }
 
-    var meteringEnabled: Bool { output?.meteringEnabled ?? input?.meteringEnabled ?? false }
+    var meteringEnabled: Bool { engine.meteringEnabled }
 
-    func engineLevels() -> [(average: Float, peak: Float)] { output?.levels() ?? input?.levels() ?? [] }
+    func engineLevels() -> [(average: Float, peak: Float)] { engine.levels() }
 
     static func decibels(_ linear: Float) -> Float {
         linear <= 0.000_001 ? -120 : max(-120, 20 * log10f(linear))

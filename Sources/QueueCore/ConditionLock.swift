@@ -40,17 +40,16 @@ public final class ConditionLock: @unchecked Sendable {
     /// Waits (lock held) until `predicate` holds or `timeout` seconds pass; returns the predicate.
     @discardableResult
     public func wait(timeout: Double, until predicate: () -> Bool) -> Bool {
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let whole = timeout.rounded(.down)
-        deadline.tv_sec += Int(whole)
-        deadline.tv_nsec += Int((timeout - whole) * 1e9)
-        if deadline.tv_nsec >= 1_000_000_000 {
-            deadline.tv_sec += 1
-            deadline.tv_nsec -= 1_000_000_000
-        }
+        wait(until: .after(seconds: timeout), predicate)
+    }
+
+    /// Waits (lock held) until `predicate` holds or `deadline` passes; returns the predicate.
+    /// The condition measures CLOCK_MONOTONIC (`pthread_condattr_setclock` in `init`), as `Deadline` does.
+    @discardableResult
+    public func wait(until deadline: Deadline, _ predicate: () -> Bool) -> Bool {
+        var time = deadline.timespec
         while !predicate() {
-            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { return predicate() }
+            if pthread_cond_timedwait(condition, mutex, &time) == ETIMEDOUT { return predicate() }
         }
         return true
     }

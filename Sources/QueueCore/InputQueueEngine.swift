@@ -89,12 +89,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     // Guarded by `lock`.
     /// Queue-rate frames delivered (and lost) since the timeline began.
     var queueFrames: Double = 0
-    private var resetTicket = 0
-    private var resetDone = 0
-    private var resetDeliversData = false
-    private var stopDrainPending = false
-    private var flushTicket = 0
-    private var flushDone = 0
+    private var flushTickets = QueueTickets()
     private var underrun = RecordUnderrunInfo(eventCount: 0, framesLost: 0, lastLossSampleTime: 0)
     private var resamplerHasInput = false
 
@@ -119,7 +114,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         codec = SampleCodec(format: format)
         do {
             try super.init(direction: .input, format: format, provider: provider, clientName: clientName,
-                           executor: executor)
+                           executor: executor, realtimeLink: InputRealtimeLink(context: context))
         } catch {
             context.deallocate()
             throw error
@@ -148,37 +143,31 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         finishSetup(threadName: "aq-in")
     }
 
-    deinit {
-        device.setProcessor(nil)
-        realtime.deinitialize(count: 1)
-        realtime.deallocate()
-        context.deinitialize(count: 1)
-        context.deallocate()
-    }
-
-    override func withPublication<T>(_ body: (borrowing RealtimePublication) -> T) -> T {
-        body(realtime.pointee.publication)
-    }
-
-    override func pushCommand(_ command: RealtimeCommand) -> Bool { realtime.pointee.commands.push(command) }
-
-    override func applyCommandsDirectly() { applyInputCommandsDirectly(realtime) }
-
     /// Whether the capture ring's pages have been touched (see FrameRing.touch).
     private var ringTouched = false
 
-    override func willSendStart() {
-        // The realtime side must not fault the ring's pages in: touch them before the first start.
-        if !ringTouched {
-            realtime.pointee.ring.touch()
-            ringTouched = true
+    override func perform(_ action: LifecycleAction) {
+        switch action {
+        case .prepareToStart:
+            // The realtime side must not fault the ring's pages in: touch them before the first start.
+            if !ringTouched {
+                realtime.pointee.ring.touch()
+                ringTouched = true
+            }
+        case .prepareTimeline:
+            queueFrames = 0
+            stageStart = 0
+            stageCount = 0
+        case .beginCaptureDrain:
+            // Capture ends now; the queue thread delivers what was captured, then stops.
+            send(.stop, synchronous: true)
+            wake.post()
+        case .deliverInvalidation:
+            // The server is gone: deliver what was captured.
+            drain(ignoringState: true)
+            if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
+        default: break
         }
-    }
-
-    override func prepareTimeline() {
-        queueFrames = 0
-        stageStart = 0
-        stageCount = 0
     }
 
     // MARK: Buffers
@@ -202,60 +191,15 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
 
     // MARK: Control
 
-    /// Stop. Immediate: capture ends now; the partly filled buffer is delivered with
-    /// what was captured, other queued buffers come back empty. Otherwise: capture
-    /// ends now, everything captured is delivered, then IsRunning goes to 0.
-    public func stop(immediate: Bool) throws {
-        try lock.withLock { try checkUsable() }
-        let current = lock.withLock { runState }
-        if current == .stopped && !immediate { return }
-        if !immediate && current != .stopping {
-            beginStopAndDeliver()
-            return
-        }
-        let wasRunning = haltRealtime { stopDrainPending = false }
-        let finished = resetOnQueueThread(deliveringData: true)
-        lock.withLock {
-            resetDepth -= 1
-            lock.broadcast()
-        }
-        if wasRunning { notify(.isRunningChanged(false)) }
-        if !finished { throw QueueError.queueThreadTimedOut("Stop", controlTimeout) }
-    }
-
-    /// Stop(false): capture ends now; the queue thread delivers what was captured, then stops.
-    private func beginStopAndDeliver() {
-        lock.withLock {
-            runState = .stopping
-            stopDrainPending = true
-        }
-        send(.stop, synchronous: true)
-        wake.post()
-    }
-
-    /// Dispose(false) of a running queue: as Stop(false); the queue is disposed of once
-    /// everything captured has been delivered to the enqueued buffers.
-    override func beginStopForDisposal() {
-        if lock.withLock({ runState != .stopping }) { beginStopAndDeliver() }
-    }
-
-    /// Flush: everything captured up to now reaches the enqueued buffers — the capture ring
-    /// and the resampler's tail are converted, and the partly filled buffer is delivered with
-    /// what it holds (a short buffer); capture goes on into the next buffer. Returns once
-    /// those callbacks have run (unless called from one). Throws `.queueThreadTimedOut` if
-    /// the queue thread is held (by a callback that blocks) for `controlTimeout`.
-    public func flush() throws {
-        try lock.withLock { try checkUsable() }
-        let done = runOnQueueThread(request: {
-            flushTicket += 1
-            return flushTicket
-        }, isDone: { flushDone >= $0 })
+    /// Flush's work (`QueueEngine.flush`): the capture ring and the resampler's tail are
+    /// converted and the partly filled buffer is delivered; capture goes on into the next buffer.
+    override func flushQueued() throws {
+        let done = runOnQueueThread(request: { flushTickets.request() }, isDone: { flushTickets.isDone($0) })
         if !done { throw QueueError.queueThreadTimedOut("Flush", controlTimeout) }
     }
 
     private func handleFlushRequest() {
-        let pending = lock.withLock { flushTicket > flushDone ? flushTicket : 0 }
-        guard pending > 0 else { return }
+        guard let pending = lock.withLock({ flushTickets.pending }) else { return }
         drain(ignoringState: true)
         // The resampler's tail, once the ring has been read (a bounded number of rounds: capture goes on).
         var rounds = 0
@@ -266,33 +210,9 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
         lock.withLock {
-            flushDone = max(flushDone, pending)
+            flushTickets.complete(pending)
             lock.broadcast()
         }
-    }
-
-    /// Reset: drops captured data not yet in a buffer and returns every queued buffer
-    /// through the callback once (the partly filled one with its data).
-    public func reset() throws {
-        try lock.withLock {
-            try checkUsable()
-            resetDepth += 1
-        }
-        let finished = resetOnQueueThread(deliveringData: true)
-        lock.withLock {
-            resetDepth -= 1
-            lock.broadcast()
-        }
-        if !finished { throw QueueError.queueThreadTimedOut("Reset", controlTimeout) }
-    }
-
-    /// Has the queue thread reset the queue; false if it did not within `controlTimeout`.
-    private func resetOnQueueThread(deliveringData: Bool) -> Bool {
-        runOnQueueThread(request: {
-            resetTicket += 1
-            resetDeliversData = deliveringData
-            return resetTicket
-        }, isDone: { resetDone >= $0 })
     }
 
     // MARK: Properties
@@ -332,20 +252,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         }
     }
 
-    public var meteringEnabled: Bool {
-        get { realtime.pointee.meters.enabled.load(ordering: .relaxed) }
-        set {
-            if newValue && !meteringEnabled { realtime.pointee.meters.clear() }
-            realtime.pointee.meters.enabled.store(newValue, ordering: .relaxed)
-        }
-    }
-
-    public func levels() -> [(average: Float, peak: Float)] {
-        (0..<format.channelCount).map { realtime.pointee.meters.level($0) }
-    }
-
     /// Frames captured while the ring was full (device rate).
-    public var droppedFrames: Int { realtime.pointee.publication.lostFrames.load(ordering: .relaxed) }
+    public var droppedFrames: Int { lostFrames }
 
     // MARK: The queue thread's work
 
@@ -371,21 +279,15 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         if realtime.pointee.ring.readableFrames() >= threshold { wake.post() }
     }
 
-    override func handleInvalidation() {
-        // The server is gone: deliver what was captured.
-        drain(ignoringState: true)
-        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
-    }
-
     private var canDrain: Bool {
-        if exiting || disposed { return false }
+        if life.isShutDown { return false }
         return runState != .stopped || realtime.pointee.ring.readableFrames() > 0 || stageCount > 0
     }
 
     private func drain(ignoringState: Bool = false) {
         while true {
             let head: QueueBuffer? = lock.withLock {
-                guard ignoringState || canDrain, resetTicket == resetDone || ignoringState else { return nil }
+                guard ignoringState || canDrain, resetTickets.isIdle || ignoringState else { return nil }
                 return fifo.first
             }
             guard let head else { break }
@@ -557,13 +459,12 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func handleResetRequest() {
-        let (pending, withData) = lock.withLock { (resetTicket > resetDone ? resetTicket : 0, resetDeliversData) }
-        guard pending > 0 else { return }
+        guard let pending = lock.withLock({ resetTickets.pending }) else { return }
         // Deliver what was captured up to the stop into the buffers there are.
-        if withData, let packetStage {
+        if let packetStage {
             drain(ignoringState: true)
             finishPackets(packetStage)
-        } else if withData {
+        } else {
             drain(ignoringState: true)
             while true {
                 guard stageCount > 0 || fillStage(flush: true), let head = lock.withLock({ fifo.first }) else { break }
@@ -592,13 +493,13 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         for buffer in remaining { deliverHead(buffer, resetBatch: true) }
         lock.withLock {
-            resetDone = max(resetDone, pending)
+            resetTickets.complete(pending)
             lock.broadcast()
         }
     }
 
     private func finishStopIfDone() {
-        let draining = lock.withLock { stopDrainPending && runState == .stopping }
+        let draining = lock.withLock { life.isDrainingCapture }
         guard draining else { return }
         let stopPosition = realtime.pointee.stopPosition.load(ordering: .acquiring)
         let drained = realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0
@@ -616,23 +517,27 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         // Compressed: the encoder's last packets go out with the last buffer.
         if let packetStage { finishPackets(packetStage, resetBatch: false) }
         if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
-        let wasRunning: Bool = lock.withLock {
-            stopDrainPending = false
-            runState = .stopped
-            resetDepth += 1
-            let was = isRunning
-            isRunning = false
-            return was
-        }
-        lock.withLock {
-            resetTicket += 1
-            resetDeliversData = true
-        }
+        let actions = lock.withLock { life.note(.captureDelivered) }
+        guard actions.contains(.resetOnQueueThread) else { return }
+        lock.withLock { _ = resetTickets.request() }
         handleResetRequest()
         lock.withLock {
-            resetDepth -= 1
+            _ = life.note(.resetFinished)
             lock.broadcast()
         }
-        if wasRunning { notify(.isRunningChanged(false)) }
+        report(actions)
     }
+}
+
+/// The input realtime state, as the direction-independent engine sees it.
+struct InputRealtimeLink: RealtimeLink, @unchecked Sendable {
+    let context: UnsafeMutablePointer<InputRealtimeContext>
+
+    func withPublication<T>(_ body: (borrowing RealtimePublication) -> T) -> T { body(context.pointee.state.pointee.publication) }
+    func push(_ command: RealtimeCommand) -> Bool { context.pointee.state.pointee.commands.push(command) }
+    func applyCommandsDirectly() { applyInputCommandsDirectly(context.pointee.state) }
+    var bufferedFrames: Int { context.pointee.state.pointee.ring.readableFrames() }
+    func withMeters<T>(_ body: (borrowing MeterBank) -> T) -> T { body(context.pointee.state.pointee.meters) }
+
+    func release() { releaseRealtime(context, state: context.pointee.state) }
 }

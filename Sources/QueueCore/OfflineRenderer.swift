@@ -113,12 +113,7 @@ extension OutputQueueEngine {
     /// (`.invalidRunState`), and, to change the rate, have nothing decoded; buffers already
     /// enqueued stay enqueued.
     public func setOfflineRenderFormat(_ format: StreamFormat?) throws {
-        try lock.withLock {
-            try checkUsable()
-            guard runState == .stopped else {
-                throw QueueError.invalidRunState("stop the queue before changing its rendering mode")
-            }
-        }
+        _ = try lock.withLock { try life.handle(.reconfigure("stop the queue before changing its rendering mode")) }
         let decodeFrames = decodeBufferFrames
         let rampSeconds = volumeRampTime
         guard let format else {

@@ -92,14 +92,10 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Queue time at which the last enqueued buffer is expected to end, and start.
     private var predictedEnd: Int64 = 0
     private var lastStart: Int64?
-    private var stopPending = false
     private var endOfStreamSent = false
     private var priming = false
     private var primeTarget = 0
-    private var primeTicket = 0
-    private var primeDone = 0
-    private var resetTicket = 0
-    private var resetDone = 0
+    private var primeTickets = QueueTickets()
     /// Flush: the resampler's tail goes into the ring before anything enqueued later.
     private var drainPending = false
     private var resamplerHasInput = false
@@ -132,7 +128,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         effects = EffectsChain(channelCount: format.channelCount, sampleRate: format.sampleRate)
         do {
             try super.init(direction: .output, format: format, provider: provider,
-                           clientName: clientName, executor: executor)
+                           clientName: clientName, executor: executor, realtimeLink: OutputRealtimeLink(context: context))
         } catch {
             placeholderState.deallocate()
             context.deallocate()
@@ -162,29 +158,9 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         finishSetup(threadName: "aq-out")
     }
 
-    deinit {
-        device.setProcessor(nil)
-        realtime.deinitialize(count: 1)
-        realtime.deallocate()
-        context.deinitialize(count: 1)
-        context.deallocate()
-    }
-
-    override func withPublication<T>(_ body: (borrowing RealtimePublication) -> T) -> T {
-        body(realtime.pointee.publication)
-    }
-
-    override func pushCommand(_ command: RealtimeCommand) -> Bool {
-        realtime.pointee.commands.push(command)
-    }
-
-    override func applyCommandsDirectly() {
-        _ = applyOutputCommands(realtime)
-    }
-
     override func producerStateChanged() {
         let busy = lock.withLock {
-            !fifo.isEmpty || !awaitingPlayout.isEmpty || callbacksInFlight > 0 || (stopPending && !endOfStreamSent)
+            !fifo.isEmpty || !awaitingPlayout.isEmpty || callbacksInFlight > 0 || (life.playOutPending && !endOfStreamSent)
         }
         context.pointee.producerBusy.store(busy, ordering: .releasing)
         realtimeWake.post()
@@ -199,7 +175,6 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         lastStart = nil
         lostBaseline = realtime.pointee.publication.lostFrames.load(ordering: .relaxed)
         endOfStreamSent = false
-        stopPending = false
         effects.beginTimeline()
     }
 
@@ -277,7 +252,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Decodes enqueued buffers before Start: `frames` frames (queue rate), or all if 0.
     /// Returns the frames ready to play.
     public func prime(frames: Int) throws -> Int {
-        try lock.withLock { try checkUsable() }
+        _ = try lock.withLock { try life.handle(.prime) }
         let targetDevice = frames == 0 ? Int.max : Int((Double(frames) / rateRatio).rounded(.up))
         let ready = try primeRing(deviceFrames: targetDevice, timeout: 10)
         return Int((Double(ready) * rateRatio).rounded(.down))
@@ -292,14 +267,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             return realtime.pointee.ring.readableFrames()
         }
         let ticket: Int = lock.withLock {
-            primeTicket += 1
             priming = true
             primeTarget = deviceFrames
-            return primeTicket
+            return primeTickets.request()
         }
         wake.post()
         let done: Bool = lock.withLock {
-            let finished = lock.wait(timeout: timeout) { primeDone >= ticket || disposed || invalidated }
+            let finished = lock.wait(timeout: timeout) { primeTickets.isDone(ticket) || disposed || invalidated }
             priming = false
             return finished
         }
@@ -309,10 +283,22 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         return ready
     }
 
+    override func perform(_ action: LifecycleAction) {
+        switch action {
+        case .prepareToStart: decodeFirstPeriods()
+        case .beginPlayOut:
+            producerStateChanged()
+            wake.post()
+        case .endTimeline:
+            primedFrames = 0
+            beginTimeline()
+        default: break
+        }
+    }
+
     /// Decodes the first periods before the device starts, so the first cycle plays audio
     /// (unless called from a callback, where waiting for the queue thread would stall it).
-    override func willSendStart() {
-        lock.withLock { if stopPending && runState == .starting { runState = .stopping } }
+    private func decodeFirstPeriods() {
         guard thread?.isCurrent != true, !lock.withLock({ isInCallback }) else { return }
         let target = 2 * device.periodFrames
         var waited = 0.0
@@ -325,87 +311,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         }
     }
 
-    /// Stop. Immediate: now, returning queued buffers through the callback.
-    /// Otherwise: plays every frame enqueued, then IsRunning goes to 0.
-    public func stop(immediate: Bool) throws {
-        try lock.withLock { try checkUsable() }
-        guard stopChecked(immediate: immediate) else { throw QueueError.queueThreadTimedOut("Stop", controlTimeout) }
-    }
-
-    override func beginStopForDisposal() { stopChecked(immediate: false) }
-
-    /// False if the queue thread did not return the buffers within `controlTimeout`.
-    @discardableResult
-    private func stopChecked(immediate: Bool) -> Bool {
-        if !immediate {
-            let asynchronous: Bool = lock.withLock {
-                switch runState {
-                case .running, .starting, .paused:
-                    runState = .stopping
-                    stopPending = true
-                    return true
-                case .stopping:
-                    return true
-                case .stopped:
-                    // Not started yet (a callback at the end of the data while priming): play
-                    // what is queued once started, then stop.
-                    if !fifo.isEmpty || realtime.pointee.ring.readableFrames() > 0 {
-                        stopPending = true
-                        return true
-                    }
-                    return false
-                }
-            }
-            if asynchronous {
-                producerStateChanged()
-                wake.post()
-                return true
-            }
-        }
-        let wasRunning = haltRealtime { stopPending = false }
-        let finished = resetOnQueueThread()
+    /// Flush: marks where the resampler's tail goes (`QueueEngine.flush`); returns at once: the
+    /// queue decodes as it plays, and a queue whose callback keeps enqueueing has no end to wait for.
+    override func flushQueued() throws {
         lock.withLock {
-            resetDepth -= 1
-            primedFrames = 0
-            beginTimeline()
-            lock.broadcast()
-        }
-        if wasRunning { notify(.isRunningChanged(false)) }
-        return finished
-    }
-
-    /// Reset: drops what is queued and decoded, returning every queued buffer through the callback once.
-    public func reset() throws {
-        try lock.withLock {
-            try checkUsable()
-            resetDepth += 1
-        }
-        let finished = resetOnQueueThread()
-        lock.withLock {
-            resetDepth -= 1
-            primedFrames = 0
-            lock.broadcast()
-        }
-        if !finished { throw QueueError.queueThreadTimedOut("Reset", controlTimeout) }
-    }
-
-    /// Flush: what is enqueued now plays to its last frame, the resampler's tail included,
-    /// before anything enqueued later. Returns at once: the queue decodes as it plays, and a
-    /// queue whose callback keeps enqueueing has no end to wait for.
-    public func flush() throws {
-        try lock.withLock {
-            try checkUsable()
             if let last = fifo.last { last.drainsDecoderAfter = true } else { drainPending = true }
         }
         wake.post()
-    }
-
-    /// Has the queue thread reset the queue; false if it did not within `controlTimeout`.
-    private func resetOnQueueThread() -> Bool {
-        runOnQueueThread(request: {
-            resetTicket += 1
-            return resetTicket
-        }, isDone: { resetDone >= $0 })
     }
 
     // MARK: Parameters
@@ -448,9 +360,10 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             throw QueueError.invalidPropertyValue("decode buffer of \(frames) frames (64...4194304)")
         }
         try lock.withLock {
-            try checkUsable()
-            guard runState == .stopped, fifo.isEmpty, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
-                throw QueueError.invalidRunState("the decode buffer size can change only while stopped and empty")
+            let stoppedAndEmpty = "the decode buffer size can change only while stopped and empty"
+            _ = try life.handle(.reconfigure(stoppedAndEmpty))
+            guard fifo.isEmpty, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
+                throw QueueError.invalidRunState(stoppedAndEmpty)
             }
         }
         replaceRealtimeState(ringFrames: Int((Double(frames) / rateRatio).rounded(.up)))
@@ -515,22 +428,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                              rampFrames: Int((Double(rampSeconds) * deviceRate).rounded()))
     }
 
-    /// Turns level metering on or off.
-    public var meteringEnabled: Bool {
-        get { realtime.pointee.meters.enabled.load(ordering: .relaxed) }
-        set {
-            if newValue && !meteringEnabled { realtime.pointee.meters.clear() }
-            realtime.pointee.meters.enabled.store(newValue, ordering: .relaxed)
-        }
-    }
-
-    /// The last meter window's (RMS, peak) per channel, linear.
-    public func levels() -> [(average: Float, peak: Float)] {
-        (0..<format.channelCount).map { realtime.pointee.meters.level($0) }
-    }
-
     /// Frames played as silence because the ring ran dry while running.
-    public var starvedFrames: Int { realtime.pointee.publication.lostFrames.load(ordering: .relaxed) }
+    public var starvedFrames: Int { lostFrames }
 
     // MARK: The queue thread's work
 
@@ -546,7 +445,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Asks the realtime side to wake this thread once the ring has room for a chunk
     /// (when there is something to convert), rather than every cycle.
     private func armWakeThreshold() {
-        let waiting = lock.withLock { !fifo.isEmpty || (stopPending && !endOfStreamSent) || drainPending }
+        let waiting = lock.withLock { !fifo.isEmpty || (life.playOutPending && !endOfStreamSent) || drainPending }
         let chunk = resampler == nil ? chunkFrames : resampleCapacity
         var threshold = waiting ? min(chunk, realtime.pointee.ring.capacity / 2) : realtime.pointee.ring.capacity / 2
         if effects.isActive && waiting { threshold = realtime.pointee.ring.capacity - effectsFillLimit / 2 }
@@ -573,7 +472,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Returns, oldest first, the held buffers the ring has played (or that a waiting cycle needs played).
     private func returnPlayedBuffers() {
         let played: [QueueBuffer] = lock.withLock {
-            guard resetTicket == resetDone, !awaitingPlayout.isEmpty else { return [] }
+            guard resetTickets.isIdle, !awaitingPlayout.isEmpty else { return [] }
             let position = max(realtime.pointee.playedIndex.load(ordering: .acquiring),
                                context.pointee.demandPosition.load(ordering: .sequentiallyConsistent))
             let count = awaitingPlayout.prefix { playedPosition($0) <= position }.count
@@ -595,8 +494,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func handleResetRequest() {
-        let pending = lock.withLock { resetTicket > resetDone ? resetTicket : 0 }
-        guard pending > 0 else { return }
+        guard let pending = lock.withLock({ resetTickets.pending }) else { return }
         let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
         send(.discard, position: position, synchronous: true)
         resampler?.reset()
@@ -613,7 +511,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             resamplerHasInput = false
             drainPending = false
             for buffer in all { buffer.drainsDecoderAfter = false }
-            stopPending = false
+            _ = life.note(.queueDiscarded)
             endOfStreamSent = false
             // Later buffers with no start time play as soon as possible.
             predictedEnd = streamPosition()
@@ -621,7 +519,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         for buffer in returning { returnBuffer(buffer, resetBatch: true) }
         lock.withLock {
-            resetDone = max(resetDone, pending)
+            resetTickets.complete(pending)
             lock.broadcast()
         }
         producerStateChanged()
@@ -633,7 +531,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private var conversionAllowed: Bool {
-        if exiting || disposed || invalidated { return false }
+        if life.isShutDown || invalidated { return false }
         if priming { return true }
         switch runState {
         case .starting, .running, .paused, .stopping: return true
@@ -651,7 +549,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 lock.withLock { drainPending = false }
             }
             let head: QueueBuffer? = lock.withLock {
-                guard conversionAllowed, resetTicket == resetDone else { return nil }
+                guard conversionAllowed, resetTickets.isIdle else { return nil }
                 if priming && realtime.pointee.ring.readableFrames() >= primeTarget { return nil }
                 return fifo.first
             }
@@ -796,7 +694,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     /// Drains the resampler's tail into the ring; true when done.
     private func drainResampler() -> Bool {
-        guard drainEffects(endOfStream: lock.withLock { stopPending }) else { return false }
+        guard drainEffects(endOfStream: lock.withLock { life.playOutPending }) else { return false }
         guard let resampler, lock.withLock({ resamplerHasInput }) else { return true }
         while true {
             guard realtime.pointee.ring.writableFrames() >= resampleCapacity else { return false }
@@ -817,7 +715,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func sendEndOfStreamIfDue() {
-        let due = lock.withLock { stopPending && !endOfStreamSent && fifo.isEmpty && runState == .stopping }
+        let due = lock.withLock { life.playOutPending && !endOfStreamSent && fifo.isEmpty && runState == .stopping }
         guard due, drainResampler() else { return }
         let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
         lock.withLock { endOfStreamSent = true }
@@ -827,20 +725,28 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     private func finishPrimeIfDone() {
         lock.withLock {
-            guard priming, primeTicket > primeDone else { return }
+            guard priming, let ticket = primeTickets.pending else { return }
             let ready = realtime.pointee.ring.readableFrames()
             let full = !hasRoomForChunk()
             if ready >= primeTarget || fifo.isEmpty || full {
-                primeDone = primeTicket
+                primeTickets.complete(ticket)
                 lock.broadcast()
             }
         }
     }
+}
 
-    override func didFinish() {
-        primedFrames = 0
-        beginTimeline()
-    }
+/// The output realtime state, as the direction-independent engine sees it.
+struct OutputRealtimeLink: RealtimeLink, @unchecked Sendable {
+    let context: UnsafeMutablePointer<OutputRealtimeContext>
+
+    func withPublication<T>(_ body: (borrowing RealtimePublication) -> T) -> T { body(context.pointee.state.pointee.publication) }
+    func push(_ command: RealtimeCommand) -> Bool { context.pointee.state.pointee.commands.push(command) }
+    func applyCommandsDirectly() { _ = applyOutputCommands(context.pointee.state) }
+    var bufferedFrames: Int { context.pointee.state.pointee.ring.readableFrames() }
+    func withMeters<T>(_ body: (borrowing MeterBank) -> T) -> T { body(context.pointee.state.pointee.meters) }
+
+    func release() { releaseRealtime(context, state: context.pointee.state) }
 }
 
 extension OutputQueueEngine {

@@ -13,7 +13,10 @@ public enum QueueRunState: Sendable, Equatable {
 }
 
 /// What every audio queue shares: the device client, the buffers, the queue
-/// thread, the run state, callbacks and listeners, and disposal.
+/// thread, the run state, callbacks and listeners, and disposal. The lifecycle's decisions
+/// (which call is legal when, which error it gets, what follows) are `QueueLifecycle`'s; the
+/// engine carries out the actions it returns, and each direction (`OutputQueueEngine`,
+/// `InputQueueEngine`) those only it has work for (`perform(_:)`).
 ///
 /// Thread safety: every public method may be called from any thread, including
 /// from the queue's own callbacks. State is guarded by `lock`; user code
@@ -48,15 +51,15 @@ public class QueueEngine: @unchecked Sendable {
     }
     private var _eventSink: (@Sendable (QueueEvent) -> Void)?
 
+    /// The direction's realtime state (publication, command ring, meters).
+    let realtimeLink: any RealtimeLink
+
     // Guarded by `lock`.
-    var runState = QueueRunState.stopped
-    var isRunning = false
-    var disposed = false
-    var disposalPending = false
-    var invalidated = false
-    var exiting = false
-    var resetDepth = 0
-    var resetDeliveriesPending = 0
+    /// Run state, IsRunning, resets, disposal and invalidation: which call is legal when, and
+    /// what it makes the engine do, is decided there.
+    var life: QueueLifecycle
+    /// Resets the queue thread is asked to carry out.
+    var resetTickets = QueueTickets()
     var buffers: [UnsafeMutableRawPointer: QueueBuffer] = [:]
     var fifo: [QueueBuffer] = []
     var deliveries: [@Sendable () -> Void] = []
@@ -74,6 +77,15 @@ public class QueueEngine: @unchecked Sendable {
     var primedFrames = 0
     var clientNameStorage: String
 
+    /// The run state (lock held).
+    var runState: QueueRunState { life.state }
+    /// IsRunning (lock held).
+    var isRunning: Bool { life.isRunning }
+    /// Dispose has run or is running (lock held).
+    var disposed: Bool { life.disposed }
+    /// The JACK server went away (lock held).
+    var invalidated: Bool { life.invalidated }
+
     /// The device rate the queue's converter and ring were made for (guarded by `lock`).
     var converterRate: Double {
         didSet { converterMismatch = false }
@@ -89,8 +101,10 @@ public class QueueEngine: @unchecked Sendable {
     public var rateRatio: Double { format.sampleRate / device.sampleRate }
 
     init(direction: DeviceDirection, format: StreamFormat, provider: DeviceProvider, clientName: String,
-         executor: CallbackExecutor) throws {
+         executor: CallbackExecutor, realtimeLink: any RealtimeLink) throws {
         self.direction = direction
+        self.realtimeLink = realtimeLink
+        life = QueueLifecycle(direction: direction)
         self.executor = executor
         let layout = PortLayout.forQueue(direction: direction, channelCount: format.channelCount)
         deviceSwitch = DeviceSwitch(try provider.openDevice(name: clientName, direction: direction, layout: layout))
@@ -103,6 +117,12 @@ public class QueueEngine: @unchecked Sendable {
         clientNameStorage = device.clientName
     }
 
+    deinit {
+        // Realtime memory goes once no cycle can reach it (the queue thread is gone too).
+        device.setProcessor(nil)
+        realtimeLink.release()
+    }
+
     /// Connects to the default target and starts the queue thread; called once the subclass is ready.
     func finishSetup(threadName: String) {
         if !currentTarget.isEmpty {
@@ -113,32 +133,32 @@ public class QueueEngine: @unchecked Sendable {
         thread = QueueThread(name: threadName) { [self] in self.threadMain() }
     }
 
-    // MARK: Subclass hooks
+    // MARK: What each direction does
 
     /// The queue thread's work between waits (conversion, delivery). Called without the lock.
     func serviceQueue() {}
-    /// The realtime publication of the subclass's state.
-    func withPublication<T>(_ body: (borrowing RealtimePublication) -> T) -> T { fatalError("subclass") }
-    /// Pushes a command to the realtime side (lock held).
-    func pushCommand(_ command: RealtimeCommand) -> Bool { fatalError("subclass") }
-    /// Applies queued commands on this thread when no cycle can run (lock not held).
-    func applyCommandsDirectly() {}
+    /// Carries out the lifecycle actions that only one direction has work for: prepareTimeline
+    /// and endTimeline (lock held), prepareToStart, beginPlayOut, beginCaptureDrain and
+    /// deliverInvalidation (lock not held). Every other action the engine carries out itself.
+    func perform(_ action: LifecycleAction) {}
+    /// Flush's work, once the queue is known to be usable (lock not held).
+    func flushQueued() throws {}
+
+    /// The realtime publication.
+    func withPublication<T>(_ body: (borrowing RealtimePublication) -> T) -> T { realtimeLink.withPublication(body) }
     /// The sequence the realtime side applied.
     func appliedSequence() -> Int { withPublication { $0.appliedSequence.load(ordering: .acquiring) } }
-    /// The queue thread found that the realtime side started (lock held).
-    func didStart() {}
-    /// The queue thread found that the realtime side finished a Stop(false) (lock held).
-    func didFinish() {}
-    /// Device shut down: subclasses deliver what they can (lock not held, queue thread).
-    func handleInvalidation() {}
 
     // MARK: State checks
 
     /// Throws the error any call on a disposed, disposing or invalidated queue gets (lock held).
     func checkUsable() throws {
-        if disposed { throw QueueError.invalidParameter("the queue was disposed of") }
-        if disposalPending { throw QueueError.disposalPending }
-        if invalidated { throw QueueError.queueInvalidated }
+        try life.checkUsable()
+    }
+
+    /// Tells IsRunning listeners what `actions` report (lock not held).
+    func report(_ actions: [LifecycleAction]) {
+        for case .notifyIsRunning(let running) in actions { notify(.isRunningChanged(running)) }
     }
 
     // MARK: Commands to the realtime side
@@ -148,10 +168,10 @@ public class QueueEngine: @unchecked Sendable {
         let sequence: Int = lock.withLock {
             commandSequence += 1
             let command = RealtimeCommand(kind, frame: frame, position: position, sequence: commandSequence)
-            while !pushCommand(command) {
+            while !realtimeLink.push(command) {
                 // The command ring is full only if the realtime side is not running: apply here.
                 lock.unlock()
-                device.synchronize(isApplied: { false }, applyDirectly: { self.applyCommandsDirectly() })
+                device.synchronize(isApplied: { false }, applyDirectly: { self.realtimeLink.applyCommandsDirectly() })
                 lock.lock()
             }
             return commandSequence
@@ -159,7 +179,7 @@ public class QueueEngine: @unchecked Sendable {
         realtimeWake.post()
         if synchronous {
             device.synchronize(isApplied: { self.appliedSequence() >= sequence },
-                               applyDirectly: { self.applyCommandsDirectly() })
+                               applyDirectly: { self.realtimeLink.applyCommandsDirectly() })
         }
     }
 
@@ -196,12 +216,7 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Checks that a buffer may be enqueued now (lock held).
     func checkEnqueue(_ handle: UnsafeMutableRawPointer) throws -> QueueBuffer {
-        if disposed { throw QueueError.invalidParameter("the queue was disposed of") }
-        if invalidated { throw QueueError.queueInvalidated }
-        // An input queue being stopped with Stop(false) still takes buffers for what it captured.
-        if resetDepth > 0 || resetDeliveriesPending > 0 || disposalPending || (runState == .stopping && direction == .output) {
-            throw QueueError.enqueueDuringReset
-        }
+        _ = try life.handle(.enqueue)
         guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
         guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
         return buffer
@@ -215,7 +230,7 @@ public class QueueEngine: @unchecked Sendable {
     func deliver(resetBatch: Bool = false, _ work: @escaping @Sendable () -> Void) {
         lock.withLock {
             callbacksInFlight += 1
-            if resetBatch { resetDeliveriesPending += 1 }
+            if resetBatch { _ = life.note(.resetDeliveryPosted) }
         }
         producerStateChanged()
         let job: @Sendable () -> Void = { [self] in
@@ -234,7 +249,7 @@ public class QueueEngine: @unchecked Sendable {
                     }
                 }
                 callbacksInFlight -= 1
-                if resetBatch { resetDeliveriesPending -= 1 }
+                if resetBatch { _ = life.note(.resetDeliveryRan) }
                 lock.broadcast()
             }
             producerStateChanged()
@@ -303,7 +318,7 @@ public class QueueEngine: @unchecked Sendable {
         let ticket = lock.withLock { request() }
         wake.post()
         let timeout = controlTimeout
-        let done = lock.withLock { lock.wait(timeout: timeout) { isDone(ticket) || disposed || exiting } }
+        let done = lock.withLock { lock.wait(timeout: timeout) { isDone(ticket) || life.isShutDown } }
         if done { waitForDeliveries(timeout: timeout) }
         return done
     }
@@ -321,7 +336,7 @@ public class QueueEngine: @unchecked Sendable {
     private func threadMain() {
         while true {
             wake.wait(timeout: 0.05)
-            let shouldExit = lock.withLock { exiting }
+            let shouldExit = lock.withLock { life.exiting }
             if shouldExit { break }
             observeRealtime()
             runDeliveries()
@@ -333,35 +348,25 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Turns what the realtime side published into run-state changes and listener calls.
     func observeRealtime() {
-        var events: [QueueEvent] = []
-        lock.withLock {
+        let actions: [LifecycleAction] = lock.withLock {
+            var actions: [LifecycleAction] = []
             let started = withPublication { $0.startCount.load(ordering: .acquiring) }
             if started != seenStartCount {
                 seenStartCount = started
-                if runState == .starting { runState = .running }
-                didStart()
-                // A start the queue thread sees only after a Stop(true) is not reported.
-                if !isRunning && runState != .stopped {
-                    isRunning = true
-                    events.append(.isRunningChanged(true))
-                }
+                actions += life.note(.realtimeStarted)
             }
             let finished = withPublication { $0.finishCount.load(ordering: .acquiring) }
             if finished != seenFinishCount {
                 seenFinishCount = finished
-                if runState == .stopping {
-                    runState = .stopped
-                    didFinish()
-                    if isRunning {
-                        isRunning = false
-                        events.append(.isRunningChanged(false))
-                    }
-                }
+                let news = life.note(.realtimeFinished)
+                if news.contains(.endTimeline) { perform(.endTimeline) }
+                actions += news
             }
+            return actions
         }
-        for event in events { notify(event) }
-        if lock.withLock({ disposalPending && runState == .stopped && !disposed }) {
-            disposeNow(fromQueueThread: true)
+        report(actions)
+        if lock.withLock({ life.note(.realtimeObserved) }).contains(.disposeNow) {
+            disposeNow()
         }
     }
 
@@ -371,10 +376,9 @@ public class QueueEngine: @unchecked Sendable {
         switch event {
         case .shutdown:
             let first = lock.withLock { () -> Bool in
-                guard !invalidated else { return false }
-                invalidated = true
+                let actions = life.note(.deviceGone)
                 lock.broadcast()
-                return true
+                return actions.contains(.deliverInvalidation)
             }
             guard first else { return }
             // The queue thread delivers what it can, then reports the stop.
@@ -398,84 +402,102 @@ public class QueueEngine: @unchecked Sendable {
     }
 
     private func finishInvalidation() {
-        handleInvalidation()
-        let wasRunning = lock.withLock { () -> Bool in
-            let was = isRunning
-            isRunning = false
-            runState = .stopped
-            lock.broadcast()
-            return was
+        perform(.deliverInvalidation)
+        let actions = lock.withLock {
+            defer { lock.broadcast() }
+            return life.note(.invalidationDelivered)
         }
-        if wasRunning { notify(.isRunningChanged(false)) }
+        report(actions)
     }
 
     // MARK: Start, pause, stop
 
     /// Starts (or resumes) at device frame `deviceFrame`, or as soon as possible.
     public func start(atDeviceFrame deviceFrame: Int64?) throws {
-        let proceed: Bool = try lock.withLock {
-            try checkUsable()
-            // A server that changed its rate since: the converter, the ring and queue time
-            // are the old rate's, and would play at the wrong speed.
-            let rate = device.sampleRate
-            guard rate == converterRate else {
-                throw QueueError.cannotStart("the JACK server runs at \(Int(rate)) Hz, the queue was made for \(Int(converterRate)) Hz")
-            }
-            switch runState {
-            case .running, .starting: return false
-            case .stopping:
-                // Stopping after a pause: resume, and stop once played out.
-                return withPublication { $0.mode.load(ordering: .relaxed) } == RealtimeMode.paused.rawValue
-            case .stopped, .paused: break
-            }
-            if runState == .stopped { prepareTimeline() }
-            if runState != .stopping { runState = .starting }
-            return true
+        let actions: [LifecycleAction] = try lock.withLock {
+            // A server that changed its rate since cannot start (the lifecycle says so).
+            let paused = withPublication { $0.mode.load(ordering: .relaxed) } == RealtimeMode.paused.rawValue
+            let actions = try life.handle(.start(deviceRate: device.sampleRate, converterRate: converterRate,
+                                                 realtimePaused: paused))
+            if actions.contains(.prepareTimeline) { perform(.prepareTimeline) }
+            return actions
         }
-        guard proceed else { return }
-        wake.post()
-        willSendStart()
-        send(.start, frame: deviceFrame ?? .min, synchronous: false)
+        for action in actions {
+            switch action {
+            case .wakeQueueThread: wake.post()
+            case .prepareToStart: perform(.prepareToStart)
+            case .sendStart: send(.start, frame: deviceFrame ?? .min, synchronous: false)
+            default: break
+            }
+        }
     }
 
-    /// Called after the state became `.starting`, before the realtime side is told to start.
-    func willSendStart() {}
+    /// Stop. Output, immediate: now, returning queued buffers through the callback; otherwise
+    /// every frame enqueued plays, then IsRunning goes to 0. Input, immediate: capture ends now,
+    /// the partly filled buffer is delivered with what was captured and other queued buffers
+    /// come back empty; otherwise capture ends now, everything captured is delivered, then
+    /// IsRunning goes to 0. Throws `.queueThreadTimedOut` if the queue thread is held (by a
+    /// callback that blocks) for `controlTimeout`.
+    public func stop(immediate: Bool) throws {
+        let actions = try lock.withLock {
+            try life.handle(.stop(immediate: immediate, hasQueuedData: !fifo.isEmpty || realtimeLink.bufferedFrames > 0))
+        }
+        for action in actions {
+            if action == .halt { try halt() } else { perform(action) }
+        }
+    }
 
-    /// Stop(true)'s first half: the realtime side stops now; a start it made before that
-    /// is reported first (IsRunning 1, then 0). Returns whether the queue was running.
-    /// The caller holds a reset (resetDepth) until it has returned the buffers.
-    func haltRealtime(_ alsoUnderLock: () -> Void) -> Bool {
-        lock.withLock { resetDepth += 1 }
+    /// Stop(true): the realtime side stops now; a start it made before that is reported first
+    /// (IsRunning 1, then 0); the queue thread returns the buffers, and the timeline ends.
+    private func halt() throws {
         send(.stop, synchronous: true)
         observeRealtime()
-        return lock.withLock {
-            let was = isRunning
-            isRunning = false
-            runState = .stopped
-            alsoUnderLock()
-            return was
+        let reports = lock.withLock { life.note(.halted) }
+        let finished = resetOnQueueThread()
+        lock.withLock {
+            _ = life.note(.resetFinished)
+            primedFrames = 0
+            perform(.endTimeline)
+            lock.broadcast()
         }
+        report(reports)
+        if !finished { throw QueueError.queueThreadTimedOut("Stop", controlTimeout) }
     }
 
-    /// A new timeline starts (lock held): subclasses reset their queue-time bookkeeping.
-    func prepareTimeline() {}
+    /// Reset: drops what is queued and decoded (output) or captured and not yet in a buffer
+    /// (input), returning every queued buffer through the callback once (an input queue's
+    /// partly filled one with its data).
+    public func reset() throws {
+        _ = try lock.withLock { try life.handle(.reset) }
+        let finished = resetOnQueueThread()
+        lock.withLock {
+            _ = life.note(.resetFinished)
+            primedFrames = 0
+            lock.broadcast()
+        }
+        if !finished { throw QueueError.queueThreadTimedOut("Reset", controlTimeout) }
+    }
+
+    /// Has the queue thread reset the queue; false if it did not within `controlTimeout`.
+    func resetOnQueueThread() -> Bool {
+        runOnQueueThread(request: { resetTickets.request() }, isDone: { resetTickets.isDone($0) })
+    }
+
+    /// Flush. Output: what is enqueued now plays to its last frame, the resampler's tail
+    /// included, before anything enqueued later; returns at once. Input: everything captured up
+    /// to now reaches the enqueued buffers, the partly filled one delivered with what it holds;
+    /// returns once those callbacks have run (unless called from one), or throws
+    /// `.queueThreadTimedOut` after `controlTimeout`.
+    public func flush() throws {
+        _ = try lock.withLock { try life.handle(.flush) }
+        try flushQueued()
+    }
 
     /// Pauses; queue time and buffers are kept. An output queue playing out after Stop(false)
     /// pauses too, and stays stopping: Start resumes it, and it stops once played out.
     public func pause() throws {
-        let needs: Bool = try lock.withLock {
-            try checkUsable()
-            switch runState {
-            case .running, .starting:
-                runState = .paused
-                return true
-            case .stopping:
-                return direction == .output
-            case .stopped, .paused:
-                return false
-            }
-        }
-        if needs { send(.pause, synchronous: true) }
+        let actions = try lock.withLock { try life.handle(.pause) }
+        if actions.contains(.sendPause) { send(.pause, synchronous: true) }
     }
 
     /// True between the device's first frame and the stop.
@@ -483,6 +505,26 @@ public class QueueEngine: @unchecked Sendable {
 
     /// The run state.
     public var state: QueueRunState { lock.withLock { runState } }
+
+    /// Frames lost so far (device rate): played as silence because the decode ring ran dry
+    /// (output), or captured while the capture ring was full (input).
+    public var lostFrames: Int { withPublication { $0.lostFrames.load(ordering: .relaxed) } }
+
+    /// Turns level metering on or off.
+    public var meteringEnabled: Bool {
+        get { realtimeLink.withMeters { $0.enabled.load(ordering: .relaxed) } }
+        set {
+            realtimeLink.withMeters { meters in
+                if newValue && !meters.enabled.load(ordering: .relaxed) { meters.clear() }
+                meters.enabled.store(newValue, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// The last meter window's (RMS, peak) per channel, linear.
+    public func levels() -> [(average: Float, peak: Float)] {
+        realtimeLink.withMeters { meters in (0..<format.channelCount).map { meters.level($0) } }
+    }
 
     /// Counts discontinuities (xruns, lost recorded frames, rate changes) so far.
     public var discontinuityCount: Int { lock.withLock { discontinuities } }
@@ -523,10 +565,7 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Renames the client (reopens it); allowed while stopped.
     public func setClientName(_ name: String) throws {
-        try lock.withLock {
-            try checkUsable()
-            guard runState == .stopped else { throw QueueError.invalidRunState("rename a stopped queue") }
-        }
+        _ = try lock.withLock { try life.handle(.reconfigure("rename a stopped queue")) }
         try device.rename(to: name)
         let target = lock.withLock { connectionTarget ?? currentTarget }
         let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
@@ -561,12 +600,7 @@ public class QueueEngine: @unchecked Sendable {
 
     /// The earliest device frame at or after `requested` at which a start can be honoured.
     public func nearestStartFrame(atOrAfter requested: Int64) throws -> Int64 {
-        try lock.withLock {
-            try checkUsable()
-            guard runState != .stopped || primedFrames > 0 || !fifo.isEmpty else {
-                throw QueueError.invalidRunState("the queue is neither running nor primed")
-            }
-        }
+        _ = try lock.withLock { try life.handle(.nearestStartTime(primed: primedFrames > 0 || !fifo.isEmpty)) }
         let (cycleFrame, cycleCount) = withPublication {
             ($0.cycleFrame.load(ordering: .relaxed), $0.cycleFrameCount.load(ordering: .relaxed))
         }
@@ -581,46 +615,35 @@ public class QueueEngine: @unchecked Sendable {
     /// Otherwise once the enqueued buffers have played (output) or received what was captured
     /// (input: capture ends now), or at once for a stopped or paused queue.
     public func dispose(immediate: Bool) {
-        if !immediate {
-            let deferred: Bool = lock.withLock {
-                guard !disposed, !disposalPending else { return true }
-                // Output: once what is enqueued has played. Input: once what was captured has
-                // been delivered to the enqueued buffers ("until all enqueued buffers are processed").
-                let busy = (runState == .running || runState == .starting || runState == .stopping) && !invalidated
-                if busy { disposalPending = true }
-                return busy
-            }
-            if deferred {
-                // The queue plays out, then the queue thread disposes of it (observeRealtime).
-                beginStopForDisposal()
-                wake.post()
-                return
+        let (actions, inCallback) = lock.withLock {
+            defer { lock.broadcast() }
+            return (life.note(.dispose(immediate: immediate)), isInCallback)
+        }
+        for action in actions {
+            switch action {
+            case .tearDown: tearDown(inCallback: inCallback)
+            case .wakeQueueThread: wake.post()
+            default: perform(action)  // the Stop(false) a pending disposal implies
             }
         }
-        disposeNow(fromQueueThread: false)
     }
 
-    /// Stop(false) for a pending disposal (which refuses other calls); output subclasses implement it.
-    func beginStopForDisposal() {}
-
-    func disposeNow(fromQueueThread: Bool) {
-        let (proceed, inCallback) = lock.withLock { () -> (Bool, Bool) in
-            guard !disposed else { return (false, false) }
-            disposed = true
-            disposalPending = false
-            resetDepth += 1
-            lock.broadcast()
-            return (true, isInCallback)
+    /// Disposes of the queue now (a pending disposal, once played out; on the queue thread).
+    func disposeNow() {
+        let (actions, inCallback) = lock.withLock {
+            defer { lock.broadcast() }
+            return (life.note(.disposeNow), isInCallback)
         }
-        guard proceed else { return }
+        if actions.contains(.tearDown) { tearDown(inCallback: inCallback) }
+    }
+
+    private func tearDown(inCallback: Bool) {
         device.setEventHandler(nil)
         send(.stop, synchronous: true)
         device.setProcessor(nil)
         device.close()
         lock.withLock {
-            exiting = true
-            isRunning = false
-            runState = .stopped
+            _ = life.note(.tornDown)
             for buffer in buffers.values { buffer.ownership = .application }
             fifo.removeAll()
         }

@@ -1,3 +1,4 @@
+import CQueueCore
 import Glibc
 
 /// A counting semaphore (POSIX `sem_t`).
@@ -20,22 +21,16 @@ public final class Semaphore: @unchecked Sendable {
     /// Increments the count, waking one waiter.
     public func post() { sem_post(raw) }
 
-    /// Waits until the count is positive or `seconds` pass; true if it was signalled.
+    /// Waits until the count is positive or `seconds` pass (on CLOCK_MONOTONIC); true if it was signalled.
     @discardableResult
     public func wait(timeout seconds: Double) -> Bool {
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        let whole = seconds.rounded(.down)
-        deadline.tv_sec += Int(whole)
-        deadline.tv_nsec += Int((seconds - whole) * 1e9)
-        if deadline.tv_nsec >= 1_000_000_000 {
-            deadline.tv_sec += 1
-            deadline.tv_nsec -= 1_000_000_000
-        }
-        while true {
-            if sem_timedwait(raw, &deadline) == 0 { return true }
-            if errno != EINTR { return false }
-        }
+        wait(until: .after(seconds: seconds))
+    }
+
+    /// Waits until the count is positive or `deadline` passes; true if it was signalled.
+    @discardableResult
+    public func wait(until deadline: Deadline) -> Bool {
+        semaphoreWait(raw, until: deadline)
     }
 
     /// Waits until the count is positive.
@@ -46,6 +41,18 @@ public final class Semaphore: @unchecked Sendable {
     /// Takes every pending post without blocking.
     public func drain() {
         while sem_trywait(raw) == 0 {}
+    }
+}
+
+/// Waits on `semaphore` until it is posted or `deadline` (CLOCK_MONOTONIC) passes; true if
+/// it was posted. `sem_timedwait` measures CLOCK_REALTIME, which a wall-clock change moves;
+/// `sem_clockwait` (glibc 2.30) takes the clock. No allocation or lock: the non-realtime
+/// waits of a process callback (freewheel, ManualDriver) may use it on the raw `sem_t`.
+func semaphoreWait(_ semaphore: UnsafeMutablePointer<sem_t>, until deadline: Deadline) -> Bool {
+    var time = deadline.timespec
+    while true {
+        if cqc_sem_clockwait(semaphore, CLOCK_MONOTONIC, &time) == 0 { return true }
+        if errno != EINTR { return false }
     }
 }
 
@@ -60,8 +67,13 @@ public enum HostClock {
 
     /// Sleeps the calling (non-realtime) thread.
     public static func sleep(seconds: Double) {
-        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1e9))
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+        sleep(until: .after(seconds: seconds))
+    }
+
+    /// Sleeps the calling (non-realtime) thread until `deadline`.
+    public static func sleep(until deadline: Deadline) {
+        var time = deadline.timespec
+        // An absolute deadline: a signal's EINTR resumes without drift.
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
     }
 }

@@ -213,8 +213,7 @@ extension QueueEngine {
         if let tap, tap.isInCallback { throw QueueError.invalidTapContext }
         try lock.withLock {
             if tap != nil && (disposed || invalidated) { return }
-            try checkUsable()
-            guard runState == .stopped else { throw QueueError.invalidRunState("taps change only while the queue is stopped") }
+            _ = try life.handle(.reconfigure("taps change only while the queue is stopped"))
         }
     }
 }

@@ -1,0 +1,344 @@
+/// What happens to a queue's lifecycle: an API call, or news from the realtime side, the
+/// queue thread or the device.
+enum LifecycleEvent: Equatable, Sendable {
+    /// AudioQueueStart. `deviceRate`/`converterRate`: the server's rate now and the rate the
+    /// queue's converter was made for (a mismatch cannot start). `realtimePaused`: the realtime
+    /// side is paused (an output queue paused while playing out after Stop(false)).
+    case start(deviceRate: Double, converterRate: Double, realtimePaused: Bool)
+    /// AudioQueuePause.
+    case pause
+    /// AudioQueueStop. `hasQueuedData`: buffers are enqueued or frames decoded (output).
+    case stop(immediate: Bool, hasQueuedData: Bool)
+    /// The realtime side applied a Stop(true) (`LifecycleAction.halt`).
+    case halted
+    /// AudioQueueReset.
+    case reset
+    /// A reset (Reset, Stop(true), the end of an input Stop(false)) has returned the buffers.
+    case resetFinished
+    /// An output queue's queue thread discarded what was queued (a reset on the queue thread).
+    case queueDiscarded
+    /// AudioQueueFlush.
+    case flush
+    /// AudioQueuePrime.
+    case prime
+    /// A call that only needs a usable queue (AllocateBuffer, SetProperty, ...).
+    case use
+    /// AudioQueueDeviceGetNearestStartTime: `primed`: frames were primed or buffers enqueued.
+    case nearestStartTime(primed: Bool)
+    /// A call allowed only while stopped (rename, resize a ring); `what` says which.
+    case reconfigure(String)
+    /// AudioQueueEnqueueBuffer (and WithParameters).
+    case enqueue
+    /// Buffers Reset or Stop return were posted to their callbacks, or one of them ran.
+    case resetDeliveryPosted, resetDeliveryRan
+    /// AudioQueueDispose.
+    case dispose(immediate: Bool)
+    /// The disposal proper (immediately, or once a pending one has played out).
+    case disposeNow
+    /// The disposal has detached the device: the queue thread may exit.
+    case tornDown
+    /// The realtime side played or recorded its first frame.
+    case realtimeStarted
+    /// The realtime side stopped by itself at the end of a Stop(false) play-out.
+    case realtimeFinished
+    /// The queue thread looked at the realtime side (after any started/finished news).
+    case realtimeObserved
+    /// An input queue's Stop(false) has delivered everything captured.
+    case captureDelivered
+    /// The JACK server went away.
+    case deviceGone
+    /// The queue thread delivered what it could after the server went away.
+    case invalidationDelivered
+}
+
+/// What the engine does for an event, in order, under its lock or after it as each case says.
+enum LifecycleAction: Equatable, Sendable {
+    /// (lock held) A new queue timeline begins at the coming Start: input bookkeeping restarts.
+    case prepareTimeline
+    /// Wake the queue thread.
+    case wakeQueueThread
+    /// (lock not held) Get ready for the first cycle: an input queue touches its ring's pages,
+    /// an output queue decodes its first periods.
+    case prepareToStart
+    /// Tell the realtime side to start (asynchronously).
+    case sendStart
+    /// Tell the realtime side to pause, and wait until it has.
+    case sendPause
+    /// Output Stop(false): play what is queued, then stop (the producer state changed).
+    case beginPlayOut
+    /// Input Stop(false): capture ends now (synchronously); what was captured is delivered.
+    case beginCaptureDrain
+    /// Stop(true): the realtime side stops now (synchronously), then `halted`, the buffers
+    /// come back through a reset on the queue thread, and `resetFinished`.
+    case halt
+    /// Have the queue thread reset the queue (return every buffer), then `resetFinished`.
+    case resetOnQueueThread
+    /// (lock held) A Stop(false) play-out ended: the next start begins a new timeline.
+    case endTimeline
+    /// Tell IsRunning listeners.
+    case notifyIsRunning(Bool)
+    /// Dispose of the queue now (`disposeNow`).
+    case disposeNow
+    /// Detach the device, stop the queue thread and wait for callbacks (then `tornDown`).
+    case tearDown
+    /// The queue thread delivers what it can, then `invalidationDelivered`.
+    case deliverInvalidation
+}
+
+/// The lifecycle of one audio queue as a value: its run state, what IsRunning reports,
+/// resets in progress, disposal and invalidation. Every decision about which call is legal
+/// in which state, and which error it gets, is made here; the engine holds one behind its
+/// lock and carries out the actions `handle` returns.
+///
+/// Thread safety: a value; the engine guards its copy with its lock.
+struct QueueLifecycle: Hashable, Sendable {
+    let direction: DeviceDirection
+    /// The run state the API reports.
+    private(set) var state = QueueRunState.stopped
+    /// kAudioQueueProperty_IsRunning: true between the device's first frame and the stop.
+    private(set) var isRunning = false
+    /// Dispose ran (or is running): every call fails.
+    private(set) var disposed = false
+    /// Dispose(false) waits for the queue to play out or deliver what was captured.
+    private(set) var disposalPending = false
+    /// The JACK server went away (kAudioQueueErr_QueueInvalidated).
+    private(set) var invalidated = false
+    /// The queue thread is to exit (disposal has detached the device).
+    private(set) var exiting = false
+    /// Resets (Reset, Stop(true), Dispose) in progress: enqueueing is refused meanwhile.
+    private(set) var resetDepth = 0
+    /// Buffers a reset returned that have not been through their callbacks yet.
+    private(set) var resetDeliveriesPending = 0
+    /// Output Stop(false): once what is queued has played, stop (set before Start too, by a
+    /// callback at the end of the data while priming).
+    private(set) var playOutPending = false
+    /// Input Stop(false): what was captured is being delivered.
+    private(set) var captureDrainPending = false
+
+    init(direction: DeviceDirection) {
+        self.direction = direction
+    }
+
+    /// The realtime side is running or about to (queue time advances; host times mean something).
+    var isActive: Bool { state == .running || state == .starting || state == .stopping }
+
+    /// An input queue is delivering what it captured before a Stop(false) completes.
+    var isDrainingCapture: Bool { captureDrainPending && state == .stopping }
+
+    /// Disposed of, or on the way to it: the queue thread does no more work.
+    var isShutDown: Bool { exiting || disposed }
+
+    /// Throws the error any call on a disposed, disposing or invalidated queue gets.
+    func checkUsable() throws(QueueError) {
+        if disposed { throw .invalidParameter("the queue was disposed of") }
+        if disposalPending { throw .disposalPending }
+        if invalidated { throw .queueInvalidated }
+    }
+
+    /// Applies `event`; returns what the engine must do, or throws the error the call gets
+    /// (the state is then unchanged).
+    mutating func handle(_ event: LifecycleEvent) throws(QueueError) -> [LifecycleAction] {
+        switch event {
+        case .start(let deviceRate, let converterRate, let realtimePaused):
+            try checkUsable()
+            // The converter, the ring and queue time are the old rate's: it would play at the wrong speed.
+            guard deviceRate == converterRate else {
+                throw .cannotStart("the JACK server runs at \(Int(deviceRate)) Hz, the queue was made for \(Int(converterRate)) Hz")
+            }
+            switch state {
+            case .running, .starting:
+                return []
+            case .stopping:
+                // Stopping after a pause: resume, and stop once played out.
+                return realtimePaused ? [.wakeQueueThread, .prepareToStart, .sendStart] : []
+            case .stopped, .paused:
+                let fresh = state == .stopped
+                // A Stop(false) asked for before Start plays out what is queued, then stops.
+                state = playOutPending ? .stopping : .starting
+                return (fresh ? [.prepareTimeline] : []) + [.wakeQueueThread, .prepareToStart, .sendStart]
+            }
+
+        case .pause:
+            try checkUsable()
+            switch state {
+            case .running, .starting:
+                state = .paused
+                return [.sendPause]
+            case .stopping:
+                // An output queue playing out pauses too, and stays stopping: Start resumes it.
+                return direction == .output ? [.sendPause] : []
+            case .stopped, .paused:
+                return []
+            }
+
+        case .stop(let immediate, let hasQueuedData):
+            try checkUsable()
+            if !immediate, let actions = beginStopping(hasQueuedData: hasQueuedData) { return actions }
+            resetDepth += 1
+            return [.halt]
+
+        case .halted:
+            let wasRunning = isRunning
+            isRunning = false
+            state = .stopped
+            playOutPending = false
+            captureDrainPending = false
+            return wasRunning ? [.notifyIsRunning(false)] : []
+
+        case .reset:
+            try checkUsable()
+            resetDepth += 1
+            return [.resetOnQueueThread]
+
+        case .resetFinished:
+            resetDepth = max(0, resetDepth - 1)
+            return []
+
+        case .queueDiscarded:
+            playOutPending = false
+            return []
+
+        case .flush, .prime, .use:
+            try checkUsable()
+            return []
+
+        case .nearestStartTime(let primed):
+            try checkUsable()
+            guard state != .stopped || primed else { throw .invalidRunState("the queue is neither running nor primed") }
+            return []
+
+        case .reconfigure(let what):
+            try checkUsable()
+            guard state == .stopped else { throw .invalidRunState(what) }
+            return []
+
+        case .enqueue:
+            if disposed { throw .invalidParameter("the queue was disposed of") }
+            if invalidated { throw .queueInvalidated }
+            // An input queue being stopped with Stop(false) still takes buffers for what it captured.
+            if resetDepth > 0 || resetDeliveriesPending > 0 || disposalPending || (state == .stopping && direction == .output) {
+                throw .enqueueDuringReset
+            }
+            return []
+
+        case .resetDeliveryPosted:
+            resetDeliveriesPending += 1
+            return []
+
+        case .resetDeliveryRan:
+            resetDeliveriesPending = max(0, resetDeliveriesPending - 1)
+            return []
+
+        case .dispose(let immediate):
+            if immediate { return try handle(.disposeNow) }
+            if disposed || disposalPending { return [] }
+            // Output: once what is enqueued has played. Input: once what was captured has been
+            // delivered to the enqueued buffers ("until all enqueued buffers are processed").
+            guard isActive && !invalidated else { return try handle(.disposeNow) }
+            disposalPending = true
+            return stopForDisposal() + [.wakeQueueThread]
+
+        case .disposeNow:
+            if disposed { return [] }
+            disposed = true
+            disposalPending = false
+            resetDepth += 1
+            return [.tearDown]
+
+        case .tornDown:
+            // Not reported: no listener runs after Dispose.
+            exiting = true
+            isRunning = false
+            state = .stopped
+            return []
+
+        case .realtimeStarted:
+            if state == .starting { state = .running }
+            // A start the queue thread sees only after a Stop(true) is not reported, nor one
+            // seen while disposing (no listener runs once Dispose has begun).
+            guard !isRunning && state != .stopped && !disposed else { return [] }
+            isRunning = true
+            return [.notifyIsRunning(true)]
+
+        case .realtimeFinished:
+            guard state == .stopping else { return [] }
+            state = .stopped
+            playOutPending = false
+            guard isRunning else { return [.endTimeline] }
+            isRunning = false
+            return [.endTimeline, .notifyIsRunning(false)]
+
+        case .realtimeObserved:
+            return disposalPending && state == .stopped && !disposed ? [.disposeNow] : []
+
+        case .captureDelivered:
+            guard isDrainingCapture else { return [] }
+            captureDrainPending = false
+            state = .stopped
+            resetDepth += 1
+            let wasRunning = isRunning
+            isRunning = false
+            return [.resetOnQueueThread] + (wasRunning ? [.notifyIsRunning(false)] : [])
+
+        case .deviceGone:
+            guard !invalidated else { return [] }
+            invalidated = true
+            return [.deliverInvalidation]
+
+        case .invalidationDelivered:
+            let wasRunning = isRunning
+            isRunning = false
+            state = .stopped
+            return wasRunning ? [.notifyIsRunning(false)] : []
+        }
+    }
+
+    /// Applies news that no state refuses (from the realtime side, the queue thread, the device).
+    mutating func note(_ event: LifecycleEvent) -> [LifecycleAction] {
+        (try? handle(event)) ?? []
+    }
+
+    /// Stop(false): the asynchronous stop, or nil where it is a Stop(true).
+    private mutating func beginStopping(hasQueuedData: Bool) -> [LifecycleAction]? {
+        switch (direction, state) {
+        case (.output, .running), (.output, .starting), (.output, .paused):
+            state = .stopping
+            playOutPending = true
+            return [.beginPlayOut]
+        case (.output, .stopping):
+            return []
+        case (.output, .stopped):
+            // Not started yet (a callback at the end of the data while priming): play what
+            // is queued once started, then stop.
+            guard hasQueuedData else { return nil }
+            playOutPending = true
+            return [.beginPlayOut]
+        case (.input, .stopped):
+            return []
+        case (.input, .stopping):
+            // A second Stop(false) stops at once.
+            return nil
+        case (.input, _):
+            state = .stopping
+            captureDrainPending = true
+            return [.beginCaptureDrain]
+        }
+    }
+
+    /// Dispose(false) of a busy queue: the Stop(false) it implies (a pending disposal refuses
+    /// the API's own Stop).
+    private mutating func stopForDisposal() -> [LifecycleAction] {
+        switch (direction, state) {
+        case (.output, .running), (.output, .starting):
+            state = .stopping
+            playOutPending = true
+            return [.beginPlayOut]
+        case (.input, .running), (.input, .starting):
+            state = .stopping
+            captureDrainPending = true
+            return [.beginCaptureDrain]
+        default:
+            return []
+        }
+    }
+}
