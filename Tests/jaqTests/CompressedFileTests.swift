@@ -90,6 +90,27 @@ import Testing
         try playMatchesFFmpeg("alac.m4a", codec: ["-c:a", "alac", "-sample_fmt", "s16p"])
     }
 
+    /// An MP3 (libmp3lame, LAME header) plays through a compressed output queue as ffmpeg
+    /// decodes it: the encoder's delay and the padding the header names are trimmed.
+    @Test func jaqPlaysAnMP3AsFFmpegDecodesIt() throws {
+        try playMatchesFFmpeg("lame.mp3", codec: ["-c:a", "libmp3lame", "-b:a", "192k"])
+    }
+
+    /// `jaq info` of an MP3: its packets, the LAME header's delay and padding, the valid frames.
+    @Test func infoDescribesAnMP3() throws {
+        let dir = scratchDirectory("compressed-info-mp3")
+        defer { removeScratch(dir) }
+        try makeFile("\(dir)/take.mp3", codec: ["-c:a", "libmp3lame", "-b:a", "128k"], seconds: 1.5)
+        let result = try jaq(["info", "\(dir)/take.mp3"], server: nil)
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.contains("container:   MP3 ('MPG3')"), "\(result.output)")
+        #expect(result.output.contains("format:      MP3"), "\(result.output)")
+        #expect(result.output.contains("frames:      72000"), "\(result.output)")
+        // 72000 frames after 1105 of delay: 64 packets of 1152, 623 frames of padding.
+        #expect(result.output.contains("packets:     64, priming 1105 frames, remainder 623 frames"), "\(result.output)")
+        #expect(!result.output.contains("-inf dBFS"), "peaks come from the decoded audio")
+    }
+
     /// `jaq info` names the codec, the packets, the priming and the remainder; the frames are
     /// the valid frames (48000 × 1.5 s), not packets × 1024.
     @Test func infoDescribesAnAACM4A() throws {
