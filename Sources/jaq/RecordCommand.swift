@@ -34,7 +34,8 @@ struct RecordCommand: ParsableCommand {
         The take starts now, at a JACK frame (--at), after a delay (--in), when JACK transport \
         rolls (--transport, which also stops it), or when Enter is pressed (--on-enter); \
         --pre-roll S adds the S seconds before the start. It stops after --duration (exact to \
-        the frame), on Ctrl-C/SIGTERM, or when the transport stops. Headers are brought up to \
+        the frame), on Ctrl-C/SIGTERM, or when the transport stops. Compressed takes (-f m4a) \
+        start and stop on the same frames. Headers are brought up to \
         date as the take is written and flushed every second, so a take survives SIGKILL and \
         power loss. Frames the disk could not keep up with are replaced by silence (the tracks \
         stay aligned) and reported. Tracks from ports with different capture latency are \
@@ -46,6 +47,7 @@ struct RecordCommand: ParsableCommand {
           jaq record -f flac -b 24 -o 'song-{take}-{track}.{ext}' 'system:capture_[1-4]$'
           jaq record --interleaved -d 1:00 'jaq-.*:out_'
           jaq record --transport --pre-roll 2 system
+          jaq record -f m4a --codec alac --at 960000 -d 30 system
         """)
 
     @Argument(help: "Ports to record (name, regular expression, or system).")
