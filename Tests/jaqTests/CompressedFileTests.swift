@@ -96,6 +96,24 @@ import Testing
         try playMatchesFFmpeg("lame.mp3", codec: ["-c:a", "libmp3lame", "-b:a", "192k"])
     }
 
+    /// `jaq render` of an MP3 and an AAC .m4a (offline, no server): the mix is ffmpeg's decode
+    /// of each, sample for sample, with the delay and padding trimmed.
+    @Test(arguments: [("render.mp3", ["-c:a", "libmp3lame", "-b:a", "192k"]), ("render.m4a", ["-c:a", "aac", "-b:a", "128k"])])
+    func renderOfACompressedFileIsFFmpegsDecode(_ name: String, _ codec: [String]) throws {
+        let dir = scratchDirectory("compressed-render")
+        defer { removeScratch(dir) }
+        try makeFile("\(dir)/\(name)", codec: codec, seconds: 1.5)
+        let reference = try decode("\(dir)/\(name)", dir: dir).map { Array($0.prefix(72000)) }
+        let result = try jaq(["render", "-o", "\(dir)/mix.wav", "\(dir)/\(name)"], server: nil)
+        #expect(result.status == 0, "\(result.error)")
+        let mix = try readCapture("\(dir)/mix.wav")
+        for c in 0..<2 {
+            #expect(mix[c].count == 72000, "channel \(c): \(mix[c].count) frames, the file's 72000 valid frames")
+            let differing = zip(mix[c], reference[c]).enumerated().first { $0.element.0 != $0.element.1 }
+            #expect(differing == nil, "channel \(c): sample \(differing?.offset ?? -1) differs from ffmpeg's decode")
+        }
+    }
+
     /// `jaq info` of an MP3: its packets, the LAME header's delay and padding, the valid frames.
     @Test func infoDescribesAnMP3() throws {
         let dir = scratchDirectory("compressed-info-mp3")
