@@ -393,17 +393,6 @@ extension RecordCommand {
         if exitStatus != 0 { throw ExitCode(exitStatus) }
     }
 
-    /// The device frame an input queue started on (its queue time 0), once it runs.
-    static func startDeviceFrame(_ queue: AudioQueueRef) -> Int64? {
-        var running: UInt32 = 0
-        var runningSize = UInt32(4)
-        guard AudioQueueGetProperty(queue, kAudioQueueProperty_IsRunning, &running, &runningSize) == noErr, running != 0 else { return nil }
-        var value: Float64 = 0
-        var size = UInt32(8)
-        guard AudioQueueGetProperty(queue, kAudioQueueProperty_StartDeviceFrame, &value, &size) == noErr, value > 0 else { return nil }
-        return Int64(value)
-    }
-
     /// The take's file name: --output with {take} (the first number free), {date}, {ext}.
     private func compressedTakePath(_ take: CompressedTake) throws -> String {
         let pattern = output ?? "take-{take}.{ext}"

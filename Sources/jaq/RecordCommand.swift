@@ -247,15 +247,7 @@ struct RecordCommand: ParsableCommand {
         // Queue time 0 is the device frame the queue really started on: the one asked for, or
         // later if the machine was too slow to start it by then.
         let requestedOrigin = Int64(queueStart.mSampleTime)
-        func startedOrigin() -> Int64? {
-            var running: UInt32 = 0
-            var runningSize = UInt32(4)
-            guard AudioQueueGetProperty(queue, kAudioQueueProperty_IsRunning, &running, &runningSize) == noErr, running != 0 else { return nil }
-            var value: Float64 = 0
-            var size = UInt32(8)
-            guard AudioQueueGetProperty(queue, kAudioQueueProperty_StartDeviceFrame, &value, &size) == noErr, value > 0 else { return nil }
-            return Int64(value)
-        }
+        func startedOrigin() -> Int64? { Self.startDeviceFrame(queue) }
         let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
         let prerollFrames = Int64((preRoll * fileRate).rounded())
         func beginTake(atDevice frame: Int64, origin: Int64) {
@@ -451,6 +443,17 @@ struct RecordCommand: ParsableCommand {
         _ = Watchdog(seconds: Watchdog.teardownSeconds, status: exitStatus,
                      message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; the take is complete")
         if exitStatus != 0 { throw ExitCode(exitStatus) }
+    }
+
+    /// The device frame an input queue started on (its queue time 0), once it runs.
+    static func startDeviceFrame(_ queue: AudioQueueRef) -> Int64? {
+        var running: UInt32 = 0
+        var runningSize = UInt32(4)
+        guard AudioQueueGetProperty(queue, kAudioQueueProperty_IsRunning, &running, &runningSize) == noErr, running != 0 else { return nil }
+        var value: Float64 = 0
+        var size = UInt32(8)
+        guard AudioQueueGetProperty(queue, kAudioQueueProperty_StartDeviceFrame, &value, &size) == noErr, value > 0 else { return nil }
+        return Int64(value)
     }
 
     /// The queue's timeline discontinuities so far (xruns, lost data, rate changes).

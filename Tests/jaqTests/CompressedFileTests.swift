@@ -219,6 +219,43 @@ import Testing
         } when: { xruns > 0 }
     }
 
+    /// `jaq record -f m4a --codec alac --transport`: the take starts on the frame the transport
+    /// rolled and ends on the frame it stopped, as a PCM take does, bit for bit.
+    @Test func anALACTakeFollowsTheTransportToTheFrame() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("compressed-transport")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 10 * 48000)
+        let (at, play) = try playAhead(["ramp.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-ramp:out_L")
+        let record = try jaqInBackground(["record", "-f", "m4a", "--codec", "alac", "-b", "24", "--transport", "-o", "take.m4a",
+                                          "jaq-1-ramp:out_L"], server: server, log: "\(dir)/record.log", directory: dir)
+        var waited = 0
+        while try frameNow(server) < at + 48000 && waited < 200 {
+            usleep(50_000)
+            waited += 1
+        }
+        #expect(try jaq(["transport", "start"], server: server).status == 0)
+        usleep(1_200_000)
+        #expect(try jaq(["transport", "stop"], server: server).status == 0)
+        #expect(waitForExit(record, timeout: 20) == 0)
+        kill(play.processIdentifier, SIGTERM)
+        waitForExit(play)
+        let log = try String(contentsOfFile: "\(dir)/record.log", encoding: .utf8)
+        let logs = RecordCommandTests()
+        let rolled = try #require(logs.frame(after: "transport rolling at JACK frame", in: log), "\(log)")
+        let stopped = try #require(logs.frame(after: "transport stopped at JACK frame", in: log), "\(log)")
+        let info = try jaq(["info", "\(dir)/take.m4a"], server: nil)
+        #expect(info.output.contains("frames:      \(stopped - rolled)\n"), "the take spans exactly the rolling frames: \(info.output)")
+        let take = try decode24("\(dir)/take.m4a", dir: dir)
+        let xruns = server.xrunCount
+        withKnownIssue(Comment(rawValue: "the server logged \(xruns) late cycles"), isIntermittent: true) {
+            #expect(Int64(take.first ?? -1) == rolled - at + 1, "the take starts on the frame the transport rolled")
+            let mismatch = (0..<Int(stopped - rolled)).first { $0 >= take.count || take[$0] != take[0] + Int32($0) }
+            #expect(mismatch == nil, "the ramp runs on unbroken to the stop: frame \(mismatch ?? -1)")
+        } when: { xruns > 0 }
+    }
+
     /// `jaq record -f m4a --at F -d 1` (AAC): the decoded take lines up with what jaq play
     /// played from JACK frame F, on that frame (the best of the lags -3...3 is 0) and with the
     /// signal at 30 dB or better.
