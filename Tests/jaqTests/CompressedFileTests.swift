@@ -230,19 +230,12 @@ import Testing
         let (at, play) = try playAhead(["ramp.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-ramp:out_L")
         let record = try jaqInBackground(["record", "-f", "m4a", "--codec", "alac", "-b", "24", "--transport", "-o", "take.m4a",
                                           "jaq-1-ramp:out_L"], server: server, log: "\(dir)/record.log", directory: dir)
-        var waited = 0
-        while try frameNow(server) < at + 48000 && waited < 200 {
-            usleep(50_000)
-            waited += 1
-        }
-        #expect(try jaq(["transport", "start"], server: server).status == 0)
-        usleep(1_200_000)
-        #expect(try jaq(["transport", "stop"], server: server).status == 0)
+        let logs = RecordCommandTests()
+        try logs.rollTransport(server, after: at)
         #expect(waitForExit(record, timeout: 20) == 0)
         kill(play.processIdentifier, SIGTERM)
         waitForExit(play)
         let log = try String(contentsOfFile: "\(dir)/record.log", encoding: .utf8)
-        let logs = RecordCommandTests()
         let rolled = try #require(logs.frame(after: "transport rolling at JACK frame", in: log), "\(log)")
         let stopped = try #require(logs.frame(after: "transport stopped at JACK frame", in: log), "\(log)")
         let info = try jaq(["info", "\(dir)/take.m4a"], server: nil)
