@@ -114,6 +114,8 @@ final class CompressedRecorder: @unchecked Sendable {
         var writeError: OSStatus = noErr
         /// Every frame the take needs is written.
         var complete = false
+        /// A start (queue time) that had passed, and the one the take got: said once.
+        var passed: (asked: Int64, got: Int64)?
     }
 
     /// Takes a buffer's packets (`inStartTime` is the queue time of the first one's first
@@ -151,6 +153,7 @@ final class CompressedRecorder: @unchecked Sendable {
             guard let start = state.start, state.pending.count > leadPackets, state.pending[leadPackets].end > start else { return }
             // A start before the first packet kept (it has passed): the take starts there.
             let first = max(start, state.pending[leadPackets].start)
+            if first > start { state.passed = (start, first) }
             state.start = first
             var table = AudioFilePacketTableInfo(mNumberValidFrames: 0, mPrimingFrames: Int32(clamping: first - state.pending[0].start),
                                                  mRemainderFrames: 0)
@@ -324,6 +327,11 @@ extension RecordCommand {
         let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
         var armedAnnounced = false
         var exitStatus: Int32 = 0
+        func sayPassed(_ origin: Int64) {
+            guard let passed = recorder.take.withLock({ state in defer { state.passed = nil }; return state.passed }) else { return }
+            let toDevice = { (frames: Int64) -> Int64 in origin + Int64((Double(frames) * deviceRate / fileRate).rounded()) }
+            Log.info("frame \(toDevice(passed.asked)) has passed: the take starts at frame \(toDevice(passed.got)), the first one kept")
+        }
         while recorder.running.load(ordering: .relaxed), interruption.signal == nil {
             if !Self.serverIsAlive(queue) {
                 Log.error("the JACK server went away; the take is complete up to what was written")
@@ -361,6 +369,7 @@ extension RecordCommand {
                         Log.info("waiting for JACK transport to roll (\(sources.count) channels armed)")
                     }
                 }
+                sayPassed(origin)
             } else if Self.deviceNow(queue) > requestedOrigin + Int64(10 * deviceRate) {
                 Log.error("the JACK server ran no cycles for jaq-record within 10 s of its start")
                 exitStatus = 1
@@ -368,6 +377,7 @@ extension RecordCommand {
             }
             usleep(20_000)
         }
+        if let origin = Self.startDeviceFrame(queue) { sayPassed(origin) }
         AudioQueueStop(queue, true)
 
         // As the guide: the cookie again (encoders may update it), then the exact length.
