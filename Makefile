@@ -6,7 +6,8 @@
 #   make install / uninstall   the C API, libAudioToolbox.so, jaq, pkg-config file (PREFIX, DESTDIR)
 #   make deb    a Debian package of the same, in out/
 #   make test-daw  the longer netjack2 (network namespaces, as root) and Ardour (headless) tests
-#   make fuzz   the long runs: 10^5 hostile files, a 64-track 10-minute freewheel bounce, 10^5 queue API calls
+#   make fuzz   the long runs: 10^5 hostile files, a 64-track 10-minute freewheel bounce, 10^5 queue API calls,
+#               10^5 buffers of hostile packet descriptions
 #   make asan   the hostile-input tests under AddressSanitizer
 #   make asan-api / tsan-api   the API walk and misuse tests under AddressSanitizer / ThreadSanitizer
 
@@ -78,7 +79,7 @@ bench: release
 bench-late: release
 	Sources/Benchmarks/late-cycles.sh
 
-.PHONY: bench-late fuzz fuzz-packets fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
+.PHONY: bench-late fuzz fuzz-packets fuzz-descriptions fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
 
 # The longer netjack2 tests and the Ardour tests (make test runs a compact netjack2 version; the Ardour tests run only here until they are reliable, issue #14): a slave that
 # records, 1 % packet loss, a slave leaving and returning, DAW transport moves. Docs/cli.md, "With a DAW".
@@ -87,7 +88,7 @@ test-daw: deps
 	JAQ_DAW_LONG=1 $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter 'NetJackTests|ArdourTests'
 
 # make fuzz: the long runs that make test runs short versions of.
-fuzz: fuzz-files fuzz-freewheel fuzz-api fuzz-packets
+fuzz: fuzz-files fuzz-freewheel fuzz-api fuzz-packets fuzz-descriptions
 
 # Mutants of seed files of every container and of the kept crashers; a crash or hang saves the
 # mutant in out/fuzz-crashes and fails. Docs/audiofile.md, "Hostile input".
@@ -103,6 +104,12 @@ fuzz-files: deps
 fuzz-packets: deps
 	JAQ_PACKET_FUZZ_ROUNDS=$(FUZZ_ITERATIONS) JAQ_PACKET_FUZZ_SEED=$(FUZZ_SEED) $(SWIFT) test $(SWIFT_FLAGS) \
 	  --filter PacketCodecTests/mangledPacketsAreRefusedNotFatal
+
+# Hostile packet descriptions enqueued on AAC and MP3 output queues (a ManualDriver, no server; the short
+# run, 600 buffers, is in make test): every enqueue gets the reference's code, what plays stays finite.
+fuzz-descriptions: deps
+	JAQ_DESCRIPTION_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) JAQ_DESCRIPTION_FUZZ_SEED=$(FUZZ_SEED) $(SWIFT) test $(SWIFT_FLAGS) \
+	  --filter HostileDescriptionTests
 
 # The freewheel bounce at 64 tracks x 10 minutes of audio (Docs/cli.md, "Freewheel").
 fuzz-freewheel: release

@@ -70,6 +70,11 @@ func packetDescriptions(_ count: UInt32, _ descriptions: UnsafePointer<AudioStre
     var source: UnsafeBufferPointer<AudioStreamPacketDescription>
     if count > 0 {
         guard let descriptions else { throw AudioToolboxError(kAudio_ParamError, "\(count) packet descriptions at NULL") }
+        // A packet is at least one byte: more descriptions than the buffer has bytes cannot
+        // describe it, and reading them all could run past the end of the caller's array.
+        guard count <= buffer.pointee.mAudioDataByteSize else {
+            throw AudioToolboxError(kAudio_ParamError, "\(count) packet descriptions for \(buffer.pointee.mAudioDataByteSize) bytes")
+        }
         source = UnsafeBufferPointer(start: descriptions, count: Int(count))
     } else if buffer.pointee.mPacketDescriptionCount > 0, let own = buffer.pointee.mPacketDescriptions {
         source = UnsafeBufferPointer(start: own, count: Int(min(buffer.pointee.mPacketDescriptionCount,

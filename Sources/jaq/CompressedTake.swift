@@ -1,5 +1,7 @@
+import ArgumentParser
 import AudioToolbox
 import Foundation
+import JackDriver
 import Synchronization
 
 /// `jaq record -f m4a` (AAC, or ALAC with --codec alac) and `-f caf --codec aac|alac`: the
@@ -63,66 +65,169 @@ extension CompressedTake {
     }
 }
 
-/// What the recording callback needs.
+/// What the recording callback needs, and the packets it holds until the take starts.
 ///
-/// Thread safety: `file`, `frameLimit` and `framesPerPacket` are set before the queue starts
-/// and only read after; the counters are atomics.
+/// The encoding queue runs from before the take's first frame: a trigger (--at, --in,
+/// --transport, --on-enter) and a pre-roll name a frame the encoder has already passed or
+/// will reach. Packets are kept until that frame is known; the take's file then starts with
+/// the packet holding it (AAC: and the one before, whose overlap the decoder needs to rebuild
+/// it exactly), and its packet table's priming frames say where in that packet the take
+/// begins. So a compressed take starts on its frame as a PCM take does, and ALAC is bit-exact.
+///
+/// Thread safety: the configuration is set before the queue starts and only read after;
+/// `take` is shared by the queue thread (the callback) and the main loop.
 final class CompressedRecorder: @unchecked Sendable {
     var file: AudioFileID?
-    /// Packets written so far (the next packet's index) and their frames.
-    let packets = Atomic<Int64>(0)
-    let frames = Atomic<Int64>(0)
-    /// Frames to record before stopping (priming included), Int64.max without --duration.
-    var frameLimit: Int64 = .max
     var framesPerPacket: Int64 = 1
+    /// Frames the encoder's stream starts with before the first frame captured (FFmpeg's AAC: 1024).
+    var encoderPriming: Int64 = 0
+    /// Packets written before the one holding the take's first frame (AAC 1: its overlap).
+    var leadPackets = 0
+    /// Frames (queue time) kept while the start is not known: pre-roll, and a second for the
+    /// main loop to see a trigger the encoder has already passed.
+    var horizonFrames: Int64 = 0
     let running = Atomic<Bool>(true)
-    let writeError = Mutex<OSStatus>(noErr)
+    let take = Mutex(TakeState())
+
+    struct Packet {
+        var bytes: [UInt8]
+        var frames: Int64
+        /// Queue time of the packet's first frame (priming packets before 0).
+        var start: Int64
+        var end: Int64 { start + frames }
+    }
+
+    struct TakeState {
+        /// Packets received and not written (nor dropped).
+        var pending: [Packet] = []
+        /// Queue time of the next packet's first frame.
+        var nextStart: Int64?
+        /// Queue time of the take's first frame (pre-roll included) once known, and of the
+        /// frame after its last (--duration, the transport stopping).
+        var start: Int64?
+        var end: Int64?
+        /// Queue time of the first written packet's first frame; nil before the first write.
+        var firstWritten: Int64?
+        /// Queue time after the last written packet, and the packets written.
+        var writtenEnd: Int64 = 0
+        var packets: Int64 = 0
+        var writeError: OSStatus = noErr
+        /// Every frame the take needs is written.
+        var complete = false
+        /// A start (queue time) that had passed, and the one the take got: said once.
+        var passed: (asked: Int64, got: Int64)?
+    }
+
+    /// Takes a buffer's packets (`inStartTime` is the queue time of the first one's first
+    /// frame, priming counted) and writes what the take needs.
+    func receive(_ buffer: AudioQueueBufferRef, startTime: Double, packetCount: Int, descriptions: UnsafePointer<AudioStreamPacketDescription>?) {
+        guard let descriptions else { return }
+        let data = UnsafeRawPointer(buffer.pointee.mAudioData)
+        take.withLock { state in
+            // inStartTime of the first buffer is 0 for the priming packet; later buffers' are
+            // their first frame's queue time: the stream's frames count on from the first.
+            var position = state.nextStart ?? (Int64(startTime.rounded()) - encoderPriming)
+            for index in 0..<packetCount {
+                let description = descriptions[index]
+                let frames = description.mVariableFramesInPacket > 0 ? Int64(description.mVariableFramesInPacket) : framesPerPacket
+                let bytes = Array(UnsafeRawBufferPointer(start: data + Int(description.mStartOffset), count: Int(description.mDataByteSize)))
+                state.pending.append(Packet(bytes: bytes, frames: frames, start: position))
+                position += frames
+            }
+            state.nextStart = position
+            write(&state)
+        }
+    }
+
+    /// Drops what the take cannot need and writes what it does (lock held).
+    func write(_ state: inout TakeState) {
+        guard let file, !state.complete, state.writeError == noErr else { return }
+        if state.firstWritten == nil {
+            // Before the first write: keep the lead packets before the earliest frame the take
+            // may start on (its start once known; else what the horizon still reaches back to).
+            guard let latest = state.pending.last?.end else { return }
+            let earliest = state.start ?? (latest - horizonFrames)
+            var drop = 0
+            while state.pending.count - drop > leadPackets + 1, state.pending[drop + leadPackets].end <= earliest { drop += 1 }
+            state.pending.removeFirst(drop)
+            guard let start = state.start, state.pending.count > leadPackets, state.pending[leadPackets].end > start else { return }
+            // A start before the first packet kept (it has passed): the take starts there.
+            let first = max(start, state.pending[leadPackets].start)
+            if first > start { state.passed = (start, first) }
+            state.start = first
+            var table = AudioFilePacketTableInfo(mNumberValidFrames: 0, mPrimingFrames: Int32(clamping: first - state.pending[0].start),
+                                                 mRemainderFrames: 0)
+            AudioFileSetProperty(file, kAudioFilePropertyPacketTableInfo, UInt32(MemoryLayout<AudioFilePacketTableInfo>.size), &table)
+            state.firstWritten = state.pending[0].start
+            state.writtenEnd = state.pending[0].start
+        }
+        var count = 0
+        while count < state.pending.count, state.end.map({ state.pending[count].start < $0 }) ?? true { count += 1 }
+        for packet in state.pending.prefix(count) {
+            var description = AudioStreamPacketDescription(mStartOffset: 0, mVariableFramesInPacket: UInt32(packet.frames == framesPerPacket ? 0 : packet.frames),
+                                                           mDataByteSize: UInt32(packet.bytes.count))
+            var one: UInt32 = 1
+            let status = AudioFileWritePackets(file, false, UInt32(packet.bytes.count), &description, state.packets, &one, packet.bytes)
+            guard status == noErr else {
+                state.writeError = status
+                running.store(false, ordering: .relaxed)
+                return
+            }
+            state.packets += 1
+            state.writtenEnd = packet.end
+        }
+        state.pending.removeFirst(count)
+        // Complete once the end is written, or the next packet starts at or after it.
+        if let end = state.end, state.writtenEnd >= end || !state.pending.isEmpty {
+            state.complete = true
+            running.store(false, ordering: .relaxed)
+        }
+    }
+
+    /// The packet table of what was written: priming up to the take's first frame, its valid
+    /// frames, and the rest of the last packet.
+    func packetTable() -> AudioFilePacketTableInfo? {
+        take.withLock { state in
+            guard let first = state.firstWritten, let start = state.start else { return nil }
+            let valid = max(0, min(state.end ?? .max, state.writtenEnd) - start)
+            return AudioFilePacketTableInfo(mNumberValidFrames: valid, mPrimingFrames: Int32(clamping: start - first),
+                                            mRemainderFrames: Int32(clamping: state.writtenEnd - first - (start - first) - valid))
+        }
+    }
 }
 
-/// The guide's HandleInputBuffer for a compressed format: write the packets with their
-/// descriptions, re-enqueue until the take is long enough.
+/// The guide's HandleInputBuffer for a compressed format: hand the packets with their
+/// descriptions to the take, re-enqueue until it is complete.
 private func compressedRecorderCallback(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef,
                                         _ startTime: UnsafePointer<AudioTimeStamp>, _ packetCount: UInt32,
                                         _ descriptions: UnsafePointer<AudioStreamPacketDescription>?) {
     let recorder = Unmanaged<CompressedRecorder>.fromOpaque(userData!).takeUnretainedValue()
-    if packetCount > 0, let file = recorder.file, recorder.frames.load(ordering: .relaxed) < recorder.frameLimit {
-        // Only the packets the take still needs: a buffer may run past --duration.
-        let missing = recorder.frameLimit - recorder.frames.load(ordering: .relaxed)
-        var count = UInt32(min(Int64(packetCount), (missing + recorder.framesPerPacket - 1) / recorder.framesPerPacket))
-        let start = recorder.packets.load(ordering: .relaxed)
-        let status = AudioFileWritePackets(file, false, buffer.pointee.mAudioDataByteSize, descriptions, start, &count,
-                                           buffer.pointee.mAudioData)
-        recorder.packets.store(start + Int64(count), ordering: .relaxed)
-        var written: Int64 = 0
-        for index in 0..<Int(count) {
-            let variable = Int64(descriptions?[index].mVariableFramesInPacket ?? 0)
-            written += variable > 0 ? variable : recorder.framesPerPacket
-        }
-        recorder.frames.add(written, ordering: .relaxed)
-        if status != noErr {
-            recorder.writeError.withLock { $0 = status }
-            recorder.running.store(false, ordering: .relaxed)
-        }
+    if packetCount > 0 {
+        recorder.receive(buffer, startTime: startTime.pointee.mSampleTime, packetCount: Int(packetCount), descriptions: descriptions)
     }
-    if recorder.frames.load(ordering: .relaxed) >= recorder.frameLimit { recorder.running.store(false, ordering: .relaxed) }
     if recorder.running.load(ordering: .relaxed) { AudioQueueEnqueueBuffer(queue, buffer, 0, nil) }
 }
 
 extension RecordCommand {
-    /// Records the ports into one compressed file through an encoding input queue.
+    /// Records the ports into one compressed file through an encoding input queue, started
+    /// by the same Trigger as a PCM take (now, --at, --in, --transport, --on-enter), with
+    /// --pre-roll and --duration.
     func recordCompressed(_ take: CompressedTake) throws {
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
-        let server = try ServerContext(serverOptions, clientName: "jaq-record-ctl", watchTransport: false)
+        let server = try ServerContext(serverOptions, clientName: "jaq-record-ctl", watchTransport: transport)
         defer { server.stop() }
-        guard at == nil, `in` == nil, !transport, !onEnter, preRoll == 0 else {
-            throw CLIError("--at, --in, --transport, --on-enter and --pre-roll are for PCM takes; compressed takes start now", exitCode: 2)
+        var trigger: Trigger
+        do { trigger = try Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter) } catch {
+            throw CLIError("use only one of --at, --in, --transport and --on-enter", exitCode: 2)
         }
         let interruption = Interruption()
-        let fileRate = rate ?? server.session.sampleRate
+        let deviceRate = server.session.sampleRate
+        let fileRate = rate ?? deviceRate
         let sources = try resolveSources(server).sources
         guard sources.count <= 8 else { throw CLIError("\(sources.count) ports: AAC and ALAC takes hold at most 8 channels") }
-        server.closeSession()
+        let session: JackSession! = transport ? server.session : nil
+        if !transport { server.closeSession() }
 
         // The queue first: it completes the format (frames per packet, flags) the file needs.
         var format = AudioStreamBasicDescription(
@@ -151,10 +256,10 @@ extension RecordCommand {
         guard created == noErr, let file = fileID else { throw CLIError("\(path): \(describe(created, file: true))") }
         var closed = false
         defer { if !closed { AudioFileClose(file) } }
+        // The encoder's priming: what a file written from it starts with (1024 for AAC).
         var table = AudioFilePacketTableInfo()
         size = UInt32(MemoryLayout<AudioFilePacketTableInfo>.size)
         AudioFileGetProperty(file, kAudioFilePropertyPacketTableInfo, &size, &table)
-        let priming = Int64(table.mPrimingFrames)
         var durationFrames: Int64?
         if let duration {
             guard let frames = TimeSpec.frames(duration, rate: fileRate), frames > 0 else {
@@ -162,9 +267,12 @@ extension RecordCommand {
             }
             durationFrames = frames
         }
+        let prerollFrames = Int64((preRoll * fileRate).rounded())
         recorder.file = file
-        recorder.frameLimit = durationFrames.map { $0 + priming } ?? .max
         recorder.framesPerPacket = Int64(max(format.mFramesPerPacket, 1))
+        recorder.encoderPriming = Int64(table.mPrimingFrames)
+        recorder.leadPackets = take.formatID == kAudioFormatMPEG4AAC ? 1 : 0
+        recorder.horizonFrames = prerollFrames + Int64(fileRate)
         let renamed = setStringProperty(queue, kAudioQueueProperty_JACKClientName, "jaq-record")
         guard renamed == noErr else { throw CLIError("cannot open JACK client jaq-record: \(describe(renamed, file: false))") }
         let connected = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, sources.joined(separator: ","))
@@ -183,28 +291,116 @@ extension RecordCommand {
             guard allocated == noErr, let buffer else { throw CLIError("cannot allocate buffers: \(describe(allocated, file: false))") }
             AudioQueueEnqueueBuffer(queue, buffer, 0, nil)
         }
-        let started = AudioQueueStart(queue, nil)
+
+        // Start the queue on a known frame, early enough for the pre-roll and the lead packet
+        // of a start planned on a frame: queue time 0 is that frame.
+        var now = AudioTimeStamp()
+        AudioQueueDeviceGetCurrentTime(queue, &now)
+        var queueStart = AudioTimeStamp()
+        queueStart.mSampleTime = now.mSampleTime + (0.05 * deviceRate).rounded()
+        queueStart.mFlags = .sampleTimeValid
+        trigger.arm(now: Int64(now.mSampleTime), deviceRate: deviceRate, origin: Int64(queueStart.mSampleTime),
+                    transportChanges: transport ? session.transportChanges().count : 0)
+        if trigger.start != .now, let planned = trigger.plannedFrame {
+            let lead = Double(prerollFrames + 2 * recorder.framesPerPacket + recorder.encoderPriming) * deviceRate / fileRate + 0.5 * deviceRate
+            queueStart.mSampleTime = max(queueStart.mSampleTime, (Double(planned) - lead).rounded())
+            trigger.arm(now: Int64(now.mSampleTime), deviceRate: deviceRate, origin: Int64(queueStart.mSampleTime),
+                        transportChanges: transport ? session.transportChanges().count : 0)
+        }
+        let requestedOrigin = Int64(queueStart.mSampleTime)
+        let started = AudioQueueStart(queue, &queueStart)
         guard started == noErr else { throw CLIError("cannot start recording: \(describe(started, file: false))") }
         startup.disarm()
-        Log.info("recording \(sources.joined(separator: ", ")) to \(path) (\(take.formatID == kAudioFormatMPEG4AAC ? "AAC" : "ALAC"))")
-        while recorder.running.load(ordering: .relaxed), interruption.signal == nil { usleep(20_000) }
+        let codecName = take.formatID == kAudioFormatMPEG4AAC ? "AAC" : "ALAC"
+        switch trigger.start {
+        case .now, .transport: break
+        case .enter: Log.info("press Enter to start recording (\(sources.count) channels armed)")
+        case .frame, .delay: Log.info("recording \(sources.joined(separator: ", ")) from JACK frame \(trigger.plannedFrame ?? 0) to \(path) (\(codecName))")
+        }
+        let enterPressed = SharedFlag()
+        if onEnter {
+            Thread.detachNewThread {
+                _ = readLine()
+                enterPressed.set(1)
+            }
+        }
+        let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
+        var armedAnnounced = false
+        var exitStatus: Int32 = 0
+        func sayPassed(_ origin: Int64) {
+            guard let passed = recorder.take.withLock({ state in defer { state.passed = nil }; return state.passed }) else { return }
+            let toDevice = { (frames: Int64) -> Int64 in origin + Int64((Double(frames) * deviceRate / fileRate).rounded()) }
+            Log.info("frame \(toDevice(passed.asked)) has passed: the take starts at frame \(toDevice(passed.got)), the first one kept")
+        }
+        while recorder.running.load(ordering: .relaxed), interruption.signal == nil {
+            if !Self.serverIsAlive(queue) {
+                Log.error("the JACK server went away; the take is complete up to what was written")
+                exitStatus = 1
+                break
+            }
+            if let origin = Self.startDeviceFrame(queue) {
+                var clock = AudioTimeStamp()
+                AudioQueueDeviceGetCurrentTime(queue, &clock)
+                let seen = Trigger.Observation(now: Int64(clock.mSampleTime), session: session, enterPressed: enterPressed.value != 0)
+                switch trigger.step(seen) {
+                case .start(let frame)?:
+                    let takeFrame = trigger.start == .now ? origin : frame
+                    switch trigger.start {
+                    case .now: Log.info("recording \(sources.joined(separator: ", ")) from JACK frame \(origin) to \(path) (\(codecName))")
+                    case .transport: Log.info("transport rolling at JACK frame \(frame): recording")
+                    case .enter: Log.info("recording from JACK frame \(frame)")
+                    case .frame, .delay: break
+                    }
+                    let offset = toQueueFrames(takeFrame - origin)
+                    recorder.take.withLock { state in
+                        state.start = offset - prerollFrames
+                        if let durationFrames { state.end = offset + durationFrames }
+                        recorder.write(&state)
+                    }
+                case .stop(let frame)?:
+                    Log.info("transport stopped at JACK frame \(frame)")
+                    recorder.take.withLock { state in
+                        state.end = max(state.start ?? 0, toQueueFrames(frame - origin))
+                        recorder.write(&state)
+                    }
+                case nil:
+                    if trigger.start == .transport, trigger.phase == .armed, !armedAnnounced {
+                        armedAnnounced = true
+                        Log.info("waiting for JACK transport to roll (\(sources.count) channels armed)")
+                    }
+                }
+                sayPassed(origin)
+            } else if Self.deviceNow(queue) > requestedOrigin + Int64(10 * deviceRate) {
+                Log.error("the JACK server ran no cycles for jaq-record within 10 s of its start")
+                exitStatus = 1
+                break
+            }
+            usleep(20_000)
+        }
+        if let origin = Self.startDeviceFrame(queue) { sayPassed(origin) }
         AudioQueueStop(queue, true)
 
         // As the guide: the cookie again (encoders may update it), then the exact length.
         copyCookie(from: queue, to: file)
-        let packets = recorder.packets.load(ordering: .relaxed)
-        let total = recorder.frames.load(ordering: .relaxed)
-        let valid = min(durationFrames ?? .max, max(total - priming, 0))
-        table.mNumberValidFrames = valid
-        table.mRemainderFrames = Int32(clamping: max(total - priming - valid, 0))
-        AudioFileSetProperty(file, kAudioFilePropertyPacketTableInfo, UInt32(MemoryLayout<AudioFilePacketTableInfo>.size), &table)
+        let written = recorder.take.withLock { ($0.packets, $0.writeError) }
+        let packetTable = recorder.packetTable()
+        if var packetTable {
+            AudioFileSetProperty(file, kAudioFilePropertyPacketTableInfo, UInt32(MemoryLayout<AudioFilePacketTableInfo>.size), &packetTable)
+        }
         closed = true
         let closing = AudioFileClose(file)
-        if let error = recorder.writeError.withLock({ $0 }) as OSStatus?, error != noErr {
-            throw CLIError("\(path): writing stopped after \(packets) packets: \(describe(error, file: true))")
+        if written.1 != noErr {
+            throw CLIError("\(path): writing stopped after \(written.0) packets: \(describe(written.1, file: true))")
         }
         guard closing == noErr else { throw CLIError("\(path): \(describe(closing, file: true))") }
-        Log.info("\(path): \(valid) frames (\(String(format: "%.3f", Double(valid) / fileRate)) s) in \(packets) packets")
+        let valid = packetTable?.mNumberValidFrames ?? 0
+        if packetTable == nil {
+            unlink(path)
+            Log.info("nothing was recorded; no file kept")
+        } else {
+            Log.info("\(path): \(valid) frames (\(String(format: "%.3f", Double(valid) / fileRate)) s) in \(written.0) packets")
+        }
+        if exitStatus != 0 { throw ExitCode(exitStatus) }
     }
 
     /// The take's file name: --output with {take} (the first number free), {date}, {ext}.

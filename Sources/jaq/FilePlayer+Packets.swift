@@ -45,6 +45,33 @@ struct PacketPlayback {
         let framesPerPacket = Double(max(format.mFramesPerPacket, 1))
         return UInt32(max(4, (format.mSampleRate / 4 / framesPerPacket).rounded(.up)))
     }
+
+    /// Frames the file plays: its packets' less the priming and the remainder.
+    func validFrames(packets: Int64, format: AudioStreamBasicDescription) -> Int64 {
+        packets * Int64(max(format.mFramesPerPacket, 1)) - Int64(primingFrames + remainderFrames)
+    }
+
+    /// Reads up to `count` packets from `start` into `buffer` with their descriptions (sets
+    /// its byte and description counts) and gives the frames to trim from it: the priming in
+    /// the buffer holding packet 0, the padding in the one holding the last packet.
+    func read(_ file: AudioFileID, format: AudioStreamBasicDescription, into buffer: AudioQueueBufferRef, from start: Int64,
+              count: UInt32, totalPackets: Int64) -> (packets: UInt32, trimStart: Int, trimEnd: Int, status: OSStatus) {
+        var bytes = buffer.pointee.mAudioDataBytesCapacity
+        var packets = min(count, buffer.pointee.mPacketDescriptionCapacity)
+        let status = AudioFileReadPacketData(file, false, &bytes, buffer.pointee.mPacketDescriptions, start, &packets,
+                                             buffer.pointee.mAudioData)
+        guard status == noErr || status == kAudioFileEndOfFileError else { return (0, 0, 0, status) }
+        buffer.pointee.mAudioDataByteSize = bytes
+        buffer.pointee.mPacketDescriptionCount = packets
+        let end = start + Int64(packets)
+        let frames = Int(packets) * Int(max(format.mFramesPerPacket, 1))
+        let trimStart = start == 0 ? min(primingFrames, frames) : 0
+        // Decoders of AAC, MP3 and Opus give whole packets, padding included; ALAC and FLAC
+        // packets carry their own length, so their short last packet needs no trim.
+        let padsLastPacket = [kAudioFormatMPEG4AAC, kAudioFormatMPEG4AAC_HE, kAudioFormatMPEGLayer3, kAudioFormatOpus].contains(format.mFormatID)
+        let trimEnd = end == totalPackets && padsLastPacket ? min(remainderFrames, frames - trimStart) : 0
+        return (packets, trimStart, trimEnd, noErr)
+    }
 }
 
 extension FilePlayer {
@@ -72,11 +99,9 @@ extension FilePlayer {
             start = 0
         }
         guard start < totalPackets else { return false }
-        var bytes = buffer.pointee.mAudioDataBytesCapacity
-        var count = min(packetsPerBuffer, buffer.pointee.mPacketDescriptionCapacity)
-        let status = AudioFileReadPacketData(file, false, &bytes, buffer.pointee.mPacketDescriptions, start, &count,
-                                             buffer.pointee.mAudioData)
-        if status != noErr && status != kAudioFileEndOfFileError {
+        let (count, trimStart, trimEnd, status) = packets.read(file, format: format, into: buffer, from: start, count: packetsPerBuffer,
+                                                               totalPackets: totalPackets)
+        if status != noErr {
             readError.withLock { $0 = "\(path): read error at packet \(start): \(describe(status, file: true))" }
             return false
         }
@@ -84,16 +109,8 @@ extension FilePlayer {
             position.withLock { $0 = totalPackets }
             return false
         }
-        let end = start + Int64(count)
-        position.withLock { $0 = end }
-        buffer.pointee.mAudioDataByteSize = bytes
-        buffer.pointee.mPacketDescriptionCount = count
+        position.withLock { $0 = start + Int64(count) }
         let frames = Int(count) * Int(max(format.mFramesPerPacket, 1))
-        let trimStart = start == 0 ? min(packets.primingFrames, frames) : 0
-        // Decoders of AAC, MP3 and Opus give whole packets, padding included; ALAC and FLAC
-        // packets carry their own length, so their short last packet needs no trim.
-        let padsLastPacket = [kAudioFormatMPEG4AAC, kAudioFormatMPEG4AAC_HE, kAudioFormatMPEGLayer3, kAudioFormatOpus].contains(format.mFormatID)
-        let trimEnd = end == totalPackets && padsLastPacket ? min(packets.remainderFrames, frames - trimStart) : 0
         trims.withLock { $0[UInt(bitPattern: buffer)] = (trimStart, trimEnd) }
         enqueued.add(Int64(frames - trimStart - trimEnd), ordering: .relaxed)
         return true

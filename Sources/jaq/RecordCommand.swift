@@ -34,7 +34,8 @@ struct RecordCommand: ParsableCommand {
         The take starts now, at a JACK frame (--at), after a delay (--in), when JACK transport \
         rolls (--transport, which also stops it), or when Enter is pressed (--on-enter); \
         --pre-roll S adds the S seconds before the start. It stops after --duration (exact to \
-        the frame), on Ctrl-C/SIGTERM, or when the transport stops. Headers are brought up to \
+        the frame), on Ctrl-C/SIGTERM, or when the transport stops. Compressed takes (-f m4a) \
+        start and stop on the same frames. Headers are brought up to \
         date as the take is written and flushed every second, so a take survives SIGKILL and \
         power loss. Frames the disk could not keep up with are replaced by silence (the tracks \
         stay aligned) and reported. Tracks from ports with different capture latency are \
@@ -46,6 +47,7 @@ struct RecordCommand: ParsableCommand {
           jaq record -f flac -b 24 -o 'song-{take}-{track}.{ext}' 'system:capture_[1-4]$'
           jaq record --interleaved -d 1:00 'jaq-.*:out_'
           jaq record --transport --pre-roll 2 system
+          jaq record -f m4a --codec alac --at 960000 -d 30 system
         """)
 
     @Argument(help: "Ports to record (name, regular expression, or system).")
@@ -245,15 +247,7 @@ struct RecordCommand: ParsableCommand {
         // Queue time 0 is the device frame the queue really started on: the one asked for, or
         // later if the machine was too slow to start it by then.
         let requestedOrigin = Int64(queueStart.mSampleTime)
-        func startedOrigin() -> Int64? {
-            var running: UInt32 = 0
-            var runningSize = UInt32(4)
-            guard AudioQueueGetProperty(queue, kAudioQueueProperty_IsRunning, &running, &runningSize) == noErr, running != 0 else { return nil }
-            var value: Float64 = 0
-            var size = UInt32(8)
-            guard AudioQueueGetProperty(queue, kAudioQueueProperty_StartDeviceFrame, &value, &size) == noErr, value > 0 else { return nil }
-            return Int64(value)
-        }
+        func startedOrigin() -> Int64? { Self.startDeviceFrame(queue) }
         let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
         let prerollFrames = Int64((preRoll * fileRate).rounded())
         func beginTake(atDevice frame: Int64, origin: Int64) {
@@ -449,6 +443,17 @@ struct RecordCommand: ParsableCommand {
         _ = Watchdog(seconds: Watchdog.teardownSeconds, status: exitStatus,
                      message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; the take is complete")
         if exitStatus != 0 { throw ExitCode(exitStatus) }
+    }
+
+    /// The device frame an input queue started on (its queue time 0), once it runs.
+    static func startDeviceFrame(_ queue: AudioQueueRef) -> Int64? {
+        var running: UInt32 = 0
+        var runningSize = UInt32(4)
+        guard AudioQueueGetProperty(queue, kAudioQueueProperty_IsRunning, &running, &runningSize) == noErr, running != 0 else { return nil }
+        var value: Float64 = 0
+        var size = UInt32(8)
+        guard AudioQueueGetProperty(queue, kAudioQueueProperty_StartDeviceFrame, &value, &size) == noErr, value > 0 else { return nil }
+        return Int64(value)
     }
 
     /// The queue's timeline discontinuities so far (xruns, lost data, rate changes).

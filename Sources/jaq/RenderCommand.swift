@@ -18,6 +18,8 @@ final class RenderTrack: @unchecked Sendable {
     let nextPacket = Mutex<Int64>(0)
     let failure = Mutex<String?>(nil)
     let finished = Atomic<Bool>(false)
+    /// Compressed files (MP3, AAC, ALAC...): cookie, buffer size, priming and padding, as jaq play.
+    let packetPlayback: PacketPlayback?
 
     init(path: String, offsetSeconds: Double) throws {
         self.path = path
@@ -25,8 +27,25 @@ final class RenderTrack: @unchecked Sendable {
         file = opened.id
         format = opened.format
         totalPackets = opened.packetCount
-        packetsPerBuffer = UInt32(max(1024, Int(format.mSampleRate / 4)))
+        packetsPerBuffer = format.mFramesPerPacket > 1 ? PacketPlayback.packetsPerBuffer(format) : UInt32(max(1024, Int(format.mSampleRate / 4)))
+        packetPlayback = PacketPlayback(opened.id, format: opened.format, packetsPerBuffer: packetsPerBuffer)
         startFrame = Int64((offsetSeconds * format.mSampleRate).rounded())
+    }
+
+    /// Frames the file plays.
+    var frameCount: Int64 { packetPlayback?.validFrames(packets: totalPackets, format: format) ?? totalPackets }
+
+    /// A buffer for this file's queue: with packet descriptions for compressed files; the
+    /// queue gets the file's magic cookie first.
+    func allocateBuffer(_ queue: AudioQueueRef, _ buffer: inout AudioQueueBufferRef?) -> OSStatus {
+        guard let packets = packetPlayback else {
+            return AudioQueueAllocateBuffer(queue, packetsPerBuffer * format.mBytesPerPacket, &buffer)
+        }
+        if !packets.cookie.isEmpty, buffer == nil {
+            let status = AudioQueueSetProperty(queue, kAudioQueueProperty_MagicCookie, packets.cookie, UInt32(packets.cookie.count))
+            if status != noErr { return status }
+        }
+        return AudioQueueAllocateBufferWithPacketDescriptions(queue, packets.bufferBytes, packetsPerBuffer, &buffer)
     }
 
     deinit { AudioFileClose(file) }
@@ -38,7 +57,12 @@ final class RenderTrack: @unchecked Sendable {
         var packets = UInt32(min(Int64(packetsPerBuffer), max(0, totalPackets - start)))
         var bytes = packets * format.mBytesPerPacket
         var status = noErr
-        if packets > 0 {
+        var trims = (start: 0, end: 0)
+        if packets > 0, let packetPlayback {
+            let read = packetPlayback.read(file, format: format, into: buffer, from: start, count: packets, totalPackets: totalPackets)
+            (packets, trims, status) = (read.packets, (read.trimStart, read.trimEnd), read.status)
+            bytes = buffer.pointee.mAudioDataByteSize
+        } else if packets > 0 {
             status = AudioFileReadPacketData(file, false, &bytes, nil, start, &packets, buffer.pointee.mAudioData)
         }
         if status != noErr && status != kAudioFileEndOfFileError {
@@ -50,12 +74,14 @@ final class RenderTrack: @unchecked Sendable {
             return
         }
         nextPacket.withLock { $0 = start + Int64(packets) }
-        buffer.pointee.mAudioDataByteSize = packets * format.mBytesPerPacket
+        buffer.pointee.mAudioDataByteSize = packetPlayback == nil ? packets * format.mBytesPerPacket : bytes
+        let descriptions = packetPlayback == nil ? 0 : packets
         var when = AudioTimeStamp()
         when.mFlags = .sampleTimeValid
         when.mSampleTime = Double(startFrame)
         let result = withUnsafePointer(to: &when) { pointer in
-            AudioQueueEnqueueBufferWithParameters(queue, buffer, 0, nil, 0, 0, 0, nil, start == 0 ? pointer : nil, nil)
+            AudioQueueEnqueueBufferWithParameters(queue, buffer, descriptions, descriptions > 0 ? buffer.pointee.mPacketDescriptions : nil,
+                                                  UInt32(trims.start), UInt32(trims.end), 0, nil, start == 0 ? pointer : nil, nil)
         }
         if result != noErr { failure.withLock { $0 = "\(path): cannot enqueue (\(describe(result, file: false)))" } }
     }
@@ -188,7 +214,7 @@ struct RenderCommand: ParsableCommand {
                 try timePitch.apply(to: queue, path: track.path)
                 for _ in 0..<3 {
                     var buffer: AudioQueueBufferRef?
-                    let result = AudioQueueAllocateBuffer(queue, track.packetsPerBuffer * format.mBytesPerPacket, &buffer)
+                    let result = track.allocateBuffer(queue, &buffer)
                     guard result == noErr, let buffer else { throw CLIError("\(track.path): \(describe(result, file: false))") }
                     track.refill(buffer)
                 }
@@ -223,7 +249,7 @@ struct RenderCommand: ParsableCommand {
         let speed = Double(timePitch.rate)
         var total = tracks.map { track -> Int in
             let ratio = mixRate / track.format.mSampleRate
-            return Int((Double(track.startFrame) * ratio / speed).rounded()) + Int((Double(track.totalPackets) * ratio / speed).rounded(.up))
+            return Int((Double(track.startFrame) * ratio / speed).rounded()) + Int((Double(track.frameCount) * ratio / speed).rounded(.up))
         }.max() ?? 0
         // The time/pitch unit's output is that long only to a few frames: the render runs on
         // until every queue has played out (at most a second more).

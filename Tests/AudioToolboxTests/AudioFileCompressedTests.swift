@@ -3,8 +3,8 @@ import Foundation
 import SoundFile
 import Testing
 
-/// FLAC, Ogg Vorbis, Ogg Opus and MP3 files are written from linear PCM (libsndfile encodes)
-/// and read as their decoded linear PCM.
+/// FLAC, Ogg Vorbis, Ogg Opus and MP3 files are written from linear PCM (libsndfile encodes);
+/// FLAC and Ogg files read as their decoded linear PCM, MP3 files as their packets.
 @Suite struct AudioFileCompressedTests {
     let scratch: Scratch
     init() throws { scratch = try Scratch() }
@@ -62,7 +62,7 @@ import Testing
     static let opus = [Encoding.f32, .s16].map {
         LossyCase(type: kAudioFileOggOpusType, major: .ogg, subtype: .opus, encoding: $0, rate: 48000, lengthTolerance: 0)
     }
-    // MP3 frames are 1152 samples; libsndfile trims the encoder delay using LAME's tag.
+    // MP3 frames are 1152 samples; the packet table (from LAME's tag) names the encoder delay and padding.
     static let mp3 = [Encoding.f32, .s16].map {
         LossyCase(type: kAudioFileMP3Type, major: .mpeg, subtype: .mpegLayerIII, encoding: $0, rate: 44100, lengthTolerance: 1152)
     }
@@ -112,17 +112,9 @@ import Testing
         guard let file else { return }
         defer { AudioFileClose(file) }
         #expect(AF.property(file, kAudioFilePropertyFileFormat, UInt32.self).1 == lossy.type)
-        let decoded = try #require(AF.dataFormat(file))
-        #expect(decoded.matches(Encoding.f32.format(channels: 2, rate: lossy.rate, bigEndian: false)), "decoded as native Float32: \(decoded)")
-        let packets = Int(AF.property(file, kAudioFilePropertyAudioDataPacketCount, UInt64.self).1 ?? 0)
-        #expect(abs(packets - frames) <= lossy.lengthTolerance, "\(packets) frames decoded, \(frames) written")
         #expect(AF.property(file, kAudioFilePropertyBitRate, UInt32.self).1.map { $0 > 8000 && $0 < 1_000_000 } == true)
-        expectStatus(AF.property(file, kAudioFilePropertyDataOffset, Int64.self).0, kAudioFileUnsupportedPropertyError, "DataOffset")
-
-        let (read, data) = AF.read(file, from: 0, packets: packets + 10, bytesPerPacket: 8)
-        expectStatus(read, kAudioFileEndOfFileError, "read to the end")
-        let samples = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)).map(Double.init) }
-        #expect(samples.count == packets * 2)
+        let samples = lossy.type == kAudioFileMP3Type ? try mp3Packets(file, lossy) : try decodedPCM(file, lossy)
+        #expect(abs(samples.count / 2 - frames) <= lossy.lengthTolerance, "\(samples.count / 2) frames decoded, \(frames) written")
 
         // Align on the best lag (codec delay), then compare level and shape per channel.
         let lag = bestLag(original, samples)
@@ -130,6 +122,47 @@ import Testing
         #expect(best > 0.95, "correlation \(best) at lag \(lag)")
         let level = rms(samples) / rms(original)
         #expect(level > 0.8 && level < 1.2, "level ratio \(level)")
+    }
+
+    /// Ogg files open as the linear PCM libsndfile decodes them to: native Float32, one frame a packet.
+    private func decodedPCM(_ file: AudioFileID, _ lossy: LossyCase) throws -> [Double] {
+        let decoded = try #require(AF.dataFormat(file))
+        #expect(decoded.matches(Encoding.f32.format(channels: 2, rate: lossy.rate, bigEndian: false)), "decoded as native Float32: \(decoded)")
+        let packets = Int(AF.property(file, kAudioFilePropertyAudioDataPacketCount, UInt64.self).1 ?? 0)
+        expectStatus(AF.property(file, kAudioFilePropertyDataOffset, Int64.self).0, kAudioFileUnsupportedPropertyError, "DataOffset")
+        let (read, data) = AF.read(file, from: 0, packets: packets + 10, bytesPerPacket: 8)
+        expectStatus(read, kAudioFileEndOfFileError, "read to the end")
+        let samples = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)).map(Double.init) }
+        #expect(samples.count == packets * 2)
+        return samples
+    }
+
+    /// MP3 files open as their '.mp3' packets, as on Apple platforms: read with their
+    /// descriptions, decoded by an AudioConverter, the encoder delay and padding the packet
+    /// table names left out (what a player trims), as interleaved samples.
+    private func mp3Packets(_ file: AudioFileID, _ lossy: LossyCase) throws -> [Double] {
+        let format = try #require(AF.dataFormat(file))
+        #expect(format.mFormatID == kAudioFormatMPEGLayer3 && format.mFramesPerPacket == 1152 && format.mChannelsPerFrame == 2)
+        #expect((AF.property(file, kAudioFilePropertyDataOffset, Int64.self).1 ?? 0) > 0, "the first frame's offset")
+        let table = try #require(AF.property(file, kAudioFilePropertyPacketTableInfo, AudioFilePacketTableInfo.self).1)
+        let count = Int(AF.property(file, kAudioFilePropertyAudioDataPacketCount, UInt64.self).1 ?? 0)
+        #expect(Int64(count) * 1152 == table.mNumberValidFrames + Int64(table.mPrimingFrames) + Int64(table.mRemainderFrames))
+        let maximum = Int(AF.property(file, kAudioFilePropertyMaximumPacketSize, UInt32.self).1 ?? 0)
+        var data = [UInt8](repeating: 0, count: maximum * count)
+        var descriptions = [AudioStreamPacketDescription](repeating: .init(), count: count)
+        var bytes = UInt32(data.count)
+        var packets = UInt32(count)
+        let status = AudioFileReadPacketData(file, false, &bytes, &descriptions, 0, &packets, &data)
+        #expect(status == noErr || status == kAudioFileEndOfFileError)
+        #expect(Int(packets) == count)
+        let pcm = Encoding.f32.format(channels: 2, rate: lossy.rate, bigEndian: false)
+        let decoded = try AudioConverterTests.decode(Array(data.prefix(Int(bytes))),
+                                                     packets: descriptions.prefix(Int(packets)).map { (Int($0.mStartOffset), Int($0.mDataByteSize)) },
+                                                     cookie: [], from: format, to: pcm)
+        let floats = decoded.withUnsafeBytes { Array($0.bindMemory(to: Float.self)).map(Double.init) }
+        #expect(floats.count == count * 1152 * 2, "every packet decodes to 1152 frames")
+        let start = Int(table.mPrimingFrames) * 2
+        return Array(floats[start..<min(floats.count, start + Int(table.mNumberValidFrames) * 2)])
     }
 
     /// The lag (frames) in -2000...2000 at which `decoded` best matches `original`: a coarse

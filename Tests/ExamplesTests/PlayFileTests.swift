@@ -79,13 +79,24 @@ extension ExamplesTests {
         /// jack_capture records holds ffmpeg's own decode of the file (which drops the 1024
         /// frames of encoder priming the file's edit list names), sample for sample.
         @Test func playsAnAACM4AFromFFmpegAsFFmpegDecodesIt() throws {
+            try playsFFmpegsFileAsFFmpegDecodesIt("tones.m4a", codec: ["-c:a", "aac", "-b:a", "128k"], what: "AAC .m4a")
+        }
+
+        /// The same player, the same VBR branch, an MP3 made by ffmpeg with libmp3lame: the
+        /// file opens as '.mp3' packets (no cookie), and what jack_capture records holds
+        /// ffmpeg's decode of it (which drops the 1105 frames of delay the LAME header names).
+        @Test func playsAnMP3FromFFmpegAsFFmpegDecodesIt() throws {
+            try playsFFmpegsFileAsFFmpegDecodesIt("tones.mp3", codec: ["-c:a", "libmp3lame", "-b:a", "192k"], what: "MP3")
+        }
+
+        func playsFFmpegsFileAsFFmpegDecodesIt(_ name: String, codec: [String], what: String) throws {
             let scratch = try Scratch()
-            let path = scratch.file("tones.m4a")
+            let path = scratch.file(name)
             let reference = scratch.file("reference.raw")
             let ffmpeg = try tool("ffmpeg", package: "ffmpeg")
             let make = try runProcess([ffmpeg, "-v", "error", "-y", "-f", "lavfi", "-i",
-                                       "aevalsrc=0.3*sin(2*PI*440*t)+0.1*sin(2*PI*(100+2000*t)*t)|0.3*sin(2*PI*660*t):s=48000:d=3",
-                                       "-c:a", "aac", "-b:a", "128k", path])
+                                       "aevalsrc=0.3*sin(2*PI*440*t)+0.1*sin(2*PI*(100+2000*t)*t)|0.3*sin(2*PI*660*t):s=48000:d=3"]
+                                      + codec + [path])
             try #require(make.status == 0, "ffmpeg: \(make.error)")
             let decode = try runProcess([ffmpeg, "-v", "error", "-y", "-i", path, "-f", "f32le", "-c:a", "pcm_f32le", reference])
             try #require(decode.status == 0, "ffmpeg: \(decode.error)")
@@ -117,7 +128,7 @@ extension ExamplesTests {
                 let differing = zip(played, expected).filter { $0 != $1 }.count
                 let firstDifference = played.indices.first { played[$0] != expected[$0] }.map { $0 / 2 }
                 #expect(differing == 0, "\(differing) of \(expected.count) samples differ from ffmpeg's decode, from frame \(firstDifference ?? 0); jack_capture: \(jackCapture.output)")
-                print("measured: PlayFile of ffmpeg's AAC .m4a -> jack_capture: ffmpeg's decode found at frame \(offset), \(differing) samples differ")
+                print("measured: PlayFile of ffmpeg's \(what) -> jack_capture: ffmpeg's decode found at frame \(offset), \(differing) samples differ")
             }
         }
 

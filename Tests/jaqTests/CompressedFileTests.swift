@@ -90,6 +90,45 @@ import Testing
         try playMatchesFFmpeg("alac.m4a", codec: ["-c:a", "alac", "-sample_fmt", "s16p"])
     }
 
+    /// An MP3 (libmp3lame, LAME header) plays through a compressed output queue as ffmpeg
+    /// decodes it: the encoder's delay and the padding the header names are trimmed.
+    @Test func jaqPlaysAnMP3AsFFmpegDecodesIt() throws {
+        try playMatchesFFmpeg("lame.mp3", codec: ["-c:a", "libmp3lame", "-b:a", "192k"])
+    }
+
+    /// `jaq render` of an MP3 and an AAC .m4a (offline, no server): the mix is ffmpeg's decode
+    /// of each, sample for sample, with the delay and padding trimmed.
+    @Test(arguments: [("render.mp3", ["-c:a", "libmp3lame", "-b:a", "192k"]), ("render.m4a", ["-c:a", "aac", "-b:a", "128k"])])
+    func renderOfACompressedFileIsFFmpegsDecode(_ name: String, _ codec: [String]) throws {
+        let dir = scratchDirectory("compressed-render")
+        defer { removeScratch(dir) }
+        try makeFile("\(dir)/\(name)", codec: codec, seconds: 1.5)
+        let reference = try decode("\(dir)/\(name)", dir: dir).map { Array($0.prefix(72000)) }
+        let result = try jaq(["render", "-o", "\(dir)/mix.wav", "\(dir)/\(name)"], server: nil)
+        #expect(result.status == 0, "\(result.error)")
+        let mix = try readCapture("\(dir)/mix.wav")
+        for c in 0..<2 {
+            #expect(mix[c].count == 72000, "channel \(c): \(mix[c].count) frames, the file's 72000 valid frames")
+            let differing = zip(mix[c], reference[c]).enumerated().first { $0.element.0 != $0.element.1 }
+            #expect(differing == nil, "channel \(c): sample \(differing?.offset ?? -1) differs from ffmpeg's decode")
+        }
+    }
+
+    /// `jaq info` of an MP3: its packets, the LAME header's delay and padding, the valid frames.
+    @Test func infoDescribesAnMP3() throws {
+        let dir = scratchDirectory("compressed-info-mp3")
+        defer { removeScratch(dir) }
+        try makeFile("\(dir)/take.mp3", codec: ["-c:a", "libmp3lame", "-b:a", "128k"], seconds: 1.5)
+        let result = try jaq(["info", "\(dir)/take.mp3"], server: nil)
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.contains("container:   MP3 ('MPG3')"), "\(result.output)")
+        #expect(result.output.contains("format:      MP3"), "\(result.output)")
+        #expect(result.output.contains("frames:      72000"), "\(result.output)")
+        // 72000 frames after 1105 of delay: 64 packets of 1152, 623 frames of padding.
+        #expect(result.output.contains("packets:     64, priming 1105 frames, remainder 623 frames"), "\(result.output)")
+        #expect(!result.output.contains("-inf dBFS"), "peaks come from the decoded audio")
+    }
+
     /// `jaq info` names the codec, the packets, the priming and the remainder; the frames are
     /// the valid frames (48000 × 1.5 s), not packets × 1024.
     @Test func infoDescribesAnAACM4A() throws {
@@ -141,6 +180,123 @@ import Testing
             if error < best.error { best = (offset, error) }
         }
         return best.offset
+    }
+
+    /// ffmpeg's decode of a mono take as 24-bit integers.
+    func decode24(_ path: String, dir: String) throws -> [Int32] {
+        _ = try ffmpeg(["-i", path, "-c:a", "pcm_s32le", "\(dir)/decoded24.wav"])
+        return try readSamples24("\(dir)/decoded24.wav").samples
+    }
+
+    /// `jaq record -f m4a --codec alac --at F --pre-roll 1 -d 2`: the take starts exactly on
+    /// JACK frame F − 1 s, as a PCM take does, and holds the 24-bit ramp jaq play started on
+    /// F + 0.5 s bit for bit (the encoder ran from before; the packet table's priming says
+    /// where in the first packet the take begins).
+    @Test func anALACTakeAtAFrameStartsOnItBitExactly() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("compressed-at")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 96000)
+        let at = try frameNow(server) + startLead
+        let play = try jaqInBackground(["play", "--at", "\(at + 24000)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
+        let record = try jaq(["record", "-f", "m4a", "--codec", "alac", "-b", "24", "--at", "\(at)", "--pre-roll", "1", "-d", "2",
+                              "-o", "take.m4a", "jaq-1-ramp:out_L"], server: server, directory: dir)
+        #expect(record.status == 0, "\(record.error)")
+        waitForExit(play)
+        let info = try jaq(["info", "\(dir)/take.m4a"], server: nil)
+        #expect(info.output.contains("frames:      144000"), "pre-roll (1 s) plus duration (2 s): \(info.output)")
+        let take = try decode24("\(dir)/take.m4a", dir: dir)
+        #expect(take.count >= 144000, "ffmpeg decodes the whole take")
+        guard take.count >= 144000 else { return }
+        let xruns = server.xrunCount
+        withKnownIssue(Comment(rawValue: "the server logged \(xruns) late cycles"), isIntermittent: true) {
+            // Take frame 0 is JACK frame at - 48000; the ramp (1, 2, 3, ...) starts at at + 24000.
+            #expect(take[0..<72000].allSatisfy { $0 == 0 }, "silence before the ramp")
+            let mismatch = (72000..<144000).first { take[$0] != Int32($0 - 72000 + 1) }
+            #expect(mismatch == nil, "frame \(mismatch ?? -1) is \(mismatch.map { take[$0] } ?? 0), the ramp's \((mismatch ?? 0) - 72000 + 1)")
+        } when: { xruns > 0 }
+    }
+
+    /// `jaq record -f m4a --codec alac --transport`: the take starts on the frame the transport
+    /// rolled and ends on the frame it stopped, as a PCM take does, bit for bit.
+    @Test func anALACTakeFollowsTheTransportToTheFrame() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("compressed-transport")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 10 * 48000)
+        let (at, play) = try playAhead(["ramp.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-ramp:out_L")
+        let record = try jaqInBackground(["record", "-f", "m4a", "--codec", "alac", "-b", "24", "--transport", "-o", "take.m4a",
+                                          "jaq-1-ramp:out_L"], server: server, log: "\(dir)/record.log", directory: dir)
+        let logs = RecordCommandTests()
+        try logs.rollTransport(server, after: at)
+        #expect(waitForExit(record, timeout: 20) == 0)
+        kill(play.processIdentifier, SIGTERM)
+        waitForExit(play)
+        let log = try String(contentsOfFile: "\(dir)/record.log", encoding: .utf8)
+        let rolled = try #require(logs.frame(after: "transport rolling at JACK frame", in: log), "\(log)")
+        let stopped = try #require(logs.frame(after: "transport stopped at JACK frame", in: log), "\(log)")
+        let info = try jaq(["info", "\(dir)/take.m4a"], server: nil)
+        #expect(info.output.contains("frames:      \(stopped - rolled)\n"), "the take spans exactly the rolling frames: \(info.output)")
+        let take = try decode24("\(dir)/take.m4a", dir: dir)
+        let xruns = server.xrunCount
+        withKnownIssue(Comment(rawValue: "the server logged \(xruns) late cycles"), isIntermittent: true) {
+            #expect(Int64(take.first ?? -1) == rolled - at + 1, "the take starts on the frame the transport rolled")
+            let mismatch = (0..<Int(stopped - rolled)).first { $0 >= take.count || take[$0] != take[0] + Int32($0) }
+            #expect(mismatch == nil, "the ramp runs on unbroken to the stop: frame \(mismatch ?? -1)")
+        } when: { xruns > 0 }
+    }
+
+    /// `jaq record -f m4a --at F -d 1` (AAC): the decoded take lines up with what jaq play
+    /// played from JACK frame F, on that frame (the best of the lags -3...3 is 0) and with the
+    /// signal at 30 dB or better.
+    @Test func anAACTakeAtAFrameStartsOnIt() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("compressed-at-aac")
+        defer { removeScratch(dir) }
+        _ = try ffmpeg(["-f", "lavfi", "-i", "sine=frequency=441:sample_rate=48000:duration=3", "-f", "lavfi",
+                        "-i", "sine=frequency=1234:sample_rate=48000:duration=3",
+                        "-filter_complex", "[0][1]amerge=inputs=2", "-c:a", "pcm_s16le", "\(dir)/source.wav"])
+        let source = try readCapture("\(dir)/source.wav")
+        let (at, play) = try playAhead(["source.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-source:out_", count: 2)
+        let record = try jaq(["record", "-q", "-f", "m4a", "--bitrate", "192", "--at", "\(at + 24000)", "-d", "1", "-o", "take.m4a",
+                              "jaq-1-source:out_"], server: server, directory: dir)
+        #expect(record.status == 0, "\(record.error)")
+        waitForExit(play)
+        let info = try jaq(["info", "\(dir)/take.m4a"], server: nil)
+        #expect(info.output.contains("frames:      48000"), "\(info.output)")
+        let decoded = decodeAll("\(dir)/take.m4a", dir: dir)
+        #expect(decoded[0].count >= 48000, "ffmpeg decodes the whole take")
+        guard decoded[0].count >= 48000 else { return }
+        // Take frame n is source frame 24000 + n; AAC's edges aside (the first and last 2048 frames).
+        func snr(lag: Int) -> Double {
+            var signal = 0.0, noise = 0.0
+            for c in 0..<2 {
+                for n in 2048..<(48000 - 2048) {
+                    let expected = Double(source[c][24000 + n + lag])
+                    signal += expected * expected
+                    noise += (Double(decoded[c][n]) - expected) * (Double(decoded[c][n]) - expected)
+                }
+            }
+            return 10 * log10(signal / max(noise, 1e-20))
+        }
+        let xruns = server.xrunCount
+        withKnownIssue(Comment(rawValue: "the server logged \(xruns) late cycles"), isIntermittent: true) {
+            let lags = (-3...3).map { ($0, snr(lag: $0)) }
+            let best = lags.max { $0.1 < $1.1 }!
+            #expect(best.0 == 0, "the take lines up at lag \(best.0): \(lags)")
+            #expect(best.1 >= 30, "SNR \(best.1) dB at lag \(best.0)")
+            print("measured: AAC take --at: SNR \(String(format: "%.1f", best.1)) dB at lag \(best.0)")
+        } when: { xruns > 0 }
+    }
+
+    /// ffmpeg's decode of a stereo file as planar floats.
+    func decodeAll(_ path: String, dir: String) -> [[Float]] {
+        _ = try? ffmpeg(["-i", path, "-c:a", "pcm_f32le", "\(dir)/decoded.wav"])
+        return (try? readCapture("\(dir)/decoded.wav")) ?? [[], []]
     }
 
     /// `jaq record -f m4a --codec alac`: ffmpeg decodes the take to exactly the samples played

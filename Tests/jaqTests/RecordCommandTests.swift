@@ -12,6 +12,19 @@ import SoundFile
         return Int64(digits)
     }
 
+    /// Rolls the transport for 1.2 s once the player started at `at` plays and the recorder
+    /// waits for the transport (a second after `at`).
+    func rollTransport(_ server: JackServer, after at: Int64) throws {
+        var waited = 0
+        while try frameNow(server) < at + 48000 && waited < 200 {
+            usleep(50_000)
+            waited += 1
+        }
+        #expect(try jaq(["transport", "start"], server: server).status == 0)
+        usleep(1_200_000)
+        #expect(try jaq(["transport", "stop"], server: server).status == 0)
+    }
+
     @Test(arguments: JackServer.Backend.allCases)
     func playAndRecordStartedOnTheSameFrameAreBitExactAndAligned(backend: JackServer.Backend) throws {
         let server = try JackServer(backend: backend)
@@ -97,15 +110,7 @@ import SoundFile
         let (at, play) = try playAhead(["ramp.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-ramp:out_L")
         let record = try jaqInBackground(["record", "--transport", "-o", "take.wav", "jaq-1-ramp:out_L"],
                                          server: server, log: "\(dir)/record.log", directory: dir)
-        // The ramp is playing, and jaq record waiting for the transport, by a second after `at`.
-        var waited = 0
-        while try frameNow(server) < at + 48000 && waited < 200 {
-            usleep(50_000)
-            waited += 1
-        }
-        #expect(try jaq(["transport", "start"], server: server).status == 0)
-        usleep(1_200_000)
-        #expect(try jaq(["transport", "stop"], server: server).status == 0)
+        try rollTransport(server, after: at)
         #expect(waitForExit(record, timeout: 20) == 0)
         kill(play.processIdentifier, SIGTERM)
         waitForExit(play)

@@ -107,9 +107,10 @@ public enum MediaFileReader {
                 let start = Int64(UInt32(littleEndian: raw.loadUnaligned(as: UInt32.self)))
                 let end = Int64(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
                 // Skips at the start count only on the first packets (the demuxer may repeat
-                // them); a skip at the end is the last packet's padding.
+                // them); skips at the end are the last packets' padding (an MP3's padding
+                // reaches into the packet before the last when the encoder padded a lot).
                 if index.packets.count <= 2, start > 0 { index.primingFrames += start }
-                if end > 0 { index.remainderFrames = end }
+                if end > 0 { index.remainderFrames += end }
             }
         }
         // An edit list that starts the stream later (pts of the first packet negative) is

@@ -79,7 +79,12 @@ public final class MediaFileWriter {
         avStream.pointee.time_base = AVRational(num: 1, den: sampleRate)
         status = avio_open(&context.pointee.pb, path, 2 /* AVIO_FLAG_WRITE */)
         guard status >= 0 else { throw FFmpegError(status, "avio_open") }
-        status = avformat_write_header(context, nil)
+        // The edit list that trims the priming and the remainder counts in the movie's
+        // timescale (1000 by default): at the sample rate, a take of any length is exact.
+        var options: OpaquePointer? = nil
+        av_dict_set(&options, "movie_timescale", String(sampleRate), 0)
+        status = avformat_write_header(context, &options)
+        av_dict_free(&options)
         guard status >= 0 else { throw FFmpegError(status, "avformat_write_header") }
         guard let packet = av_packet_alloc() else { throw FFmpegError(jaq_averror_enomem(), "av_packet_alloc") }
         self.packet = packet

@@ -7,7 +7,8 @@ import Synchronization
 
 /// An AudioFileID of compressed packets: CAF of any compressed format (read and written here),
 /// MPEG-4 audio (.m4a, .mp4: AAC, ALAC; indexed and written through libavformat) and ADTS
-/// (AAC; indexed through libavformat, written here).
+/// (AAC; indexed through libavformat, written here) and MP3 (MPEG layer III; indexed through
+/// libavformat, read only: MP3 files are written from linear PCM by libsndfile).
 ///
 /// Packets are read from the file with `pread` at the offsets of the packet index built at
 /// open, so reads are exact and cheap and need no demuxer state. Packets are written as they
@@ -20,6 +21,8 @@ final class PacketAudioFile: AudioFileHandle {
         /// libavformat's muxer name ("ipod" for .m4a, "mp4").
         case mpeg4(muxer: String)
         case adts
+        /// MPEG-1/2/2.5 layer III frames (an .mp3 file), with or without an ID3v2 tag.
+        case mp3
     }
 
     struct State: @unchecked Sendable {
@@ -64,16 +67,30 @@ final class PacketAudioFile: AudioFileHandle {
 
 extension PacketAudioFile {
     /// The container of packets the file at `path` is, from its first bytes; nil for files
-    /// libsndfile presents (PCM CAF, WAVE, FLAC, Ogg, MP3...).
+    /// libsndfile presents (PCM CAF, WAVE, FLAC, Ogg, MPEG layer I and II...).
     static func container(ofFileAt path: String) -> Container? {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { Glibc.close(fd) }
-        guard let header = ChunkReader(fd: fd).bytes(at: 0, count: 12) else { return nil }
+        let reader = ChunkReader(fd: fd)
+        guard var header = reader.bytes(at: 0, count: 12) else { return nil }
         if FileSignature.matches(header, "caff", at: 0) { return CAFPackets.holdsPackets(fd: fd) ? .caf : nil }
         if FileSignature.matches(header, "ftyp", at: 4) { return .mpeg4(muxer: "ipod") }
+        // An ID3v2 tag (10 bytes, a 28-bit "syncsafe" size, a 10-byte footer when flagged)
+        // before MP3 or ADTS frames: the frames that follow it tell which.
+        if FileSignature.matches(header, "ID3", at: 0) {
+            guard header[3] < 0xFF, header[4] < 0xFF, header[6...9].allSatisfy({ $0 < 0x80 }) else { return nil }
+            let size = header[6...9].reduce(Int64(0)) { $0 << 7 | Int64($1) }
+            guard let frame = reader.bytes(at: 10 + size + (header[5] & 0x10 != 0 ? 10 : 0), count: 4) else { return nil }
+            header = frame
+        }
+        guard header[0] == 0xFF else { return nil }
         // ADTS: a 12-bit sync word, MPEG layer 0.
-        if header[0] == 0xFF, header[1] & 0xF6 == 0xF0 { return .adts }
+        if header[1] & 0xF6 == 0xF0 { return .adts }
+        // MPEG audio: an 11-bit sync word, a version other than the reserved 01, layer III (01),
+        // a bit-rate index other than the "bad" 1111 and a sampling-rate index other than 11.
+        if header[1] & 0xE0 == 0xE0, header[1] & 0x18 != 0x08, header[1] & 0x06 == 0x02,
+           header[2] >> 4 != 0xF, header[2] & 0x0C != 0x0C { return .mp3 }
         return nil
     }
 
@@ -111,7 +128,7 @@ extension PacketAudioFile {
             index: PacketIndex(framesPerPacket: format.mFramesPerPacket), canRead: true, canWrite: true, dataOffset: 0)
         switch container {
         case .caf: state.cafWriter = CAFPacketWriter(fd: fd)
-        case .adts: break
+        case .adts, .mp3: break
         case .mpeg4(let muxer):
             // libavformat writes the file (the muxer seeks back to write the index); packets
             // written cannot be read back before close.
@@ -146,6 +163,8 @@ extension PacketAudioFile {
             guard [.aac, .aacHE, .alac].contains(compressed) else { throw unsupported("MPEG-4 files hold AAC or ALAC here") }
         case .adts:
             guard [.aac, .aacHE].contains(compressed) else { throw unsupported("ADTS files hold AAC only") }
+        case .mp3:
+            throw unsupported("MP3 files are written from linear PCM (libsndfile encodes them), not from packets")
         }
         var result = format
         if result.mFramesPerPacket == 0 { result.mFramesPerPacket = compressed.standardFramesPerPacket }
@@ -188,7 +207,7 @@ extension PacketAudioFile {
                     state.sourceBitDepth = bits
                 }
                 return PacketAudioFile(state)
-            case .mpeg4, .adts:
+            case .mpeg4, .adts, .mp3:
                 return PacketAudioFile(try mediaState(fd: fd, path: path, size: size, container: container))
             }
         } catch {
@@ -227,7 +246,9 @@ extension PacketAudioFile {
         if compressed == .aac, extradata.first.map({ $0 >> 3 }) == 5 {
             compressed = .aacHE
         }
-        let framesPerPacket = compressed.standardFramesPerPacket
+        var framesPerPacket = compressed.standardFramesPerPacket
+        // MPEG-2 and 2.5 layer III frames (16-24 kHz and below) are 576 frames, MPEG-1's 1152.
+        if compressed == .mp3, media.frameSize > 0 { framesPerPacket = UInt32(clamping: media.frameSize) }
         var index = PacketIndex(framesPerPacket: framesPerPacket)
         index.entries.reserveCapacity(media.packets.count)
         for packet in media.packets {
@@ -254,6 +275,7 @@ extension PacketAudioFile {
                                                   framesPerPacket: framesPerPacket, sourceBitDepth: bitDepth)
         let header = ChunkReader(fd: fd).bytes(at: 8, count: 4) ?? []
         let fileType = container == .adts ? kAudioFileAAC_ADTSType
+            : container == .mp3 ? kAudioFileMP3Type
             : header == Array("M4A ".utf8) || header == Array("M4B ".utf8) ? kAudioFileM4AType
             : header.starts(with: Array("3gp".utf8)) ? kAudioFile3GPType : kAudioFileMPEG4Type
         var state = State(fd: fd, path: path, fileType: fileType, container: container, compressed: compressed, format: format,
@@ -402,6 +424,8 @@ extension PacketAudioFile {
             let start = Int64(lseek(state.fd, 0, SEEK_END))
             try frame.withUnsafeMutableBytes { try ChunkReader.writeAll(state.fd, UnsafeRawBufferPointer($0), at: start) }
             offset = start + Int64(header.count)
+        case .mp3:
+            throw AudioToolboxError(kAudioFilePermissionsError, "MP3 files of packets are read only")
         case .mpeg4:
             guard let writer = state.mediaWriter else { return }
             if !writer.hasStarted { try startMediaWriter(&state, writer) }

@@ -179,28 +179,62 @@ enum NonFiniteSamples {
             let opened = AudioFileOpenURL(URL(fileURLWithPath: path), .readPermission, 0, &file)
             walk.note("open", opened)
             if opened == noErr, let file {
-                var samples = [Float](repeating: 0, count: 2 * 4096)
                 var peak: Float = 0
                 var finite = true
-                var packet: Int64 = 0
-                while true {
-                    var bytes = UInt32(samples.count * 4)
-                    var packets: UInt32 = 4096
-                    let status = AudioFileReadPacketData(file, false, &bytes, nil, packet, &packets, &samples)
-                    for sample in samples.prefix(Int(packets) * 2) {
-                        finite = finite && sample.isFinite
-                        peak = max(peak, abs(sample))
-                    }
-                    packet += Int64(packets)
-                    if status != noErr || packets == 0 { break }
+                let frames = readSamples(file) { sample in
+                    finite = finite && sample.isFinite
+                    peak = max(peak, abs(sample))
                 }
-                walk.note("frames", String(packet))
+                walk.note("frames", String(frames))
                 walk.note("finite", finite ? "yes" : "no")
                 walk.note("peak", String(format: "%.3f", peak))
                 AudioFileClose(file)
             }
             print("\(name): \(walk.line)")
             fflush(nil)
+        }
+    }
+
+    /// Every sample of a stereo file, to `body`; returns the frames read. Ogg files read as
+    /// Float32 PCM (libsndfile decodes); MP3 files as their '.mp3' packets, decoded here.
+    private static func readSamples(_ file: AudioFileID, _ body: (Float) -> Void) -> Int64 {
+        var format = AudioStreamBasicDescription()
+        var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
+        guard AudioFileGetProperty(file, kAudioFilePropertyDataFormat, &size, &format) == noErr else { return 0 }
+        if format.mFormatID == kAudioFormatLinearPCM {
+            var samples = [Float](repeating: 0, count: 2 * 4096)
+            var packet: Int64 = 0
+            while true {
+                var bytes = UInt32(samples.count * 4)
+                var packets: UInt32 = 4096
+                let status = AudioFileReadPacketData(file, false, &bytes, nil, packet, &packets, &samples)
+                samples.prefix(Int(packets) * 2).forEach(body)
+                packet += Int64(packets)
+                if status != noErr || packets == 0 { return packet }
+            }
+        }
+        guard let decoder = try? PacketDecoder(format: CodecFormat(formatID: format.mFormatID, sampleRate: format.mSampleRate, channelCount: 2,
+                                                                   framesPerPacket: Int(format.mFramesPerPacket)), cookie: [])
+        else { return 0 }
+        var packetSize: UInt32 = 0
+        size = 4
+        AudioFileGetProperty(file, kAudioFilePropertyMaximumPacketSize, &size, &packetSize)
+        var data = [UInt8](repeating: 0, count: Int(max(packetSize, 1)) * 64)
+        var descriptions = [AudioStreamPacketDescription](repeating: .init(), count: 64)
+        var packet: Int64 = 0
+        var frames: Int64 = 0
+        while true {
+            var bytes = UInt32(data.count)
+            var packets: UInt32 = 64
+            let status = AudioFileReadPacketData(file, false, &bytes, &descriptions, packet, &packets, &data)
+            for description in descriptions.prefix(Int(packets)) {
+                let start = Int(description.mStartOffset)
+                let decoded = data[start..<start + Int(description.mDataByteSize)].withUnsafeBytes { decoder.decodePacket($0).frames }
+                for index in 0..<decoded { for channel in 0..<2 { body(decoder.planes[channel][index]) } }
+                frames += Int64(decoded)
+            }
+            packet += Int64(packets)
+            if status != noErr || packets == 0 { return frames }
         }
     }
 }

@@ -16,12 +16,16 @@ import Glibc
 //                                       AudioFileCreateWithURL
 //   FileFuzz queue                      hostile times, parameters and property sizes on an
 //                                       output queue (needs a JACK server)
+//   FileFuzz descriptions --seed S --iterations N DIR
+//                                       hostile packet descriptions enqueued on AAC and MP3
+//                                       output queues (ManualDriver, no server); exits 1 when
+//                                       a result is not the one the reference calls for
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 
 func usage() -> Never {
     FileHandle.standardError.write(Data(("usage: FileFuzz walk [--write] FILE... | fuzz --seed S --iterations N [--start I]"
-        + " [--corpus DIR]... --crashes DIR | nonfinite DIR | formats DIR | queue\n").utf8))
+        + " [--corpus DIR]... --crashes DIR | nonfinite DIR | formats DIR | queue | descriptions --seed S --iterations N DIR\n").utf8))
     exit(2)
 }
 
@@ -62,6 +66,14 @@ case "formats":
     HostileFormats.run(in: directory)
 case "queue":
     HostileQueueCalls.run()
+case "descriptions":
+    guard let seed = option("--seed", in: &arguments).flatMap(UInt64.init), let iterations = option("--iterations", in: &arguments).flatMap(Int.init),
+          let directory = arguments.first
+    else { usage() }
+    if !HostileDescriptions.run(seed: seed, iterations: iterations, directory: directory) {
+        fflush(nil)
+        exit(1)
+    }
 default:
     usage()
 }
