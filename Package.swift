@@ -25,7 +25,11 @@ let package = Package(
         .target(name: "CAudioToolbox", linkerSettings: [.linkedLibrary("Foundation")]),
 
         // The queue engine: no JACK here. Rings, realtime kernels, conversion, ManualDriver.
-        .target(name: "QueueCore", dependencies: ["CSoxr", "CRubberBand"]),
+        // Whole-module compilation in debug builds too: `@_noLocks` kernels call across the
+        // files of Sources/QueueCore/Realtime, and the checker must see every callee's body
+        // (release builds compile the whole module anyway).
+        .target(name: "QueueCore", dependencies: ["CSoxr", "CRubberBand"],
+                swiftSettings: [.unsafeFlags(["-wmo", "-num-threads", "2"])]),
 
         // libjack for Swift: headers and the shim for the variadic jack_client_open.
         .target(name: "CJack", linkerSettings: [.linkedLibrary("jack")]),

@@ -42,7 +42,7 @@ private func waitForInputSpace(_ c: UnsafeMutablePointer<InputRealtimeContext>, 
 private func applyInputCommandsDirectly(_ s: UnsafeMutablePointer<InputRealtimeState>) {
     let none = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 1)
     defer { none.deallocate() }
-    let frame = s.pointee.publication.cycleFrame.load(ordering: .relaxed)
+    let frame = s.pointee.publication.time.read()?.cycleFrame ?? 0
     // A zero-frame cycle applies commands; a start stays armed until a real cycle.
     var pendingStart: RealtimeCommand?
     var others: [RealtimeCommand] = []
@@ -549,10 +549,9 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     private func timeStamp(forQueueFrame frame: Double, empty: Bool) -> QueueTimeStamp {
         let time = empty ? lock.withLock { queueFrames } : frame
         let deviceQueueFrames = Int64((time / rateRatio).rounded())
-        let (baseFrame, baseQueue) = withPublication {
-            ($0.timeBaseFrame.load(ordering: .relaxed), $0.timeBaseQueueFrames.load(ordering: .relaxed))
-        }
-        let deviceFrame = baseFrame + (deviceQueueFrames - baseQueue)
+        // Before the first cycle: the zero time base.
+        let published = withPublication { $0.time.read() } ?? PublishedTime()
+        let deviceFrame = published.deviceFrame(forQueueFrames: deviceQueueFrames)
         return QueueTimeStamp(sampleTime: time, hostTime: device.hostTime(forFrame: deviceFrame))
     }
 

@@ -126,14 +126,41 @@ extension MeterBank {
 }
 
 extension RealtimePublication {
-    /// Realtime: publishes the time base (device frame ↔ queue frames) of a cycle.
+    /// Realtime: publishes a cycle: the mode, queue time at its end, the cycle, and the time
+    /// base (device frame `baseFrame` is queue time `baseQueueFrames`), as one group.
     @_noLocks @inline(__always)
-    func publishTimeBase(frame: Int64, queueFrames: Int64) {
-        let sequence = timeBaseSequence.load(ordering: .relaxed)
-        timeBaseSequence.store(sequence + 1, ordering: .releasing)
-        timeBaseFrame.store(frame, ordering: .relaxed)
-        timeBaseQueueFrames.store(queueFrames, ordering: .relaxed)
-        timeBaseSequence.store(sequence + 2, ordering: .releasing)
+    func publishCycle(mode: Int, queueFrames: Int64, cycleFrame: Int64, cycleFrameCount: Int,
+                      baseFrame: Int64, baseQueueFrames: Int64) {
+        self.mode.store(mode, ordering: .relaxed)
+        var t = PublishedTime()
+        t.mode = mode
+        t.queueFrames = queueFrames
+        t.cycleFrame = cycleFrame
+        t.cycleFrameCount = cycleFrameCount
+        t.baseFrame = baseFrame
+        t.baseQueueFrames = baseQueueFrames
+        time.write(t)
+    }
+
+    /// Realtime: publishes a new mode (commands applied between cycles).
+    @_noLocks @inline(__always)
+    func publishMode(_ mode: Int) {
+        self.mode.store(mode, ordering: .relaxed)
+        var t = time.writerValue()
+        guard t.mode != mode else { return }
+        t.mode = mode
+        time.write(t)
+    }
+
+    /// Realtime: pauses queue time at `queueFrames`, where the last cycle ended.
+    @_noLocks @inline(__always)
+    func publishPause(queueFrames: Int64) {
+        mode.store(ModeCode.paused, ordering: .relaxed)
+        var t = time.writerValue()
+        t.mode = ModeCode.paused
+        t.baseFrame = t.cycleEndFrame
+        t.baseQueueFrames = queueFrames
+        time.write(t)
     }
 
     /// Realtime: the device frame to publish with `queueFrames` for a cycle in which the queue
@@ -144,7 +171,7 @@ extension RealtimePublication {
     @_noLocks @inline(__always)
     func idleBaseFrame(mode: Int, frameTime: Int64, queueFrames: Int64) -> Int64 {
         guard mode == ModeCode.stopped else { return frameTime }
-        return timeBaseFrame.load(ordering: .relaxed) - timeBaseQueueFrames.load(ordering: .relaxed) + queueFrames
+        return time.writerValue().originFrame + queueFrames
     }
 }
 
@@ -298,10 +325,7 @@ public func applyOutputCommands(_ s: UnsafeMutablePointer<OutputRealtimeState>) 
             if s.pointee.mode == ModeCode.running || s.pointee.mode == ModeCode.armed {
                 s.pointee.mode = ModeCode.paused
                 // Queue time stops where the last cycle ended.
-                let end = s.pointee.publication.cycleFrame.load(ordering: .relaxed)
-                    + Int64(s.pointee.publication.cycleFrameCount.load(ordering: .relaxed))
-                s.pointee.publication.mode.store(ModeCode.paused, ordering: .relaxed)
-                s.pointee.publication.publishTimeBase(frame: end, queueFrames: s.pointee.queueFrames)
+                s.pointee.publication.publishPause(queueFrames: s.pointee.queueFrames)
             }
         case .stop:
             s.pointee.mode = ModeCode.stopped
@@ -317,7 +341,7 @@ public func applyOutputCommands(_ s: UnsafeMutablePointer<OutputRealtimeState>) 
         }
     }
     guard lastSequence >= 0 else { return false }
-    s.pointee.publication.mode.store(s.pointee.mode, ordering: .relaxed)
+    s.pointee.publication.publishMode(s.pointee.mode)
     s.pointee.publication.appliedSequence.store(lastSequence, ordering: .releasing)
     return true
 }
@@ -436,11 +460,9 @@ private func publishCycle(
     _ s: UnsafeMutablePointer<OutputRealtimeState>, frameTime: Int64, frameCount: Int, queueFramesAtCycleStart: Int64,
     baseFrame: Int64? = nil
 ) {
-    s.pointee.publication.mode.store(s.pointee.mode, ordering: .relaxed)
-    s.pointee.publication.queueFrames.store(s.pointee.queueFrames, ordering: .relaxed)
-    s.pointee.publication.cycleFrame.store(frameTime, ordering: .relaxed)
-    s.pointee.publication.cycleFrameCount.store(frameCount, ordering: .relaxed)
-    s.pointee.publication.publishTimeBase(frame: baseFrame ?? frameTime, queueFrames: queueFramesAtCycleStart)
+    s.pointee.publication.publishCycle(mode: s.pointee.mode, queueFrames: s.pointee.queueFrames,
+                                       cycleFrame: frameTime, cycleFrameCount: frameCount,
+                                       baseFrame: baseFrame ?? frameTime, baseQueueFrames: queueFramesAtCycleStart)
 }
 
 @_noLocks @inline(__always)
@@ -584,10 +606,7 @@ public func captureInputCycle(
                 _ = settleHeldInput(s)
                 s.pointee.mode = ModeCode.paused
                 // Queue time stops where the last cycle ended.
-                let end = s.pointee.publication.cycleFrame.load(ordering: .relaxed)
-                    + Int64(s.pointee.publication.cycleFrameCount.load(ordering: .relaxed))
-                s.pointee.publication.mode.store(ModeCode.paused, ordering: .relaxed)
-                s.pointee.publication.publishTimeBase(frame: end, queueFrames: s.pointee.queueFrames)
+                s.pointee.publication.publishPause(queueFrames: s.pointee.queueFrames)
             }
         case .stop:
             _ = settleHeldInput(s)
@@ -686,9 +705,7 @@ private func publishInputCycle(
     _ s: UnsafeMutablePointer<InputRealtimeState>, frameTime: Int64, frameCount: Int, queueFramesAtCycleStart: Int64,
     baseFrame: Int64? = nil
 ) {
-    s.pointee.publication.mode.store(s.pointee.mode, ordering: .relaxed)
-    s.pointee.publication.queueFrames.store(s.pointee.queueFrames, ordering: .relaxed)
-    s.pointee.publication.cycleFrame.store(frameTime, ordering: .relaxed)
-    s.pointee.publication.cycleFrameCount.store(frameCount, ordering: .relaxed)
-    s.pointee.publication.publishTimeBase(frame: baseFrame ?? frameTime, queueFrames: queueFramesAtCycleStart)
+    s.pointee.publication.publishCycle(mode: s.pointee.mode, queueFrames: s.pointee.queueFrames,
+                                       cycleFrame: frameTime, cycleFrameCount: frameCount,
+                                       baseFrame: baseFrame ?? frameTime, baseQueueFrames: queueFramesAtCycleStart)
 }

@@ -39,10 +39,48 @@ public enum RealtimeMode: Int, Sendable {
 
 }
 
-/// Time and state the realtime side publishes once per cycle.
-/// Producer: the process thread. Consumers: any thread.
-public struct RealtimePublication: ~Copyable {
+/// A queue's time as the realtime side publishes it: read as one group (a `SeqLock`),
+/// so that the time base, the mode and the cycle always belong together.
+public struct PublishedTime: BitwiseCopyable, Sendable, Equatable {
     /// `RealtimeMode` raw value.
+    public var mode = 0
+    /// Queue time at the end of the last cycle, in device frames (0 at start, pauses excluded).
+    public var queueFrames: Int64 = 0
+    /// Device frame at which the last cycle began.
+    public var cycleFrame: Int64 = 0
+    /// Frames of the last cycle.
+    public var cycleFrameCount = 0
+    /// The time base: device frame `baseFrame` is queue time `baseQueueFrames`.
+    public var baseFrame: Int64 = 0
+    public var baseQueueFrames: Int64 = 0
+
+    public init() {}
+
+    /// The device frame at which the last cycle ended.
+    @inline(__always)
+    public var cycleEndFrame: Int64 { cycleFrame + Int64(cycleFrameCount) }
+
+    /// The device frame at which queue time 0 falls (start frame, moved by pauses).
+    @inline(__always)
+    public var originFrame: Int64 { baseFrame - baseQueueFrames }
+
+    /// The queue time (device frames) of device frame `frame`. Paused and stopped queues
+    /// do not advance.
+    public func queueFrames(atDeviceFrame frame: Int64) -> Int64 {
+        let advancing = mode == RealtimeMode.running.rawValue || mode == RealtimeMode.armed.rawValue
+        return advancing ? baseQueueFrames + (frame - baseFrame) : baseQueueFrames
+    }
+
+    /// The device frame of queue time `queueFrames` (device frames), on the time base.
+    public func deviceFrame(forQueueFrames queueFrames: Int64) -> Int64 {
+        baseFrame + (queueFrames - baseQueueFrames)
+    }
+}
+
+/// Time and state the realtime side publishes once per cycle.
+/// Producer: the process thread (or a control thread while no cycle can run). Consumers: any thread.
+public struct RealtimePublication: ~Copyable {
+    /// `RealtimeMode` raw value, for readers that need only the mode (also in `time`).
     public let mode = Atomic<Int>(0)
     /// Incremented each time the queue really starts (its first frame is played or recorded).
     public let startCount = Atomic<Int>(0)
@@ -50,40 +88,20 @@ public struct RealtimePublication: ~Copyable {
     public let startFrame = Atomic<Int64>(0)
     /// Incremented each time the realtime side stops by itself (end of stream).
     public let finishCount = Atomic<Int>(0)
-    /// Queue time at the end of the last cycle, in device frames (0 at start, pauses excluded).
-    public let queueFrames = Atomic<Int64>(0)
     /// Sequence of the last command applied (a barrier for Stop/Reset).
     public let appliedSequence = Atomic<Int>(0)
-    /// Device frame at which the last cycle began.
-    public let cycleFrame = Atomic<Int64>(0)
-    /// Frames per cycle of the last cycle.
-    public let cycleFrameCount = Atomic<Int>(0)
     /// Output: frames of silence played while running because the ring was empty.
     /// Input: frames captured while the ring was full, hence lost.
     public let lostFrames = Atomic<Int>(0)
-    /// Seqlock over (timeBaseFrame, timeBaseQueueFrames): odd while being written.
-    public let timeBaseSequence = Atomic<Int>(0)
-    public let timeBaseFrame = Atomic<Int64>(0)
-    public let timeBaseQueueFrames = Atomic<Int64>(0)
+    /// The time base, mode and last cycle, written together; nil to readers before the first cycle.
+    public let time = SeqLock(PublishedTime())
 
     public init() {}
 
     /// The queue time (device frames) of device frame `frame`, from the last published base;
     /// nil before the first cycle. Paused and stopped queues do not advance.
     public func queueFrames(atDeviceFrame frame: Int64) -> Int64? {
-        for _ in 0..<64 {
-            let before = timeBaseSequence.load(ordering: .acquiring)
-            if before & 1 == 1 { continue }
-            let baseFrame = timeBaseFrame.load(ordering: .relaxed)
-            let baseQueue = timeBaseQueueFrames.load(ordering: .relaxed)
-            let running = mode.load(ordering: .relaxed) == RealtimeMode.running.rawValue
-                || mode.load(ordering: .relaxed) == RealtimeMode.armed.rawValue
-            let after = timeBaseSequence.load(ordering: .acquiring)
-            guard before == after else { continue }
-            if before == 0 { return nil }
-            return running ? baseQueue + (frame - baseFrame) : baseQueue
-        }
-        return nil
+        time.read()?.queueFrames(atDeviceFrame: frame)
     }
 }
 
