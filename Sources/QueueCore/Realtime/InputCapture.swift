@@ -8,15 +8,10 @@ import Synchronization
 typealias InputRealtimeContext = RealtimeContext<InputRealtimeState>
 
 /// The realtime entry of input queues (installed on the device).
-func inputRealtimeEntry(
-    _ context: UnsafeMutableRawPointer, _ frameTime: Int64, _ frameCount: Int32,
-    _ ports: UnsafePointer<UnsafeMutablePointer<Float>>, _ mayWait: Bool
-) {
+let inputRealtimeEntry: RealtimeEntry = { context, frameTime, frameCount, ports, mayWait in
     let c = context.assumingMemoryBound(to: InputRealtimeContext.self)
-    let n = Int(frameCount)
-    if mayWait { waitForInputSpace(c, frames: n) }
-    let outcome = captureInputCycle(c.pointee.state, frameTime: frameTime, frameCount: n, ports: ports)
-    if outcome & realtimeWakeQueueThread != 0 { sem_post(c.pointee.queueWake) }
+    if mayWait { waitForInputSpace(c, frames: Int(frameCount)) }
+    c.pointee.cycleEnded(captureInputCycle(c.pointee.state, frameTime: frameTime, frameCount: Int(frameCount), ports: ports))
 }
 
 /// Not realtime (freewheel, ManualDriver): waits for ring space rather than drop.

@@ -5,22 +5,14 @@ import Synchronization
 public struct CaptureGap: BitwiseCopyable, Sendable {
     public var position: Int
     public var count: Int
-    public init(position: Int, count: Int) {
-        self.position = position
-        self.count = count
-    }
 }
 
 /// Everything the process thread touches for an input queue.
-public struct InputRealtimeState: ~Copyable {
+public struct InputRealtimeState: RealtimeCoreHolder, ~Copyable {
     public let channelCount: Int
     /// Captured frames at the device rate. Producer: process thread. Consumer: queue thread.
     public let ring: FrameRing
-    /// The parts every queue's realtime side has (commands, publication, run state).
     public let core: UnsafeMutablePointer<RealtimeCore>
-    /// Producer: control threads (under the queue lock). Consumer: process thread.
-    public var commands: EventRing<RealtimeCommand> { _read { yield core.pointee.commands } }
-    public var publication: RealtimePublication { _read { yield core.pointee.publication } }
     /// Producer: process thread. Consumer: queue thread.
     public let gaps: EventRing<CaptureGap>
     public var meters: MeterBank

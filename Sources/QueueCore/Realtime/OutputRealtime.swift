@@ -12,28 +12,18 @@ public struct ParameterEvent: BitwiseCopyable, Sendable {
     public var kind: Kind
     public var value: Float
     public var position: Int
-
-    public init(kind: Kind, value: Float, position: Int) {
-        self.kind = kind
-        self.value = value
-        self.position = position
-    }
 }
 
 /// Everything the process thread touches for an output queue: allocated before
 /// the JACK client is activated, freed after it is closed.
-public struct OutputRealtimeState: ~Copyable {
+public struct OutputRealtimeState: RealtimeCoreHolder, ~Copyable {
     /// Channels of the queue's format (ring planes).
     public let channelCount: Int
     /// JACK ports: one per channel, two (left, right) for a mono queue so pan can place it.
     public let portCount: Int
     /// Decoded frames at the device rate. Producer: queue thread. Consumer: process thread.
     public let ring: FrameRing
-    /// The parts every queue's realtime side has (commands, publication, run state).
     public let core: UnsafeMutablePointer<RealtimeCore>
-    /// Producer: control threads (under the queue lock). Consumer: process thread.
-    public var commands: EventRing<RealtimeCommand> { _read { yield core.pointee.commands } }
-    public var publication: RealtimePublication { _read { yield core.pointee.publication } }
     /// Producer: queue thread. Consumer: process thread.
     public let parameterEvents: EventRing<ParameterEvent>
     public var meters: MeterBank

@@ -8,15 +8,10 @@ import Synchronization
 typealias OutputRealtimeContext = RealtimeContext<OutputRealtimeState>
 
 /// The realtime entry of output queues (installed on the device).
-func outputRealtimeEntry(
-    _ context: UnsafeMutableRawPointer, _ frameTime: Int64, _ frameCount: Int32,
-    _ ports: UnsafePointer<UnsafeMutablePointer<Float>>, _ mayWait: Bool
-) {
+let outputRealtimeEntry: RealtimeEntry = { context, frameTime, frameCount, ports, mayWait in
     let c = context.assumingMemoryBound(to: OutputRealtimeContext.self)
-    let n = Int(frameCount)
-    if mayWait { waitForOutputData(c, frameTime: frameTime, frames: n) }
-    let outcome = renderOutputCycle(c.pointee.state, frameTime: frameTime, frameCount: n, ports: ports)
-    if outcome & realtimeWakeQueueThread != 0 { sem_post(c.pointee.queueWake) }
+    if mayWait { waitForOutputData(c, frameTime: frameTime, frames: Int(frameCount)) }
+    c.pointee.cycleEnded(renderOutputCycle(c.pointee.state, frameTime: frameTime, frameCount: Int(frameCount), ports: ports))
 }
 
 /// Not realtime (freewheel, ManualDriver): waits until the ring holds the cycle's

@@ -15,8 +15,6 @@ public struct PublishedTime: BitwiseCopyable, Sendable, Equatable {
     public var baseFrame: Int64 = 0
     public var baseQueueFrames: Int64 = 0
 
-    public init() {}
-
     /// The device frame at which the last cycle ended.
     @inline(__always)
     public var cycleEndFrame: Int64 { cycleFrame + Int64(cycleFrameCount) }
@@ -73,14 +71,8 @@ extension RealtimePublication {
     func publishCycle(mode: Int, queueFrames: Int64, cycleFrame: Int64, cycleFrameCount: Int,
                       baseFrame: Int64, baseQueueFrames: Int64) {
         self.mode.store(mode, ordering: .relaxed)
-        var t = PublishedTime()
-        t.mode = mode
-        t.queueFrames = queueFrames
-        t.cycleFrame = cycleFrame
-        t.cycleFrameCount = cycleFrameCount
-        t.baseFrame = baseFrame
-        t.baseQueueFrames = baseQueueFrames
-        time.write(t)
+        time.write(PublishedTime(mode: mode, queueFrames: queueFrames, cycleFrame: cycleFrame, cycleFrameCount: cycleFrameCount,
+                                 baseFrame: baseFrame, baseQueueFrames: baseQueueFrames))
     }
 
     /// Realtime: publishes a new mode (commands applied between cycles).

@@ -85,6 +85,19 @@ public struct RealtimeCore: ~Copyable {
     }
 }
 
+/// A direction's realtime state (`OutputRealtimeState`, `InputRealtimeState`): it holds a core.
+public protocol RealtimeCoreHolder: ~Copyable {
+    /// The parts every queue's realtime side has (commands, publication, run state).
+    var core: UnsafeMutablePointer<RealtimeCore> { get }
+}
+
+extension RealtimeCoreHolder where Self: ~Copyable {
+    /// Producer: control threads (under the queue lock). Consumer: process thread.
+    public var commands: EventRing<RealtimeCommand> { _read { yield core.pointee.commands } }
+    /// Producer: process thread. Consumers: any thread.
+    public var publication: RealtimePublication { _read { yield core.pointee.publication } }
+}
+
 /// A direction's realtime state as the shared kernels see it: its core, and the steps in
 /// which output and input differ. Implemented by a pointer to the direction's state
 /// (`OutputSide`, `InputSide`); specialized and inlined into the kernels.
@@ -194,6 +207,12 @@ struct RealtimeContext<State: ~Copyable>: ~Copyable {
         self.state = state
         self.queueWake = queueWake
         self.realtimeWake = realtimeWake
+    }
+
+    /// Realtime: after a kernel ran, wakes the queue thread if its `outcome` asks for it.
+    @inline(__always)
+    func cycleEnded(_ outcome: UInt32) {
+        if outcome & realtimeWakeQueueThread != 0 { sem_post(queueWake) }
     }
 
     /// Not realtime (freewheel, ManualDriver: cycles that may wait): wakes the queue thread
