@@ -264,9 +264,10 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             channelCount: format.channelCount, ringFrames: Int(device.sampleRate * seconds),
             meterWindowFrames: Int(device.sampleRate * 0.05)))
         replacement.pointee.meters.enabled.store(realtime.pointee.meters.enabled.load(ordering: .relaxed), ordering: .relaxed)
+        let old = realtime
         swapRealtimeState(on: device, context: context,
                           to: InputRealtimeContext(state: replacement, queueWake: wake.raw, realtimeWake: realtimeWake.raw),
-                          entry: inputRealtimeEntry, freeing: realtime)
+                          entry: inputRealtimeEntry, freeing: old)
         ringTouched = false
         lock.withLock {
             seenStartCount = 0
