@@ -27,9 +27,10 @@ let package = Package(
         // The queue engine: no JACK here. Rings, realtime kernels, conversion, ManualDriver.
         // Whole-module compilation in debug builds too: `@_noLocks` kernels call across the
         // files of Sources/QueueCore/Realtime, and the checker must see every callee's body
-        // (release builds compile the whole module anyway).
+        // (release builds compile the whole module anyway). -num-threads keeps one object
+        // file per source file, which is what SwiftPM links and indexes.
         .target(name: "QueueCore", dependencies: ["CSoxr", "CRubberBand"],
-                swiftSettings: [.unsafeFlags(["-wmo", "-num-threads", "2"])]),
+                swiftSettings: [.unsafeFlags(["-wmo", "-num-threads", "2"], .when(configuration: .debug))]),
 
         // libjack for Swift: headers and the shim for the variadic jack_client_open.
         .target(name: "CJack", linkerSettings: [.linkedLibrary("jack")]),
