@@ -25,7 +25,12 @@ let package = Package(
         .target(name: "CAudioToolbox", linkerSettings: [.linkedLibrary("Foundation")]),
 
         // The queue engine: no JACK here. Rings, realtime kernels, conversion, ManualDriver.
-        .target(name: "QueueCore", dependencies: ["CQueueCore", "CSoxr", "CRubberBand"]),
+        // Whole-module compilation in debug builds too: `@_noLocks` kernels call across the
+        // files of Sources/QueueCore/Realtime, and the checker must see every callee's body
+        // (release builds compile the whole module anyway). -num-threads keeps one object
+        // file per source file, which is what SwiftPM links and indexes.
+        .target(name: "QueueCore", dependencies: ["CQueueCore", "CSoxr", "CRubberBand"],
+                swiftSettings: [.unsafeFlags(["-wmo", "-num-threads", "2"], .when(configuration: .debug))]),
         // libc functions Swift's Glibc module does not declare (sem_clockwait).
         .target(name: "CQueueCore"),
 

@@ -1,59 +1,6 @@
 import Glibc
 import Synchronization
 
-/// What the realtime entry of an input queue holds.
-struct InputRealtimeContext: ~Copyable {
-    let state: UnsafeMutablePointer<InputRealtimeState>
-    let queueWake: UnsafeMutablePointer<sem_t>
-    let realtimeWake: UnsafeMutablePointer<sem_t>
-}
-
-private func inputRealtimeEntry(
-    _ context: UnsafeMutableRawPointer, _ frameTime: Int64, _ frameCount: Int32,
-    _ ports: UnsafePointer<UnsafeMutablePointer<Float>>, _ mayWait: Bool
-) {
-    let c = context.assumingMemoryBound(to: InputRealtimeContext.self)
-    let n = Int(frameCount)
-    if mayWait { waitForInputSpace(c, frames: n) }
-    let outcome = captureInputCycle(c.pointee.state, frameTime: frameTime, frameCount: n, ports: ports)
-    if outcome & realtimeWakeQueueThread != 0 { sem_post(c.pointee.queueWake) }
-}
-
-/// Not realtime (freewheel, ManualDriver): waits for ring space rather than drop.
-private func waitForInputSpace(_ c: UnsafeMutablePointer<InputRealtimeContext>, frames: Int) {
-    let s = c.pointee.state
-    // The limit is kept by the clock, not by counting wake-ups: the semaphore keeps the posts
-    // of every cycle that did not wait, and a burst of them would otherwise use up the five
-    // seconds in microseconds, and the cycle would drop what it was waiting for.
-    let giveUp = HostClock.nanoseconds() + 5_000_000_000
-    while HostClock.nanoseconds() < giveUp {
-        guard s.pointee.mode == ModeCode.running, s.pointee.commands.peek() == nil else { return }
-        if s.pointee.ring.writableFrames() >= frames { return }
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        deadline.tv_nsec += 20_000_000
-        if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
-        sem_post(c.pointee.queueWake)
-        _ = sem_timedwait(c.pointee.realtimeWake, &deadline)
-    }
-}
-
-/// Applies queued commands to an input queue's realtime state (no cycle running).
-private func applyInputCommandsDirectly(_ s: UnsafeMutablePointer<InputRealtimeState>) {
-    let none = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 1)
-    defer { none.deallocate() }
-    let frame = s.pointee.publication.cycleFrame.load(ordering: .relaxed)
-    // A zero-frame cycle applies commands; a start stays armed until a real cycle.
-    var pendingStart: RealtimeCommand?
-    var others: [RealtimeCommand] = []
-    while let command = s.pointee.commands.pop() {
-        if command.kind == .start { pendingStart = command } else { others.append(command); pendingStart = nil }
-    }
-    for command in others { _ = s.pointee.commands.push(command) }
-    _ = captureInputCycle(s, frameTime: frame, frameCount: 0, ports: none)
-    if let pendingStart { _ = s.pointee.commands.push(pendingStart) }
-}
-
 /// Recorded-data loss information (kAudioQueueErr_RecordUnderrun).
 public struct RecordUnderrunInfo: Sendable, Equatable {
     /// Times data was lost.
@@ -238,13 +185,9 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             meterWindowFrames: Int(device.sampleRate * 0.05)))
         replacement.pointee.meters.enabled.store(realtime.pointee.meters.enabled.load(ordering: .relaxed), ordering: .relaxed)
         let old = realtime
-        device.setProcessor(nil)
-        let oldContext = context.move()
-        context.initialize(to: InputRealtimeContext(state: replacement, queueWake: wake.raw, realtimeWake: realtimeWake.raw))
-        _ = consume oldContext
-        device.setProcessor(RealtimeProcessor(context: UnsafeMutableRawPointer(context), entry: inputRealtimeEntry))
-        old.deinitialize(count: 1)
-        old.deallocate()
+        swapRealtimeState(on: device, context: context,
+                          to: InputRealtimeContext(state: replacement, queueWake: wake.raw, realtimeWake: realtimeWake.raw),
+                          entry: inputRealtimeEntry, freeing: old)
         ringTouched = false
         lock.withLock {
             seenStartCount = 0
@@ -451,10 +394,9 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     private func timeStamp(forQueueFrame frame: Double, empty: Bool) -> QueueTimeStamp {
         let time = empty ? lock.withLock { queueFrames } : frame
         let deviceQueueFrames = Int64((time / rateRatio).rounded())
-        let (baseFrame, baseQueue) = withPublication {
-            ($0.timeBaseFrame.load(ordering: .relaxed), $0.timeBaseQueueFrames.load(ordering: .relaxed))
-        }
-        let deviceFrame = baseFrame + (deviceQueueFrames - baseQueue)
+        // Before the first cycle: the zero time base.
+        let published = withPublication { $0.time.read() } ?? PublishedTime()
+        let deviceFrame = published.deviceFrame(forQueueFrames: deviceQueueFrames)
         return QueueTimeStamp(sampleTime: time, hostTime: device.hostTime(forFrame: deviceFrame))
     }
 

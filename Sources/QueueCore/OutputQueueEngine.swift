@@ -1,62 +1,6 @@
 import Glibc
 import Synchronization
 
-/// What the realtime entry of an output queue holds: plain state, no classes.
-struct OutputRealtimeContext: ~Copyable {
-    let state: UnsafeMutablePointer<OutputRealtimeState>
-    /// The queue thread's semaphore (posted after a cycle that freed ring space).
-    let queueWake: UnsafeMutablePointer<sem_t>
-    /// Posted by the queue thread after writing the ring, so a waiting cycle continues.
-    let realtimeWake: UnsafeMutablePointer<sem_t>
-    /// True while the queue thread has enqueued data to convert or a callback out
-    /// that may enqueue more: a cycle that may wait then waits rather than starve.
-    let producerBusy = Atomic<Bool>(false)
-    /// Set by a cycle that waits for data (freewheel, ManualDriver): the ring position it
-    /// needs to reach. Buffers that end before it count as played, so that they go back to
-    /// their callbacks, which may enqueue what the cycle waits for. 0 when no cycle waits.
-    let demandPosition = Atomic<Int>(0)
-}
-
-/// The realtime entry of output queues (installed on the device).
-private func outputRealtimeEntry(
-    _ context: UnsafeMutableRawPointer, _ frameTime: Int64, _ frameCount: Int32,
-    _ ports: UnsafePointer<UnsafeMutablePointer<Float>>, _ mayWait: Bool
-) {
-    let c = context.assumingMemoryBound(to: OutputRealtimeContext.self)
-    let n = Int(frameCount)
-    if mayWait { waitForOutputData(c, frameTime: frameTime, frames: n) }
-    let outcome = renderOutputCycle(c.pointee.state, frameTime: frameTime, frameCount: n, ports: ports)
-    if outcome & realtimeWakeQueueThread != 0 { sem_post(c.pointee.queueWake) }
-}
-
-/// Not realtime (freewheel, ManualDriver): waits until the ring holds the cycle's
-/// frames, the end of stream is set, a command arrives, or the queue thread has
-/// nothing more to give.
-private func waitForOutputData(_ c: UnsafeMutablePointer<OutputRealtimeContext>, frameTime: Int64, frames: Int) {
-    let s = c.pointee.state
-    // The limit is kept by the clock, not by counting wake-ups: the semaphore keeps the posts
-    // of every cycle that did not wait, and a burst of them would otherwise use up the five
-    // seconds in microseconds, and the cycle would drop what it was waiting for.
-    let giveUp = HostClock.nanoseconds() + 5_000_000_000
-    c.pointee.demandPosition.store(s.pointee.ring.readIndex.load(ordering: .relaxed) + frames, ordering: .sequentiallyConsistent)
-    defer { c.pointee.demandPosition.store(0, ordering: .relaxed) }
-    while HostClock.nanoseconds() < giveUp {
-        let mode = s.pointee.mode
-        let willPlay = mode == ModeCode.running
-            || (mode == ModeCode.armed && (s.pointee.armedFrame == .min || s.pointee.armedFrame - frameTime < Int64(frames)))
-        let commandPending = s.pointee.commands.peek() != nil
-        if commandPending || !willPlay || s.pointee.endOfStream != .max { return }
-        if s.pointee.ring.readableFrames() >= frames { return }
-        if !c.pointee.producerBusy.load(ordering: .acquiring) { return }
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        deadline.tv_nsec += 20_000_000
-        if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
-        sem_post(c.pointee.queueWake)
-        _ = sem_timedwait(c.pointee.realtimeWake, &deadline)
-    }
-}
-
 /// A playback audio queue: enqueued buffers are decoded (and resampled) into
 /// the decode ring by the queue thread and played by the realtime side.
 public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
@@ -383,15 +327,9 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         replacement.pointee.requestedPan.store(old.pointee.requestedPan.load(ordering: .relaxed), ordering: .relaxed)
         replacement.pointee.volumeRampFrames.store(rampFrames ?? old.pointee.volumeRampFrames.load(ordering: .relaxed), ordering: .relaxed)
         replacement.pointee.meters.enabled.store(old.pointee.meters.enabled.load(ordering: .relaxed), ordering: .relaxed)
-        // Swap with no cycle in progress: detach the entry, swap, reattach.
-        device.setProcessor(nil)
-        let newContext = OutputRealtimeContext(state: replacement, queueWake: wake.raw, realtimeWake: realtimeWake.raw)
-        let oldContext = context.move()
-        context.initialize(to: newContext)
-        _ = consume oldContext
-        device.setProcessor(RealtimeProcessor(context: UnsafeMutableRawPointer(context), entry: outputRealtimeEntry))
-        old.deinitialize(count: 1)
-        old.deallocate()
+        swapRealtimeState(on: device, context: context,
+                          to: OutputRealtimeContext(state: replacement, queueWake: wake.raw, realtimeWake: realtimeWake.raw),
+                          entry: outputRealtimeEntry, freeing: old)
         lock.withLock {
             seenStartCount = 0
             seenFinishCount = 0

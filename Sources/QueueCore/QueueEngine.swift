@@ -587,23 +587,19 @@ public class QueueEngine: @unchecked Sendable {
     /// The queue time now at the queue's rate (0 at the first frame, pauses excluded).
     public func currentQueueTime() -> QueueTimeStamp {
         let now = device.currentFrame()
-        let (queueDeviceFrames, cycleFrame, cycleCount) = withPublication {
-            ($0.queueFrames(atDeviceFrame: now), $0.cycleFrame.load(ordering: .relaxed),
-             $0.cycleFrameCount.load(ordering: .relaxed))
+        guard let time = withPublication({ $0.time.read() }) else {
+            return QueueTimeStamp(sampleTime: 0, hostTime: HostClock.nanoseconds())
         }
-        guard var frames = queueDeviceFrames else { return QueueTimeStamp(sampleTime: 0, hostTime: HostClock.nanoseconds()) }
         // Not beyond what the device has processed.
-        let limit = withPublication { $0.queueFrames(atDeviceFrame: cycleFrame + Int64(cycleCount)) } ?? frames
-        frames = min(frames, limit)
+        let frames = min(time.queueFrames(atDeviceFrame: now), time.queueFrames(atDeviceFrame: time.cycleEndFrame))
         return QueueTimeStamp(sampleTime: Double(frames) * rateRatio, hostTime: device.hostTime(forFrame: now))
     }
 
     /// The earliest device frame at or after `requested` at which a start can be honoured.
     public func nearestStartFrame(atOrAfter requested: Int64) throws -> Int64 {
         _ = try lock.withLock { try life.handle(.nearestStartTime(primed: primedFrames > 0 || !fifo.isEmpty)) }
-        let (cycleFrame, cycleCount) = withPublication {
-            ($0.cycleFrame.load(ordering: .relaxed), $0.cycleFrameCount.load(ordering: .relaxed))
-        }
+        let time = withPublication { $0.time.read() } ?? PublishedTime()
+        let (cycleFrame, cycleCount) = (time.cycleFrame, time.cycleFrameCount)
         let period = Int64(max(cycleCount, device.periodFrames))
         let base = cycleCount > 0 ? cycleFrame : device.currentFrame()
         return max(requested, base + 2 * period)
@@ -676,17 +672,7 @@ public class QueueEngine: @unchecked Sendable {
 
     /// The device frame at which queue time 0 falls (start frame, moved by pauses); nil before a start.
     public var queueTimeOriginFrame: Int64? {
-        withPublication { publication -> Int64? in
-            for _ in 0..<64 {
-                let before = publication.timeBaseSequence.load(ordering: .acquiring)
-                if before == 0 { return nil }
-                if before & 1 == 1 { continue }
-                let frame = publication.timeBaseFrame.load(ordering: .relaxed)
-                let queue = publication.timeBaseQueueFrames.load(ordering: .relaxed)
-                if publication.timeBaseSequence.load(ordering: .acquiring) == before { return frame - queue }
-            }
-            return nil
-        }
+        withPublication { $0.time.read() }?.originFrame
     }
 
     /// The host time at which queue time `sampleTime` (queue rate) plays, while the queue runs.
@@ -694,11 +680,7 @@ public class QueueEngine: @unchecked Sendable {
         let active = lock.withLock { runState == .running || runState == .starting || runState == .stopping }
         guard active else { return nil }
         let deviceQueueFrames = Int64((sampleTime / rateRatio).rounded())
-        let (sequence, baseFrame, baseQueue) = withPublication {
-            ($0.timeBaseSequence.load(ordering: .acquiring), $0.timeBaseFrame.load(ordering: .relaxed),
-             $0.timeBaseQueueFrames.load(ordering: .relaxed))
-        }
-        guard sequence > 0 else { return nil }
-        return device.hostTime(forFrame: baseFrame + (deviceQueueFrames - baseQueue))
+        guard let time = withPublication({ $0.time.read() }) else { return nil }
+        return device.hostTime(forFrame: time.deviceFrame(forQueueFrames: deviceQueueFrames))
     }
 }

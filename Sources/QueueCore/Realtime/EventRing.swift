@@ -25,3 +25,34 @@ public struct EventRing<Element: BitwiseCopyable>: ~Copyable {
         tail.store(head.load(ordering: .acquiring), ordering: .releasing)
     }
 }
+
+extension EventRing {
+    /// Producer: appends `element`; false if the ring is full.
+    @inline(__always) @discardableResult
+    public func push(_ element: Element) -> Bool {
+        let h = head.load(ordering: .relaxed)
+        guard h - tail.load(ordering: .acquiring) < capacity else { return false }
+        (storage + (h & mask)).initialize(to: element)
+        head.store(h + 1, ordering: .releasing)
+        return true
+    }
+
+    /// Consumer: the oldest element without removing it.
+    @inline(__always)
+    public func peek() -> Element? {
+        let t = tail.load(ordering: .relaxed)
+        guard t < head.load(ordering: .acquiring) else { return nil }
+        return storage[t & mask]
+    }
+
+    /// Consumer: removes and returns the oldest element.
+    @inline(__always)
+    public func pop() -> Element? {
+        let t = tail.load(ordering: .relaxed)
+        guard t < head.load(ordering: .acquiring) else { return nil }
+        let element = storage[t & mask]
+        tail.store(t + 1, ordering: .releasing)
+        return element
+    }
+
+}

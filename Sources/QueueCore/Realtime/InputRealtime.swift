@@ -5,22 +5,16 @@ import Synchronization
 public struct CaptureGap: BitwiseCopyable, Sendable {
     public var position: Int
     public var count: Int
-    public init(position: Int, count: Int) {
-        self.position = position
-        self.count = count
-    }
 }
 
 /// Everything the process thread touches for an input queue.
-public struct InputRealtimeState: ~Copyable {
+public struct InputRealtimeState: RealtimeCoreHolder, ~Copyable {
     public let channelCount: Int
     /// Captured frames at the device rate. Producer: process thread. Consumer: queue thread.
     public let ring: FrameRing
-    /// Producer: control threads (under the queue lock). Consumer: process thread.
-    public let commands: EventRing<RealtimeCommand>
+    public let core: UnsafeMutablePointer<RealtimeCore>
     /// Producer: process thread. Consumer: queue thread.
     public let gaps: EventRing<CaptureGap>
-    public let publication = RealtimePublication()
     public var meters: MeterBank
     /// Ring position at which the last stop took effect (all frames before it are final).
     public let stopPosition = Atomic<Int>(0)
@@ -29,12 +23,6 @@ public struct InputRealtimeState: ~Copyable {
     public let wakeThreshold = Atomic<Int>(0)
 
     // Realtime-owned.
-    /// A `RealtimeMode` raw value (ModeCode).
-    var mode = 0
-    var armedFrame: Int64 = .min
-    var queueFrames: Int64 = 0
-    /// Cycles the server skipped, judged over a few cycles (see `judgeCycle`).
-    var skips = CycleSkipTracker(cyclesToConfirm: 3)
     /// Frames written to the ring after `ring.writeIndex` but not yet published: the
     /// cycles after an unconfirmed jump in frame time, held until it is judged so that a
     /// gap can still go before them.
@@ -47,8 +35,11 @@ public struct InputRealtimeState: ~Copyable {
         // Touched when the queue first starts (InputQueueEngine): a ring resized before that
         // (CaptureBufferSeconds) costs nothing.
         ring = FrameRing(channelCount: channelCount, minimumCapacity: ringFrames, touched: false)
-        commands = EventRing(minimumCapacity: 64)
+        // Input queues hold the cycles after a jump in frame time back while it is judged: 3 cycles.
+        core = RealtimeCore.make(cyclesToConfirm: 3)
         gaps = EventRing(minimumCapacity: 256)
         meters = MeterBank(channelCount: channelCount, windowFrames: meterWindowFrames)
     }
+
+    deinit { RealtimeCore.free(core) }
 }

@@ -12,28 +12,20 @@ public struct ParameterEvent: BitwiseCopyable, Sendable {
     public var kind: Kind
     public var value: Float
     public var position: Int
-
-    public init(kind: Kind, value: Float, position: Int) {
-        self.kind = kind
-        self.value = value
-        self.position = position
-    }
 }
 
 /// Everything the process thread touches for an output queue: allocated before
 /// the JACK client is activated, freed after it is closed.
-public struct OutputRealtimeState: ~Copyable {
+public struct OutputRealtimeState: RealtimeCoreHolder, ~Copyable {
     /// Channels of the queue's format (ring planes).
     public let channelCount: Int
     /// JACK ports: one per channel, two (left, right) for a mono queue so pan can place it.
     public let portCount: Int
     /// Decoded frames at the device rate. Producer: queue thread. Consumer: process thread.
     public let ring: FrameRing
-    /// Producer: control threads (under the queue lock). Consumer: process thread.
-    public let commands: EventRing<RealtimeCommand>
+    public let core: UnsafeMutablePointer<RealtimeCore>
     /// Producer: queue thread. Consumer: process thread.
     public let parameterEvents: EventRing<ParameterEvent>
-    public let publication = RealtimePublication()
     public var meters: MeterBank
 
     /// Volume (0...1) and pan (-1...1) requests from control threads, as Float bits,
@@ -54,10 +46,6 @@ public struct OutputRealtimeState: ~Copyable {
     public let returnWakePosition = Atomic<Int>(.max)
 
     // Realtime-owned.
-    /// A `RealtimeMode` raw value (ModeCode).
-    var mode = 0
-    var armedFrame: Int64 = .min
-    var queueFrames: Int64 = 0
     var endOfStream = Int.max
     var volume: Float = 1
     var volumeTarget: Float = 1
@@ -65,16 +53,17 @@ public struct OutputRealtimeState: ~Copyable {
     var rampRemaining = 0
     var lastVolumeRequest: UInt32 = Float(1).bitPattern
     var pan: Float = 0
-    /// Cycles the server skipped, judged over a few cycles (see `judgeCycle`).
-    var skips = CycleSkipTracker(cyclesToConfirm: 2)
     var lastPanRequest: UInt32 = Float(0).bitPattern
 
     public init(channelCount: Int, ringFrames: Int, meterWindowFrames: Int) {
         self.channelCount = channelCount
         self.portCount = channelCount == 1 ? 2 : channelCount
         ring = FrameRing(channelCount: channelCount, minimumCapacity: ringFrames)
-        commands = EventRing(minimumCapacity: 64)
+        // Output queues play the cycles after a jump in frame time while it is judged: 2 cycles.
+        core = RealtimeCore.make(cyclesToConfirm: 2)
         parameterEvents = EventRing(minimumCapacity: 1024)
         meters = MeterBank(channelCount: channelCount, windowFrames: meterWindowFrames)
     }
+
+    deinit { RealtimeCore.free(core) }
 }

@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// A command from a control thread to the realtime side of a queue.
@@ -39,105 +40,212 @@ public enum RealtimeMode: Int, Sendable {
 
 }
 
-/// Time and state the realtime side publishes once per cycle.
-/// Producer: the process thread. Consumers: any thread.
-public struct RealtimePublication: ~Copyable {
-    /// `RealtimeMode` raw value.
-    public let mode = Atomic<Int>(0)
-    /// Incremented each time the queue really starts (its first frame is played or recorded).
-    public let startCount = Atomic<Int>(0)
-    /// Device frame of the most recent real start.
-    public let startFrame = Atomic<Int64>(0)
-    /// Incremented each time the realtime side stops by itself (end of stream).
-    public let finishCount = Atomic<Int>(0)
-    /// Queue time at the end of the last cycle, in device frames (0 at start, pauses excluded).
-    public let queueFrames = Atomic<Int64>(0)
-    /// Sequence of the last command applied (a barrier for Stop/Reset).
-    public let appliedSequence = Atomic<Int>(0)
-    /// Device frame at which the last cycle began.
-    public let cycleFrame = Atomic<Int64>(0)
-    /// Frames per cycle of the last cycle.
-    public let cycleFrameCount = Atomic<Int>(0)
-    /// Output: frames of silence played while running because the ring was empty.
-    /// Input: frames captured while the ring was full, hence lost.
-    public let lostFrames = Atomic<Int>(0)
-    /// Seqlock over (timeBaseFrame, timeBaseQueueFrames): odd while being written.
-    public let timeBaseSequence = Atomic<Int>(0)
-    public let timeBaseFrame = Atomic<Int64>(0)
-    public let timeBaseQueueFrames = Atomic<Int64>(0)
+/// Realtime mode codes (the raw values of `RealtimeMode`), as plain integers the
+/// checker can see through.
+enum ModeCode {
+    @_transparent static var stopped: Int { 0 }
+    @_transparent static var armed: Int { 1 }
+    @_transparent static var running: Int { 2 }
+    @_transparent static var paused: Int { 3 }
+}
 
-    public init() {}
+/// A realtime kernel's result bit: post the queue thread's semaphore after the
+/// cycle (ring space or data, or a state change).
+@_transparent public var realtimeWakeQueueThread: UInt32 { 1 }
 
-    /// The queue time (device frames) of device frame `frame`, from the last published base;
-    /// nil before the first cycle. Paused and stopped queues do not advance.
-    public func queueFrames(atDeviceFrame frame: Int64) -> Int64? {
-        for _ in 0..<64 {
-            let before = timeBaseSequence.load(ordering: .acquiring)
-            if before & 1 == 1 { continue }
-            let baseFrame = timeBaseFrame.load(ordering: .relaxed)
-            let baseQueue = timeBaseQueueFrames.load(ordering: .relaxed)
-            let running = mode.load(ordering: .relaxed) == RealtimeMode.running.rawValue
-                || mode.load(ordering: .relaxed) == RealtimeMode.armed.rawValue
-            let after = timeBaseSequence.load(ordering: .acquiring)
-            guard before == after else { continue }
-            if before == 0 { return nil }
-            return running ? baseQueue + (frame - baseFrame) : baseQueue
-        }
-        return nil
+/// What the realtime side of every queue holds, output or input: the commands it takes,
+/// what it publishes, and the queue's realtime-owned run state. Allocated with the
+/// direction's state (`OutputRealtimeState`, `InputRealtimeState`), out of line so that the
+/// shared kernels below reach it through one pointer.
+public struct RealtimeCore: ~Copyable {
+    /// Producer: control threads (under the queue lock). Consumer: process thread.
+    public let commands = EventRing<RealtimeCommand>(minimumCapacity: 64)
+    public let publication = RealtimePublication()
+
+    // Realtime-owned.
+    /// A `RealtimeMode` raw value (ModeCode).
+    var mode = 0
+    var armedFrame: Int64 = .min
+    var queueFrames: Int64 = 0
+    /// Cycles the server skipped, judged over a few cycles (see `judgeCycle`).
+    var skips: CycleSkipTracker
+
+    init(cyclesToConfirm: Int) { skips = CycleSkipTracker(cyclesToConfirm: cyclesToConfirm) }
+
+    /// A new core, on the heap (freed with `free`).
+    static func make(cyclesToConfirm: Int) -> UnsafeMutablePointer<RealtimeCore> {
+        let core = UnsafeMutablePointer<RealtimeCore>.allocate(capacity: 1)
+        core.initialize(to: RealtimeCore(cyclesToConfirm: cyclesToConfirm))
+        return core
+    }
+
+    static func free(_ core: UnsafeMutablePointer<RealtimeCore>) {
+        core.deinitialize(count: 1)
+        core.deallocate()
     }
 }
 
-/// Per-channel level meters the realtime side fills: mean square and peak over
-/// the last completed window (about 50 ms), as Float bit patterns; readers take
-/// the square root (no math library calls on the realtime side).
-/// Producer: the process thread. Consumers: any thread (GetProperty).
-public struct MeterBank: ~Copyable {
-    public let channelCount: Int
-    let average: UnsafeMutablePointer<Atomic<UInt32>>
-    let peak: UnsafeMutablePointer<Atomic<UInt32>>
-    /// Realtime-owned accumulators.
-    let sumSquares: UnsafeMutablePointer<Double>
-    let runningPeak: UnsafeMutablePointer<Float>
-    var accumulatedFrames = 0
-    let windowFrames: Int
-    /// Set by control threads; the realtime side meters only when enabled.
-    public let enabled = Atomic<Bool>(false)
+/// A direction's realtime state (`OutputRealtimeState`, `InputRealtimeState`): it holds a core.
+public protocol RealtimeCoreHolder: ~Copyable {
+    /// The parts every queue's realtime side has (commands, publication, run state).
+    var core: UnsafeMutablePointer<RealtimeCore> { get }
+}
 
-    public init(channelCount: Int, windowFrames: Int) {
-        self.channelCount = channelCount
-        self.windowFrames = max(windowFrames, 1)
-        average = .allocate(capacity: channelCount)
-        peak = .allocate(capacity: channelCount)
-        sumSquares = .allocate(capacity: channelCount)
-        runningPeak = .allocate(capacity: channelCount)
-        for c in 0..<channelCount {
-            (average + c).initialize(to: Atomic(0))
-            (peak + c).initialize(to: Atomic(0))
+extension RealtimeCoreHolder where Self: ~Copyable {
+    /// Producer: control threads (under the queue lock). Consumer: process thread.
+    public var commands: EventRing<RealtimeCommand> { _read { yield core.pointee.commands } }
+    /// Producer: process thread. Consumers: any thread.
+    public var publication: RealtimePublication { _read { yield core.pointee.publication } }
+}
+
+/// A direction's realtime state as the shared kernels see it: its core, and the steps in
+/// which output and input differ. Implemented by a pointer to the direction's state
+/// (`OutputSide`, `InputSide`); specialized and inlined into the kernels.
+protocol RealtimeSide {
+    var core: UnsafeMutablePointer<RealtimeCore> { get }
+    /// A pause or stop is about to take effect while the queue may hold frames in flight.
+    func willHalt()
+    /// A stop took effect.
+    func didStop()
+    /// `.discard` or `.endOfStream`: commands about the ring.
+    func applyRingCommand(_ command: RealtimeCommand)
+}
+
+/// Applies the commands control threads queued; true if any was applied.
+/// Realtime (called by each cycle), or on a control thread when no cycle can run.
+/// (Generic, so not marked `@_noLocks` itself: it is checked, specialized, in the kernels.)
+@inline(__always)
+func applyCommands<Side: RealtimeSide>(_ side: Side) -> Bool {
+    let c = side.core
+    var lastSequence = -1
+    while let command = c.pointee.commands.pop() {
+        lastSequence = command.sequence
+        switch command.kind {
+        case .start:
+            if c.pointee.mode == ModeCode.stopped { c.pointee.queueFrames = 0 }
+            if c.pointee.mode != ModeCode.running {
+                c.pointee.mode = ModeCode.armed
+                c.pointee.armedFrame = command.frame
+            }
+        case .pause:
+            if c.pointee.mode == ModeCode.running || c.pointee.mode == ModeCode.armed {
+                side.willHalt()
+                c.pointee.mode = ModeCode.paused
+                // Queue time stops where the last cycle ended.
+                c.pointee.publication.publishPause(queueFrames: c.pointee.queueFrames)
+            }
+        case .stop:
+            side.willHalt()
+            c.pointee.mode = ModeCode.stopped
+            side.didStop()
+        case .discard, .endOfStream:
+            side.applyRingCommand(command)
         }
-        sumSquares.initialize(repeating: 0, count: channelCount)
-        runningPeak.initialize(repeating: 0, count: channelCount)
+    }
+    guard lastSequence >= 0 else { return false }
+    c.pointee.publication.publishMode(c.pointee.mode)
+    c.pointee.publication.appliedSequence.store(lastSequence, ordering: .releasing)
+    return true
+}
+
+/// Where audio starts in this cycle: the frame offset in it (0 while running), or nil if the
+/// queue is armed for a later cycle (this one is published with queue time running up to the
+/// start frame, negative before it). An armed queue whose frame has come starts running,
+/// and the start is published.
+@_noLocks @inline(__always)
+func startOffset(_ c: UnsafeMutablePointer<RealtimeCore>, frameTime: Int64, frameCount n: Int, outcome: inout UInt32) -> Int? {
+    guard c.pointee.mode == ModeCode.armed else { return 0 }
+    let start = c.pointee.armedFrame
+    if start != .min && start - frameTime >= Int64(n) {
+        publishCycle(c, frameTime: frameTime, frameCount: n, queueFramesAtCycleStart: c.pointee.queueFrames - (start - frameTime))
+        return nil
+    }
+    let offset = start == .min ? 0 : Int(max(0, start - frameTime))
+    c.pointee.mode = ModeCode.running
+    c.pointee.publication.startFrame.store(frameTime + Int64(offset), ordering: .relaxed)
+    c.pointee.publication.startCount.wrappingAdd(1, ordering: .releasing)
+    outcome |= realtimeWakeQueueThread
+    return offset
+}
+
+/// Publishes a cycle in which the queue does not run: queue time stands still.
+@_noLocks @inline(__always)
+func publishIdleCycle(_ c: UnsafeMutablePointer<RealtimeCore>, frameTime: Int64, frameCount: Int) {
+    let queueFrames = c.pointee.queueFrames
+    publishCycle(c, frameTime: frameTime, frameCount: frameCount, queueFramesAtCycleStart: queueFrames,
+                 baseFrame: c.pointee.publication.idleBaseFrame(mode: c.pointee.mode, frameTime: frameTime, queueFrames: queueFrames))
+}
+
+/// Publishes a cycle: the mode, queue time at its end, and the time base (`baseFrame`, by
+/// default the cycle's first frame, is queue time `queueFramesAtCycleStart`).
+@_noLocks @inline(__always)
+func publishCycle(
+    _ c: UnsafeMutablePointer<RealtimeCore>, frameTime: Int64, frameCount: Int, queueFramesAtCycleStart: Int64,
+    baseFrame: Int64? = nil
+) {
+    c.pointee.publication.publishCycle(mode: c.pointee.mode, queueFrames: c.pointee.queueFrames,
+                                       cycleFrame: frameTime, cycleFrameCount: frameCount,
+                                       baseFrame: baseFrame ?? frameTime, baseQueueFrames: queueFramesAtCycleStart)
+}
+
+/// What the realtime entry of a queue holds (installed on the device): plain state, no classes.
+struct RealtimeContext<State: ~Copyable>: ~Copyable {
+    let state: UnsafeMutablePointer<State>
+    /// The queue thread's semaphore (posted after a cycle that freed ring space or brought data).
+    let queueWake: UnsafeMutablePointer<sem_t>
+    /// Posted by the queue thread after it worked on the ring, so a waiting cycle continues.
+    let realtimeWake: UnsafeMutablePointer<sem_t>
+    /// Output: true while the queue thread has enqueued data to convert or a callback out
+    /// that may enqueue more: a cycle that may wait then waits rather than starve.
+    let producerBusy = Atomic<Bool>(false)
+    /// Output: set by a cycle that waits for data (freewheel, ManualDriver): the ring position
+    /// it needs to reach. Buffers that end before it count as played, so that they go back to
+    /// their callbacks, which may enqueue what the cycle waits for. 0 when no cycle waits.
+    let demandPosition = Atomic<Int>(0)
+
+    init(state: UnsafeMutablePointer<State>, queueWake: UnsafeMutablePointer<sem_t>, realtimeWake: UnsafeMutablePointer<sem_t>) {
+        self.state = state
+        self.queueWake = queueWake
+        self.realtimeWake = realtimeWake
     }
 
-    deinit {
-        average.deinitialize(count: channelCount)
-        peak.deinitialize(count: channelCount)
-        average.deallocate()
-        peak.deallocate()
-        sumSquares.deallocate()
-        runningPeak.deallocate()
+    /// Realtime: after a kernel ran, wakes the queue thread if its `outcome` asks for it.
+    @inline(__always)
+    func cycleEnded(_ outcome: UInt32) {
+        if outcome & realtimeWakeQueueThread != 0 { sem_post(queueWake) }
     }
 
-    /// The last window's (RMS, peak) of `channel`, linear 0...1 for full scale.
-    public func level(_ channel: Int) -> (average: Float, peak: Float) {
-        (Float(bitPattern: average[channel].load(ordering: .relaxed)).squareRoot(),
-         Float(bitPattern: peak[channel].load(ordering: .relaxed)))
-    }
-
-    /// Clears the published levels (when metering is switched on, or the queue stops).
-    public func clear() {
-        for c in 0..<channelCount {
-            average[c].store(0, ordering: .relaxed)
-            peak[c].store(0, ordering: .relaxed)
+    /// Not realtime (freewheel, ManualDriver: cycles that may wait): wakes the queue thread
+    /// and waits for it until `ready()`, checked before each wait, or five seconds passed.
+    func waitForQueueThread(until ready: () -> Bool) {
+        // The limit is kept by the clock, not by counting wake-ups: the semaphore keeps the posts
+        // of every cycle that did not wait, and a burst of them would otherwise use up the five
+        // seconds in microseconds, and the cycle would drop what it was waiting for.
+        let giveUp = HostClock.nanoseconds() + 5_000_000_000
+        while HostClock.nanoseconds() < giveUp {
+            if ready() { return }
+            var deadline = timespec()
+            clock_gettime(CLOCK_REALTIME, &deadline)
+            deadline.tv_nsec += 20_000_000
+            if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
+            sem_post(queueWake)
+            _ = sem_timedwait(realtimeWake, &deadline)
         }
     }
+}
+
+/// Replaces a queue's realtime state with no cycle in progress (a ring resized while the
+/// queue is stopped): detaches the realtime entry, puts `replacement` in `context`, attaches
+/// `entry` again, and frees `old`. Not realtime: a control thread.
+func swapRealtimeState<State: ~Copyable>(
+    on device: AudioDevice, context: UnsafeMutablePointer<RealtimeContext<State>>,
+    to replacement: consuming RealtimeContext<State>, entry: RealtimeEntry, freeing old: UnsafeMutablePointer<State>
+) {
+    device.setProcessor(nil)
+    let oldContext = context.move()
+    context.initialize(to: replacement)
+    _ = consume oldContext
+    device.setProcessor(RealtimeProcessor(context: UnsafeMutableRawPointer(context), entry: entry))
+    old.deinitialize(count: 1)
+    old.deallocate()
 }

@@ -1,0 +1,172 @@
+import Glibc
+import Synchronization
+
+// An input queue's realtime side: the JACK cycle captures the ports into the ring.
+// No locks, no allocation, no reference counting, no waiting, no C calls in the kernels.
+
+/// What the realtime entry of an input queue holds.
+typealias InputRealtimeContext = RealtimeContext<InputRealtimeState>
+
+/// The realtime entry of input queues (installed on the device).
+let inputRealtimeEntry: RealtimeEntry = { context, frameTime, frameCount, ports, mayWait in
+    let c = context.assumingMemoryBound(to: InputRealtimeContext.self)
+    if mayWait { waitForInputSpace(c, frames: Int(frameCount)) }
+    c.pointee.cycleEnded(captureInputCycle(c.pointee.state, frameTime: frameTime, frameCount: Int(frameCount), ports: ports))
+}
+
+/// Not realtime (freewheel, ManualDriver): waits for ring space rather than drop.
+private func waitForInputSpace(_ c: UnsafeMutablePointer<InputRealtimeContext>, frames: Int) {
+    let s = c.pointee.state
+    let core = s.pointee.core
+    c.pointee.waitForQueueThread {
+        core.pointee.mode != ModeCode.running || core.pointee.commands.peek() != nil
+            || s.pointee.ring.writableFrames() >= frames
+    }
+}
+
+/// Applies queued commands to an input queue's realtime state (no cycle running).
+func applyInputCommandsDirectly(_ s: UnsafeMutablePointer<InputRealtimeState>) {
+    let none = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 1)
+    defer { none.deallocate() }
+    let frame = s.pointee.publication.time.read()?.cycleFrame ?? 0
+    // A zero-frame cycle applies commands; a start stays armed until a real cycle.
+    var pendingStart: RealtimeCommand?
+    var others: [RealtimeCommand] = []
+    while let command = s.pointee.commands.pop() {
+        if command.kind == .start { pendingStart = command } else { others.append(command); pendingStart = nil }
+    }
+    for command in others { _ = s.pointee.commands.push(command) }
+    _ = captureInputCycle(s, frameTime: frame, frameCount: 0, ports: none)
+    if let pendingStart { _ = s.pointee.commands.push(pendingStart) }
+}
+
+/// Captures one JACK cycle of an input queue from its ports into the ring.
+///
+/// Starts on exactly the requested device frame; when the ring is full the
+/// frames are dropped, counted and reported as a gap at their ring position,
+/// so queue time stays right. Realtime: no locks, no allocation, no waiting.
+@_noLocks
+public func captureInputCycle(
+    _ s: UnsafeMutablePointer<InputRealtimeState>, frameTime: Int64, frameCount n: Int,
+    ports: UnsafePointer<UnsafeMutablePointer<Float>>
+) -> UInt32 {
+    var outcome: UInt32 = 0
+    let c = s.pointee.core
+    if applyCommands(InputSide(s: s)) { outcome |= realtimeWakeQueueThread }
+
+    // Cycles the server skipped (an xrun left this client out): their frames were never
+    // captured; they become a gap, so queue time stays right and the loss is reported.
+    // A jump in frame time is judged over the next cycles (see CycleSkipTracker); meanwhile
+    // cycles are captured on the continuous timeline and held back, so that a confirmed
+    // loss still goes before them.
+    let verdict = judgeCycle(&c.pointee.skips, frameTime: frameTime, frameCount: n,
+                             tracking: c.pointee.mode == ModeCode.running)
+    let frameTime = verdict.frame
+    if verdict.resolved {
+        publishHeldInput(s, loss: c.pointee.mode == ModeCode.running ? verdict.confirmedLoss : 0)
+        outcome |= realtimeWakeQueueThread
+    }
+    let holding = c.pointee.skips.pending > 0
+
+    guard let offset = startOffset(c, frameTime: frameTime, frameCount: n, outcome: &outcome) else { return outcome }
+
+    guard c.pointee.mode == ModeCode.running else {
+        publishIdleCycle(c, frameTime: frameTime, frameCount: n)
+        return outcome
+    }
+
+    let queueFramesAtCycleStart = c.pointee.queueFrames - Int64(offset)
+    let wanted = n - offset
+    let space = s.pointee.ring.writableFrames() - s.pointee.heldFrames
+    let count = min(wanted, space)
+    if count > 0 && holding {
+        s.pointee.ring.writeUnpublished(UnsafeRawPointer(ports).assumingMemoryBound(to: UnsafePointer<Float>.self),
+                                        offset: offset, count: count, after: s.pointee.heldFrames)
+        s.pointee.heldFrames += count
+    } else if count > 0 {
+        s.pointee.ring.write(UnsafeRawPointer(ports).assumingMemoryBound(to: UnsafePointer<Float>.self),
+                             offset: offset, count: count)
+    }
+    if count < wanted {
+        // (While holding, a full ring settles the jump as a loss first, so positions stay in order.)
+        if holding { _ = settleHeldInput(s) }
+        let lost = wanted - count
+        let position = s.pointee.ring.writeIndex.load(ordering: .relaxed)
+        // A gap still waiting for room in the gap ring takes these frames too, so the total stays right.
+        var gap = s.pointee.pendingGap
+        if gap.count == 0 { gap.position = position }
+        gap.count += lost
+        if s.pointee.gaps.push(gap) { gap.count = 0 }
+        s.pointee.pendingGap = gap
+        c.pointee.publication.lostFrames.wrappingAdd(lost, ordering: .relaxed)
+        outcome |= realtimeWakeQueueThread
+    } else if s.pointee.pendingGap.count > 0, s.pointee.gaps.push(s.pointee.pendingGap) {
+        s.pointee.pendingGap.count = 0
+    }
+    c.pointee.queueFrames += Int64(wanted)
+    // Wake the queue thread only once there is enough to fill what it waits for.
+    if s.pointee.ring.readableFrames() >= s.pointee.wakeThreshold.load(ordering: .relaxed) {
+        s.pointee.wakeThreshold.store(.max, ordering: .relaxed)
+        outcome |= realtimeWakeQueueThread
+    }
+
+    if s.pointee.meters.enabled.load(ordering: .relaxed) {
+        for c in 0..<s.pointee.channelCount { s.pointee.meters.accumulate(c, ports[c] + offset, count: wanted) }
+        s.pointee.meters.endCycle(frames: wanted)
+    }
+    publishCycle(c, frameTime: frameTime, frameCount: n, queueFramesAtCycleStart: queueFramesAtCycleStart)
+    return outcome
+}
+
+/// Input: settles an unconfirmed jump now (a stop or pause), as a loss, and publishes
+/// the held frames after its gap.
+@_noLocks @inline(__always)
+func settleHeldInput(_ s: UnsafeMutablePointer<InputRealtimeState>) -> Bool {
+    let c = s.pointee.core
+    let loss = c.pointee.skips.pending
+    guard loss > 0 || s.pointee.heldFrames > 0 else { return false }
+    if loss > 0 {
+        c.pointee.skips.expected += loss
+        c.pointee.skips.pending = 0
+        c.pointee.skips.pendingCycles = 0
+    }
+    publishHeldInput(s, loss: loss)
+    return true
+}
+
+/// Input: queues the gap of `loss` frames at the published end of the ring (before the
+/// held frames), then publishes the held frames.
+@_noLocks @inline(__always)
+func publishHeldInput(_ s: UnsafeMutablePointer<InputRealtimeState>, loss: Int64) {
+    let c = s.pointee.core
+    if loss > 0 {
+        var gap = s.pointee.pendingGap
+        if gap.count == 0 { gap.position = s.pointee.ring.writeIndex.load(ordering: .relaxed) }
+        gap.count += Int(loss)
+        if s.pointee.gaps.push(gap) { gap.count = 0 }
+        s.pointee.pendingGap = gap
+        c.pointee.queueFrames += loss
+        c.pointee.publication.lostFrames.wrappingAdd(Int(loss), ordering: .relaxed)
+    }
+    if s.pointee.heldFrames > 0 {
+        s.pointee.ring.publish(s.pointee.heldFrames)
+        s.pointee.heldFrames = 0
+    }
+}
+
+/// An input queue's steps in the shared realtime core.
+struct InputSide: RealtimeSide {
+    let s: UnsafeMutablePointer<InputRealtimeState>
+
+    var core: UnsafeMutablePointer<RealtimeCore> { @inline(__always) get { s.pointee.core } }
+
+    /// Frames held back for an unconfirmed jump are settled (as after a loss) first.
+    @inline(__always) func willHalt() { _ = settleHeldInput(s) }
+
+    /// All frames before the stop position are final.
+    @inline(__always) func didStop() {
+        s.pointee.stopPosition.store(s.pointee.ring.writeIndex.load(ordering: .relaxed), ordering: .releasing)
+    }
+
+    @inline(__always) func applyRingCommand(_ command: RealtimeCommand) {}
+}
