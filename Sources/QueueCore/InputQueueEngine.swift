@@ -67,13 +67,19 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             throw error
         }
         let deviceRate = device.sampleRate
+        // From here on the engine is whole, and its deinit frees the realtime memory: it must be
+        // initialized before anything below can throw.
+        let state = UnsafeMutablePointer<InputRealtimeState>.allocate(capacity: 1)
+        state.initialize(to: InputRealtimeState(
+            channelCount: format.channelCount, ringFrames: Int(deviceRate * Self.defaultRingSeconds),
+            meterWindowFrames: Int(deviceRate * 0.05)))
+        context.initialize(to: InputRealtimeContext(state: state, queueWake: wake.raw, realtimeWake: realtimeWake.raw))
         if self.format.sampleRate != deviceRate {
             do {
                 resampler = try Resampler(inputRate: deviceRate, outputRate: self.format.sampleRate,
                                           channelCount: format.channelCount)
             } catch {
                 device.close()
-                context.deallocate()
                 throw error
             }
         }
@@ -81,11 +87,6 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         stagePlanes = PlaneBuffers(
             channelCount: format.channelCount,
             capacity: Int((Double(chunkFrames) * self.format.sampleRate / deviceRate).rounded(.up)) + 1024)
-        let state = UnsafeMutablePointer<InputRealtimeState>.allocate(capacity: 1)
-        state.initialize(to: InputRealtimeState(
-            channelCount: format.channelCount, ringFrames: Int(deviceRate * Self.defaultRingSeconds),
-            meterWindowFrames: Int(deviceRate * 0.05)))
-        context.initialize(to: InputRealtimeContext(state: state, queueWake: wake.raw, realtimeWake: realtimeWake.raw))
         device.setProcessor(RealtimeProcessor(context: UnsafeMutableRawPointer(context), entry: inputRealtimeEntry))
         finishSetup(threadName: "aq-in")
     }

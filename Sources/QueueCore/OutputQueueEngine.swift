@@ -79,6 +79,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             throw error
         }
         let deviceRate = device.sampleRate
+        // From here on the engine is whole, and its deinit frees the realtime memory: it must be
+        // initialized before anything below can throw.
+        placeholderState.initialize(to: OutputRealtimeState(
+            channelCount: format.channelCount, ringFrames: decodeFrames,
+            meterWindowFrames: Int(deviceRate * 0.05)))
+        context.initialize(to: OutputRealtimeContext(
+            state: placeholderState, queueWake: wake.raw, realtimeWake: realtimeWake.raw))
         if format.sampleRate != deviceRate {
             do {
                 resampler = try Resampler(inputRate: format.sampleRate, outputRate: deviceRate,
@@ -88,16 +95,9 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                     capacity: Int((Double(chunkFrames) * deviceRate / format.sampleRate).rounded(.up)) + 256)
             } catch {
                 device.close()
-                placeholderState.deallocate()
-                context.deallocate()
                 throw error
             }
         }
-        placeholderState.initialize(to: OutputRealtimeState(
-            channelCount: format.channelCount, ringFrames: decodeFrames,
-            meterWindowFrames: Int(deviceRate * 0.05)))
-        context.initialize(to: OutputRealtimeContext(
-            state: placeholderState, queueWake: wake.raw, realtimeWake: realtimeWake.raw))
         device.setProcessor(RealtimeProcessor(context: UnsafeMutableRawPointer(context), entry: outputRealtimeEntry))
         finishSetup(threadName: "aq-out")
     }

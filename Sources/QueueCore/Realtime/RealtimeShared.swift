@@ -221,15 +221,11 @@ struct RealtimeContext<State: ~Copyable>: ~Copyable {
         // The limit is kept by the clock, not by counting wake-ups: the semaphore keeps the posts
         // of every cycle that did not wait, and a burst of them would otherwise use up the five
         // seconds in microseconds, and the cycle would drop what it was waiting for.
-        let giveUp = HostClock.nanoseconds() + 5_000_000_000
-        while HostClock.nanoseconds() < giveUp {
+        let giveUp = Deadline.after(seconds: 5)
+        while !giveUp.hasPassed {
             if ready() { return }
-            var deadline = timespec()
-            clock_gettime(CLOCK_REALTIME, &deadline)
-            deadline.tv_nsec += 20_000_000
-            if deadline.tv_nsec >= 1_000_000_000 { deadline.tv_sec += 1; deadline.tv_nsec -= 1_000_000_000 }
             sem_post(queueWake)
-            _ = sem_timedwait(realtimeWake, &deadline)
+            _ = semaphoreWait(realtimeWake, until: .after(nanoseconds: 20_000_000))
         }
     }
 }
