@@ -250,7 +250,7 @@ func streamFormat(_ asbd: AudioStreamBasicDescription, allowsZeroRate: Bool) thr
     case kAudioFormatULaw: encoding = .muLaw
     case kAudioFormatALaw: encoding = .aLaw
     default:
-        throw QueueError.unsupportedFormat("format \(fourCharString(OSStatus(bitPattern: asbd.mFormatID))) (queues take linear PCM, µ-law and A-law)")
+        throw QueueError.unsupportedFormat("format \(fourCharacterCode(asbd.mFormatID)) (queues take linear PCM, µ-law and A-law)")
     }
     let flags = asbd.mFormatFlags
     if encoding == .linearPCM, flags & kAudioFormatFlagIsFloat != 0, flags & kAudioFormatFlagIsSignedInteger != 0 {

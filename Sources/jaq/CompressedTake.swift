@@ -1,5 +1,6 @@
 import AudioToolbox
 import Foundation
+import QueueCore
 import Synchronization
 
 /// `jaq record -f m4a` (AAC, or ALAC with --codec alac) and `-f caf --codec aac|alac`: the
@@ -232,9 +233,5 @@ extension RecordCommand {
         var cookie = [UInt8](repeating: 0, count: Int(size))
         guard AudioQueueGetProperty(queue, kAudioQueueProperty_MagicCookie, &cookie, &size) == noErr else { return }
         AudioFileSetProperty(file, kAudioFilePropertyMagicCookieData, size, cookie)
-    }
-
-    private func fourCharacterCode(_ code: UInt32) -> String {
-        "'" + String(decoding: withUnsafeBytes(of: code.bigEndian) { Array($0) }, as: UTF8.self) + "'"
     }
 }
