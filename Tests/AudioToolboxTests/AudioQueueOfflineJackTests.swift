@@ -43,15 +43,17 @@ import SoundFile
     /// The program rendered offline (float32 stereo at 48 kHz) on a ManualDriver with JACK's period.
     func renderProgram(rate: Double, tapped: Bool, frames: Int) throws -> [Float] {
         let log = TapLog()
-        let rendered: [Float] = try withProvider(ManualDriver(periodFrames: 256)) {
+        let rendered: [Float]
+        do {
+            let device = ManualDriver(periodFrames: 256)
             let offlineContext = ProgramContext(rate: rate)
-            let queue = try makeProgramQueue(offlineContext)
+            let queue = try makeProgramQueue(offlineContext, device: device)
             defer { AudioQueueDispose(queue, true) }
             tapIfAsked(queue, tapped, log)
             var format = lpcm(rate: 48000, channels: 2, bits: 32, float: true)
             #expect(AudioQueueSetOfflineRenderFormat(queue, &format, nil) == noErr)
             #expect(AudioQueueStart(queue, nil) == noErr)
-            return try renderOffline(queue, channels: 2, frames: frames, request: 4096)
+            rendered = try renderOffline(queue, channels: 2, frames: frames, request: 4096)
         }
         #expect(log.calls.withLock { $0.isEmpty } != tapped, "the tap ran in the offline render")
         return rendered
@@ -74,15 +76,14 @@ import SoundFile
         let context = ProgramContext(rate: rate)
         let liveLog = TapLog()
         try JackServer.withInProcessClients {
-            try withProvider(JackDriver(serverName: server.name)) {
-                let queue = try makeProgramQueue(context)
-                defer { AudioQueueDispose(queue, true) }
-                tapIfAsked(queue, tapped, liveLog)
-                var target: CFString? = CFString.make(capturePorts.joined(separator: ","))
-                #expect(AudioQueueSetProperty(queue, kAudioQueueProperty_CurrentDevice, &target, 8) == noErr)
-                #expect(AudioQueueStart(queue, nil) == noErr)
-                #expect(eventually(10) { context.finished.withLock { $0 } && !isRunning(queue) })
-            }
+            let device = JackDriver(serverName: server.name)
+            let queue = try makeProgramQueue(context, device: device)
+            defer { AudioQueueDispose(queue, true) }
+            tapIfAsked(queue, tapped, liveLog)
+            var target: CFString? = CFString.make(capturePorts.joined(separator: ","))
+            #expect(AudioQueueSetProperty(queue, kAudioQueueProperty_CurrentDevice, &target, 8) == noErr)
+            #expect(AudioQueueStart(queue, nil) == noErr)
+            #expect(eventually(10) { context.finished.withLock { $0 } && !isRunning(queue) })
         }
         capture.waitUntilExit()
         #expect(capture.terminationStatus == 0)
