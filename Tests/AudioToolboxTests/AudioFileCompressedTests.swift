@@ -2,6 +2,7 @@ import AudioToolbox
 import Foundation
 import SoundFile
 import Testing
+import JackTestSupport
 
 /// FLAC, Ogg Vorbis, Ogg Opus and MP3 files are written from linear PCM (libsndfile encodes)
 /// and read as their decoded linear PCM.

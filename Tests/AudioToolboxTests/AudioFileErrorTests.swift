@@ -1,6 +1,7 @@
 @testable import AudioToolbox
 import Foundation
 import Testing
+import JackTestSupport
 
 /// Every bad input returns its result code, never a crash.
 @Suite struct AudioFileErrorTests {

@@ -1,6 +1,7 @@
 import AudioToolbox
 import Foundation
 import Testing
+import JackTestSupport
 
 @Suite struct AudioFilePropertyTests {
     let scratch: Scratch

@@ -1,6 +1,7 @@
 import AudioToolbox
 import Foundation
 import Testing
+import JackTestSupport
 
 /// One writable container and one sample format it holds.
 struct StoredFormat: Sendable, CustomTestStringConvertible {

@@ -1,18 +1,7 @@
 import AudioToolbox
 import Foundation
 import Testing
-
-/// A fresh directory for one test's files, removed when the test ends.
-final class Scratch {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("jaq-audiofile-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    func url(_ name: String) -> URL { url.appendingPathComponent(name) }
-    func path(_ name: String) -> String { url(name).path }
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
+import JackTestSupport
 
 /// A sample encoding of an ASBD, as the tests name them.
 enum Encoding: String, CaseIterable, Sendable {
@@ -212,15 +201,6 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     let stdout = try Data(contentsOf: scratch.url("out"))
     let stderr = String(decoding: try Data(contentsOf: scratch.url("err")), as: UTF8.self)
     return (process.terminationStatus, stdout, stderr)
-}
-
-/// The path of a tool on PATH, or nil.
-func tool(_ name: String) -> String? {
-    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-        let candidate = "\(directory)/\(name)"
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-    }
-    return nil
 }
 
 /// Decodes packed data described by `format` to left-justified 32-bit samples, the way

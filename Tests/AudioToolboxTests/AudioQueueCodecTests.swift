@@ -5,10 +5,13 @@ import Testing
 import AudioToolbox
 @testable import AudioCodec
 import QueueCore
+import JackTestSupport
 
 /// Compressed queues through the public API on a ManualDriver: packets with descriptions
 /// decoded by output queues, packets made by input queues, their cookies and errors.
-@Suite struct AudioQueueCodecTests {
+/// One case at a time: each encodes or decodes as fast as a ManualDriver runs, and two
+/// encoders sharing two cores starve the queue thread (an Opus take came back empty).
+@Suite(.serialized) struct AudioQueueCodecTests {
     // MARK: A packet player in the guide's style (Listing 3-x, the VBR branch)
 
     /// What the output callback reads packets from: the guide's AQPlayerState, with an array of
@@ -309,7 +312,7 @@ import QueueCore
         driver.run(cycles: cycles)
         #expect(AudioQueueStop(q, false) == noErr)
         // Stop(false) delivers everything captured, the encoder's last packets included, then IsRunning goes to 0.
-        #expect(eventually {
+        #expect(waitUntil {
             var running: UInt32 = 1
             var size = UInt32(4)
             AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size)

@@ -4,6 +4,7 @@ import Dispatch
 import Synchronization
 import AudioToolbox
 import QueueCore
+import JackTestSupport
 
 /// The threads (pthread ids) the output callback below ran on.
 let outputCallbackThreads = Mutex<Set<UInt>>([])
@@ -118,7 +119,7 @@ func threadNamingOutputCallback(_ user: UnsafeMutableRawPointer?, _ queue: Audio
         #expect(AudioQueueEnqueueBuffer(out, buffer!, 0, nil) == noErr)
         #expect(AudioQueueStart(out, nil) == noErr)
         driver.run(cycles: 8)
-        #expect(eventually { onQueue.withLock { $0.count } == 1 })
+        #expect(waitUntil { onQueue.withLock { $0.count } == 1 })
         var input: AudioQueueRef?
         let frames = Mutex(0)
         #expect(AudioQueueNewInputWithDispatchQueue(&input, &format, 0, callbacks, device: driver) { queue, buffer, time, packets, _ in
@@ -132,7 +133,7 @@ func threadNamingOutputCallback(_ user: UnsafeMutableRawPointer?, _ queue: Audio
         #expect(AudioQueueEnqueueBuffer(inq, inBuffer!, 0, nil) == noErr)
         #expect(AudioQueueStart(inq, nil) == noErr)
         driver.run(cycles: 8)
-        #expect(eventually { frames.withLock { $0 } >= 7 * 256 })
+        #expect(waitUntil { frames.withLock { $0 } >= 7 * 256 })
         #expect(onQueue.withLock { $0 }.allSatisfy { $0 })
         #expect(AudioQueueDispose(out, true) == noErr)
         #expect(AudioQueueDispose(inq, true) == noErr)

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import AudioToolbox
 import QueueCore
+import JackTestSupport
 
 /// Recording queues through the public API on a ManualDriver.
 @Suite struct AudioQueueInputTests {
@@ -44,7 +45,7 @@ import QueueCore
         time.mFlags = .sampleTimeValid
         #expect(AudioQueueStart(setup.queue, &time) == noErr)
         driver.run(frames: 48000 + 2000)
-        #expect(eventually { setup.context.samples.withLock { $0.count } >= 2 * 48000 })
+        #expect(waitUntil { setup.context.samples.withLock { $0.count } >= 2 * 48000 })
         #expect(AudioQueueStop(setup.queue, true) == noErr)
         let samples = setup.context.samples.withLock { $0 }
         // The first recorded frame is exactly device frame `start`.
@@ -91,8 +92,8 @@ import QueueCore
         #expect(AudioQueueStart(setup.queue, nil) == noErr)
         driver.run(cycles: 40)
         #expect(AudioQueueStop(setup.queue, false) == noErr)
-        #expect(eventually { setup.context.samples.withLock { $0.count } >= 80 * 128 * 2 })
-        #expect(eventually {
+        #expect(waitUntil { setup.context.samples.withLock { $0.count } >= 80 * 128 * 2 })
+        #expect(waitUntil {
             var running: UInt32 = 1
             var size = UInt32(4)
             AudioQueueGetProperty(setup.queue, kAudioQueueProperty_IsRunning, &running, &size)
@@ -131,18 +132,18 @@ import QueueCore
         #expect(AudioQueueStart(setup.queue, nil) == noErr)
         let started = driver.frameTime
         driver.run(cycles: 8)
-        #expect(eventually { setup.context.samples.withLock { $0.count } == 8 * 256 * 2 })
+        #expect(waitUntil { setup.context.samples.withLock { $0.count } == 8 * 256 * 2 })
         // The application stalls: the ring (8192 frames) fills, then frames are lost.
         setup.context.stall.withLock { $0 = true }
         driver.run(cycles: 60)
         setup.context.stall.withLock { $0 = false }
         // Once the application has caught up to the loss (it is reported then), more
         // cycles bring the frames after it.
-        #expect(eventually { counter.count.withLock { $0 } >= 1 })
+        #expect(waitUntil { counter.count.withLock { $0 } >= 1 })
         driver.run(cycles: 20)
         #expect(AudioQueueStop(setup.queue, false) == noErr)
         // Stop(false) delivers what was captured, then the queue stops.
-        #expect(eventually {
+        #expect(waitUntil {
             var running: UInt32 = 1
             var size = UInt32(4)
             return AudioQueueGetProperty(setup.queue, kAudioQueueProperty_IsRunning, &running, &size) == noErr && running == 0
@@ -194,7 +195,7 @@ import QueueCore
         #expect(AudioQueueStart(setup.queue, nil) == noErr)
         let started = driver.frameTime
         driver.run(cycles: 25)  // 2500 frames: two full buffers and half of the third
-        #expect(eventually { setup.context.starts.withLock { $0.count } == 2 })
+        #expect(waitUntil { setup.context.starts.withLock { $0.count } == 2 })
         #expect(AudioQueueStop(setup.queue, true) == noErr)
         let starts = setup.context.starts.withLock { $0 }
         #expect(starts.count >= 3)
@@ -227,8 +228,8 @@ import QueueCore
         #expect(AudioQueueStart(setup.queue, nil) == noErr)
         driver.run(cycles: 15)
         driver.devices.last!.simulateShutdown()
-        #expect(eventually { setup.context.starts.withLock { $0.map(\.packets).reduce(0, +) } == 1500 })
-        #expect(eventually {
+        #expect(waitUntil { setup.context.starts.withLock { $0.map(\.packets).reduce(0, +) } == 1500 })
+        #expect(waitUntil {
             var running: UInt32 = 1
             var size = UInt32(4)
             AudioQueueGetProperty(setup.queue, kAudioQueueProperty_IsRunning, &running, &size)
@@ -257,7 +258,7 @@ import QueueCore
         let started = driver.frameTime
         driver.run(cycles: 30)
         #expect(AudioQueueStop(setup.queue, false) == noErr)
-        #expect(eventually { setup.context.bytes.withLock { $0.count } == 30 * 160 })
+        #expect(waitUntil { setup.context.bytes.withLock { $0.count } == 30 * 160 })
         let bytes = setup.context.bytes.withLock { $0 }
         #expect(firstMismatch(bytes, (0..<bytes.count).map { code(started + Int64($0)) }) == nil, "\(name)")
         #expect(AudioQueueDispose(setup.queue, true) == noErr)

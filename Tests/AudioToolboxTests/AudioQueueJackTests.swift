@@ -69,7 +69,7 @@ import QueueCore
             #expect(AudioQueueDeviceGetNearestStartTime(out, &when, 0) == noErr)
             #expect(AudioQueueStart(inq, &when) == noErr)
             #expect(AudioQueueStart(out, &when) == noErr)
-            #expect(eventually(10) { context.samples.withLock { $0.count } >= 2 * 4096 })
+            #expect(waitUntil(10) { context.samples.withLock { $0.count } >= 2 * 4096 })
             #expect(AudioQueueStop(inq, true) == noErr)
             let recorded = context.samples.withLock { $0 }
             let floats = recorded.withUnsafeBufferPointer { raw in
@@ -122,7 +122,7 @@ import QueueCore
             #expect(AudioQueueStart(inq, nil) == noErr)
             #expect(AudioQueueStart(out, nil) == noErr)
             #expect(AudioQueueStop(out, false) == noErr)
-            #expect(eventually(10) { log.dates.withLock { $0.count } == 2 })
+            #expect(waitUntil(10) { log.dates.withLock { $0.count } == 2 })
             usleep(100_000)
             #expect(AudioQueueStop(inq, true) == noErr)
             let raw = context.samples.withLock { $0 }
@@ -161,7 +161,7 @@ import QueueCore
                 #expect(AudioQueueEnqueueBuffer(q, b!, 0, nil) == noErr)
             }
             #expect(AudioQueueStart(q, nil) == noErr)
-            #expect(eventually(5) { context.starts.withLock { $0.count } >= 3 })
+            #expect(waitUntil(5) { context.starts.withLock { $0.count } >= 3 })
             var before = AudioTimeStamp()
             #expect(AudioQueueGetCurrentTime(q, nil, &before, nil) == noErr)
             server.stop()
@@ -173,7 +173,7 @@ import QueueCore
                 AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size)
                 return running
             }
-            #expect(eventually(10) { isRunning() == 0 })
+            #expect(waitUntil(10) { isRunning() == 0 })
             let starts = context.starts.withLock { $0 }
             let delivered = starts.map { Double($0.packets) }.reduce(0, +)
             #expect(delivered >= before.mSampleTime, "every frame captured before the server went is delivered")
@@ -202,9 +202,9 @@ import QueueCore
                 handleOutputBuffer(user, q, b!)
             }
             #expect(AudioQueueStart(q, nil) == noErr)
-            #expect(eventually(5) { context.runningChanges.withLock { $0 } == [1] })
+            #expect(waitUntil(5) { context.runningChanges.withLock { $0 } == [1] })
             server.stop()
-            #expect(eventually(10) { context.runningChanges.withLock { $0 } == [1, 0] })
+            #expect(waitUntil(10) { context.runningChanges.withLock { $0 } == [1, 0] })
             #expect(AudioQueueStart(q, nil) == kAudioQueueErr_QueueInvalidated)
             let start = Date()
             #expect(AudioQueueDispose(q, true) == noErr)

@@ -4,6 +4,7 @@ import Glibc
 import Synchronization
 import AudioToolbox
 import QueueCore
+import JackTestSupport
 
 /// What a misbehaving caller gets: a result code, never a trap, a hang or freed memory.
 /// Each test is one finding of the API walk (AudioQueueAPIWalkTests), kept as a regression test.
@@ -185,8 +186,8 @@ import QueueCore
         #expect(gate.waitForEntry())
         #expect(AudioQueueFreeBuffer(q, b) == kAudioQueueErr_BufferInQueue)
         gate.release()
-        #expect(eventually { gate.returned.load(ordering: .acquiring) })
-        #expect(eventually { AudioQueueFreeBuffer(q, b) == noErr }, "once the callback returned, the buffer is free")
+        #expect(waitUntil { gate.returned.load(ordering: .acquiring) })
+        #expect(waitUntil { AudioQueueFreeBuffer(q, b) == noErr }, "once the callback returned, the buffer is free")
         #expect(AudioQueueDispose(q, true) == noErr)
     }
 
@@ -246,7 +247,7 @@ import QueueCore
         #expect(AudioQueueEnqueueBuffer(q, buffers[0], 0, nil) == noErr)
         #expect(AudioQueueStart(q, nil) == noErr)
         driver.run(cycles: 2)
-        #expect(eventually { heard.calls.withLock { !$0.isEmpty } })
+        #expect(waitUntil { heard.calls.withLock { !$0.isEmpty } })
         driver.run(cycles: 2)
         usleep(50_000)
         #expect(heard.calls.withLock { $0 } == ["dispose"])

@@ -9,27 +9,6 @@ import SoundFile
 /// Offline render against JACK: jack_capture records what a queue plays on a private
 /// server; the same program rendered offline must equal it, sample for sample.
 @Suite(.serialized) struct AudioQueueOfflineJackTests {
-    func waitForPorts(_ server: JackServer, containing fragment: String, count: Int) -> [String] {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            let list = ((try? server.run(["jack_lsp"])) ?? "").split(separator: "\n").map(String.init).filter { $0.contains(fragment) }
-            if list.count >= count { return list.sorted() }
-            usleep(50_000)
-        }
-        return []
-    }
-
-    /// The recording of jack_capture (float WAV) as planes.
-    func readPlanes(_ path: String) throws -> [[Float]] {
-        let file = try SoundFile(path: path, mode: .read)
-        let channels = file.info.channelCount
-        var samples = [Float](repeating: 0, count: Int(file.info.frameCount) * channels)
-        let transfer = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
-        try file.close()
-        let all = Array(samples[0..<(transfer.count * channels)])
-        return (0..<channels).map { deinterleave(all, channels: channels, channel: $0) }
-    }
-
     /// Installs a pre-effects tap halving every sample (gainTap) when `tapped`.
     func tapIfAsked(_ queue: AudioQueueRef, _ tapped: Bool, _ log: TapLog) {
         guard tapped else { return }
@@ -71,7 +50,7 @@ import SoundFile
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let capture = try server.spawn(["jack_capture", "--daemon", "-d", "4", "-c", "2", "--manual-connections",
                                         "\(dir)/captured.wav"], output: "\(dir)/capture.log")
-        let capturePorts = waitForPorts(server, containing: "jack_capture", count: 2)
+        let capturePorts = waitForPorts(server, containing: "jack_capture", count: 2) ?? []
         #expect(capturePorts.count == 2)
         let context = ProgramContext(rate: rate)
         let liveLog = TapLog()
@@ -83,7 +62,7 @@ import SoundFile
             var target: CFString? = CFString.make(capturePorts.joined(separator: ","))
             #expect(AudioQueueSetProperty(queue, kAudioQueueProperty_CurrentDevice, &target, 8) == noErr)
             #expect(AudioQueueStart(queue, nil) == noErr)
-            #expect(eventually(10) { context.finished.withLock { $0 } && !isRunning(queue) })
+            #expect(waitUntil(10) { context.finished.withLock { $0 } && !isRunning(queue) })
         }
         capture.waitUntilExit()
         #expect(capture.terminationStatus == 0)

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import AudioToolbox
 import QueueCore
+import JackTestSupport
 
 /// A playback program that uses what offline rendering must reproduce: callbacks that
 /// refill, volume and pan events at buffer starts (ramped), trims, a timed buffer after
@@ -142,7 +143,7 @@ func deinterleave(_ samples: [Float], channels: Int, channel: Int) -> [Float] {
             #expect(AudioQueueStart(queue, nil) == noErr)
             let out = try renderOffline(queue, channels: 2, frames: frames, request: 1000)
             #expect(context.errors.withLock { $0 }.isEmpty)
-            #expect(eventually { !isRunning(queue) }, "the queue played out and stopped")
+            #expect(waitUntil { !isRunning(queue) }, "the queue played out and stopped")
             rendered = out
         }
         for c in 0..<2 {

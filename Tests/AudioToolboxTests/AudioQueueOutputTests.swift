@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import AudioToolbox
 import QueueCore
+import JackTestSupport
 
 /// Playback queues through the public API on a ManualDriver: deterministic, no server.
 @Suite struct AudioQueueOutputTests {
@@ -54,7 +55,7 @@ import QueueCore
         driver.startRecordingPlayback()
         #expect(AudioQueueStart(setup.queue, nil) == noErr)
         runUntilStopped(setup)
-        #expect(eventually { context.runningChanges.withLock { $0 } == [1, 0] })
+        #expect(waitUntil { context.runningChanges.withLock { $0 } == [1, 0] })
         for channel in 0..<2 {
             let played = driver.recordedPlayback(port: channel).samples
             let first = try #require(played.firstIndex { $0 != 0 })
@@ -108,14 +109,14 @@ import QueueCore
         let setup = try makeQueue(driver, context)
         #expect(AudioQueueStart(setup.queue, nil) == noErr)
         driver.run(cycles: 4)
-        #expect(eventually { context.runningChanges.withLock { $0 } == [1] }, "the queue is running")
+        #expect(waitUntil { context.runningChanges.withLock { $0 } == [1] }, "the queue is running")
         context.isRunningFlag.withLock { $0 = false }  // the callback no longer refills
         let before = context.callbacks.withLock { $0 }
         driver.startRecordingPlayback()
         #expect(AudioQueueStop(setup.queue, true) == noErr)
         // Every buffer still queued came back through the callback, once.
         #expect(context.callbacks.withLock { $0 } >= before)
-        #expect(eventually { context.runningChanges.withLock { $0 } == [1, 0] })
+        #expect(waitUntil { context.runningChanges.withLock { $0 } == [1, 0] })
         driver.run(cycles: 10)
         #expect(driver.recordedPlayback(port: 0).samples.allSatisfy { $0 == 0 }, "nothing plays after Stop(true)")
         // All buffers are the application's again: each can be freed.
@@ -158,7 +159,7 @@ import QueueCore
         driver.run(cycles: 10)
         // The listener reads IsRunning when it is called, as on Apple platforms: let it see
         // the queue running before the play-out, which the manual clock runs in no time.
-        #expect(eventually { context.runningChanges.withLock { $0 } == [1] }, "the queue is running")
+        #expect(waitUntil { context.runningChanges.withLock { $0 } == [1] }, "the queue is running")
         #expect(AudioQueueStop(setup.queue, false) == noErr)  // again: it is playing out already
         #expect(AudioQueuePause(setup.queue) == noErr)
         var paused = AudioTimeStamp()
@@ -170,7 +171,7 @@ import QueueCore
                 "a queue playing out pauses")
         #expect(AudioQueueStart(setup.queue, nil) == noErr)
         runUntilStopped(setup)
-        #expect(eventually { context.runningChanges.withLock { $0 } == [1, 0] },
+        #expect(waitUntil { context.runningChanges.withLock { $0 } == [1, 0] },
                 "IsRunning listener saw \(context.runningChanges.withLock { $0 })")
         let played = driver.recordedPlayback(port: 0).samples
         #expect(played[(10 * 128)..<(30 * 128)].allSatisfy { $0 == 0 })
@@ -459,13 +460,13 @@ import QueueCore
         let setup = try makeQueue(driver, context)
         #expect(AudioQueueStart(setup.queue, nil) == noErr)
         driver.run(cycles: 5)
-        #expect(eventually { context.runningChanges.withLock { $0 } == [1] })
+        #expect(waitUntil { context.runningChanges.withLock { $0 } == [1] })
         var name: CFString?
         var size = UInt32(8)
         #expect(AudioQueueGetProperty(setup.queue, kAudioQueueProperty_JACKClientName, &name, &size) == noErr)
         let device = try #require(driver.devices.first { $0.clientName == String(name!) })
         device.simulateShutdown()
-        #expect(eventually { context.runningChanges.withLock { $0 } == [1, 0] })
+        #expect(waitUntil { context.runningChanges.withLock { $0 } == [1, 0] })
         #expect(AudioQueueStart(setup.queue, nil) == kAudioQueueErr_QueueInvalidated)
         #expect(AudioQueueEnqueueBuffer(setup.queue, setup.buffers[0], 0, nil) != noErr)
         #expect(AudioQueueDispose(setup.queue, true) == noErr)

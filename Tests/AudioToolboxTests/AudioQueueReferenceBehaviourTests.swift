@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 @testable import AudioToolbox
 import QueueCore
+import JackTestSupport
 
 /// A playback callback that blocks while `stall` is set (a callback holding the queue thread).
 final class StallingContext: @unchecked Sendable {
@@ -58,7 +59,7 @@ func stallingOutputCallback(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
         #expect(firstMismatch(context.samples.withLock { $0 }, expectedCapture(from: start, frames: 768)) == nil)
         // Capture goes on into the next buffer, from frame 768.
         driver.run(cycles: 16)
-        #expect(eventually { context.starts.withLock { $0.count } == 2 })
+        #expect(waitUntil { context.starts.withLock { $0.count } == 2 })
         #expect(context.starts.withLock { $0.last?.sampleTime } == 768)
         #expect(firstMismatch(context.samples.withLock { $0 }, expectedCapture(from: start, frames: 768 + 4096)) == nil)
     }
@@ -70,10 +71,10 @@ func stallingOutputCallback(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
         let start = driver.frameTime
         #expect(AudioQueueStart(queue, nil) == noErr)
         driver.run(cycles: 6)
-        #expect(eventually { context.starts.withLock { $0.count } == 1 })
+        #expect(waitUntil { context.starts.withLock { $0.count } == 1 })
         #expect(AudioQueueDispose(queue, false) == noErr)
         // The 512 frames in the second buffer come back before the queue goes away.
-        #expect(eventually { AudioQueueStop(queue, true) == kAudio_ParamError }, "the queue is disposed of")
+        #expect(waitUntil { AudioQueueStop(queue, true) == kAudio_ParamError }, "the queue is disposed of")
         let sizes: [UInt32] = context.starts.withLock { $0.map(\.bytes) }
         // Then the buffers left, empty, as Stop(false) returns them.
         #expect(Array(sizes.prefix(2)) == [4096, 2048])
@@ -103,7 +104,7 @@ func stallingOutputCallback(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
         }
         #expect(AudioQueueStart(output, nil) == noErr)
         driver.run(cycles: 5)
-        #expect(eventually { stalling.entered.withLock { $0 } == 1 })
+        #expect(waitUntil { stalling.entered.withLock { $0 } == 1 })
         let began = Date()
         #expect(AudioQueueReset(output) == kAudioQueueErr_InvalidRunState)
         #expect(Date().timeIntervalSince(began) >= 0.25)
@@ -245,7 +246,7 @@ func propertyChangeListener(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
         #expect(AudioQueueStop(q, true) == noErr)
         #expect(AudioQueueSetOfflineRenderFormat(q, &offline, nil) == noErr)
         #expect(AudioQueueSetOfflineRenderFormat(q, nil, nil) == noErr)
-        #expect(eventually { log.ids.withLock { $0.count } == 2 })
+        #expect(waitUntil { log.ids.withLock { $0.count } == 2 })
         var channels: UInt32 = 0
         var four = UInt32(4)
         #expect(AudioQueueGetProperty(q, kAudioQueueDeviceProperty_NumberChannels, &channels, &four) == noErr)
@@ -273,7 +274,7 @@ func propertyChangeListener(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
                                       UInt32(2 * MemoryLayout<AudioQueueChannelAssignment>.size)) == noErr)
         #expect(AudioQueueStart(q, nil) == noErr)
         driver.run(cycles: 2)
-        #expect(eventually { context.samples.withLock { $0.count } >= 512 })
+        #expect(waitUntil { context.samples.withLock { $0.count } >= 512 })
         let samples = context.samples.withLock { $0 }
         #expect(samples[0] == 3 * 4096 && samples[1] == 1 * 4096, "channel 1 from capture 3, channel 2 from capture 1")
         withExtendedLifetime(names) {}
@@ -310,7 +311,7 @@ func propertyChangeListener(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
         #expect(AudioQueueGetProperty(q, kAudioQueueProperty_ConverterError, &error, &size) == noErr)
         #expect(error == 0)
         try #require(driver.devices.first).simulateSampleRateChange(44100)
-        #expect(eventually { Set(log.ids.withLock { $0 }) == [kAudioQueueDeviceProperty_SampleRate, kAudioQueueProperty_ConverterError] })
+        #expect(waitUntil { Set(log.ids.withLock { $0 }) == [kAudioQueueDeviceProperty_SampleRate, kAudioQueueProperty_ConverterError] })
         // The queue's converter was made for 48 kHz: 'fmt?' (kAudioConverterErr_FormatNotSupported).
         #expect(AudioQueueGetProperty(q, kAudioQueueProperty_ConverterError, &error, &size) == noErr)
         #expect(OSStatus(bitPattern: error) == kAudioFormatUnsupportedDataFormatError)

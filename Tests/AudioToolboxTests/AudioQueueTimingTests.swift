@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import AudioToolbox
 import QueueCore
+import JackTestSupport
 
 /// Sample-accurate time on the ManualDriver: scheduled starts, timed buffers, timelines, device time.
 @Suite struct AudioQueueTimingTests {
@@ -80,7 +81,7 @@ import QueueCore
             var time = startTime(start)
             #expect(AudioQueueStart(q, &time) == noErr)
             driver.run(frames: 4 * period + 64)
-            #expect(eventually { context.samples.withLock { $0.count } == 128 })
+            #expect(waitUntil { context.samples.withLock { $0.count } == 128 })
             let samples = context.samples.withLock { $0 }
             #expect(samples.first == signal(Int(start), 0), "trial \(trial), period \(period)")
             #expect(AudioQueueStop(q, true) == noErr)
@@ -235,7 +236,7 @@ import QueueCore
         }
         #expect(played[6 * 256] == Float(4 * 256 + 1) / 65536 && played[8 * 256 - 1] == Float(6 * 256) / 65536)
         #expect(played[(4 * 256)..<(6 * 256)].allSatisfy { $0 == 0 }, "the skipped cycles are silent")
-        #expect(eventually { context.samples.withLock { $0.count } >= 2 * 2048 })
+        #expect(waitUntil { context.samples.withLock { $0.count } >= 2 * 2048 })
         let starts = context.starts.withLock { $0 }
         // The recording jumps by exactly the 512 frames it never saw.
         let times = starts.map(\.sampleTime)
@@ -298,7 +299,7 @@ import QueueCore
         if lateCycles <= 2 {
             #expect(played.indices.allSatisfy { played[$0] == Float($0 + 1) / 65536 }, "every frame played, on time")
         }
-        #expect(eventually { context.samples.withLock { $0.count } >= 2 * 3584 })
+        #expect(waitUntil { context.samples.withLock { $0.count } >= 2 * 3584 })
         let recorded = context.samples.withLock { $0 }
         let expected = (0..<(2 * 3584)).map { signal(origin + $0 / 2, $0 % 2) }
         #expect(Array(recorded.prefix(2 * 3584)) == expected, "every frame recorded, in order")

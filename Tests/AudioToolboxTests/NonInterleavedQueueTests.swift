@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import AudioToolbox
 import QueueCore
+import JackTestSupport
 
 /// kAudioFormatFlagIsNonInterleaved queues (a jaq extension): a buffer holds one plane per
 /// channel, plane c at c × mAudioDataByteSize / channels; mBytesPerFrame counts one channel.
@@ -84,7 +85,7 @@ import QueueCore
         time.mFlags = .sampleTimeValid
         #expect(AudioQueueStart(q, &time) == noErr)
         driver.run(frames: 10_500 + 1000)
-        #expect(eventually { context.tracks.withLock { $0[0].count } >= 10_000 })
+        #expect(waitUntil { context.tracks.withLock { $0[0].count } >= 10_000 })
         // An immediate stop hands back the part-filled buffer: its planes are moved together.
         #expect(AudioQueueStop(q, true) == noErr)
         let tracks = context.tracks.withLock { $0 }

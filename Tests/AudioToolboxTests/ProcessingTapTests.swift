@@ -3,6 +3,7 @@ import Testing
 import Synchronization
 import AudioToolbox
 import QueueCore
+import JackTestSupport
 
 /// What a test tap saw: the frames of each call, its flags, the source audio, queue times.
 final class TapLog: @unchecked Sendable {
@@ -288,7 +289,7 @@ func siphonTap(_ client: UnsafeMutableRawPointer?, _ tap: AudioQueueProcessingTa
         time.mFlags = .sampleTimeValid
         #expect(AudioQueueStart(queue, &time) == noErr)
         driver.run(frames: 20000)
-        #expect(eventually { context.bytes.withLock { $0.count } >= 16384 * 8 })
+        #expect(waitUntil { context.bytes.withLock { $0.count } >= 16384 * 8 })
         #expect(AudioQueueStop(queue, true) == noErr)
         let bytes = context.bytes.withLock { $0 }
         let floats = bytes.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }

@@ -24,16 +24,6 @@ func silentOutputQueue(_ format: AudioStreamBasicDescription, device: DeviceProv
     return try #require(queue)
 }
 
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(1000)
-    }
-    return condition()
-}
-
 /// Frame `frame` of channel `channel` of the test signal: distinct and never 0.
 func signal(_ frame: Int, _ channel: Int) -> Int16 {
     let value = ((frame &* 7919 &+ channel &* 104_729) % 60_000) - 30_000

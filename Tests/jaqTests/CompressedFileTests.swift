@@ -116,7 +116,7 @@ import Testing
         let source = try readCapture("\(dir)/source.wav")
         let play = try jaqInBackground(["play", "--quiet", "--loop", "source.wav"], server: server, log: "\(dir)/play.log", directory: dir)
         defer { play.terminate(); waitForExit(play, timeout: 10) }
-        #expect(waitForPorts(server, containing: "jaq-1-source:out_", count: 2))
+        #expect(waitForPorts(server, containing: "jaq-1-source:out_", count: 2) != nil)
         usleep(1_500_000)  // playing, not starting
         let result = try jaq(["record", "-q", "-d", "1.5", "-o", take] + options + ["jaq-1-source:out_"], server: server, directory: dir)
         #expect(result.status == 0, "jaq record: \(result.error)")
