@@ -11,10 +11,9 @@ import QueueCore
 // compiles them with -enable-testing). The Swift names (audioQueueNewOutput, ...) are not
 // meant for callers; Swift code calls the C names, as on Apple platforms.
 
-/// The callback executor for a run loop argument: NULL means the queue's own thread.
-private func delivery(runLoop: OpaquePointer?, mode: OpaquePointer?) -> RunLoopDelivery? {
-    delivery(runLoop: runLoop.map { Unmanaged<CFRunLoop>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() },
-             mode: mode.map { Unmanaged<CFString>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() })
+/// A C caller's CFRunLoopRef or CFStringRef argument as the object it points to.
+private func object<T: AnyObject>(_ pointer: OpaquePointer?, as type: T.Type) -> T? {
+    pointer.map { Unmanaged<T>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
 }
 
 /// The callback executor for a Swift caller's run loop: nil means the queue's own thread.
@@ -57,7 +56,7 @@ private struct UserData: @unchecked Sendable {
 func makeOutputQueue(
     format inFormat: UnsafePointer<AudioStreamBasicDescription>?, flags: UInt32,
     delivery: RunLoopDelivery?, executor: CallbackExecutor, outAQ: UnsafeMutablePointer<AudioQueueRef?>?,
-    device: DeviceProvider = AudioQueueDevices.jack,
+    device: DeviceProvider,
     callback: @escaping @Sendable (AudioQueueRef, AudioQueueBufferRef) -> Void
 ) throws {
     guard let inFormat, let outAQ else { throw AudioToolboxError(kAudio_ParamError, "NULL format or outAQ") }
@@ -83,7 +82,7 @@ func makeOutputQueue(
 func makeInputQueue(
     format inFormat: UnsafePointer<AudioStreamBasicDescription>?, flags: UInt32,
     delivery: RunLoopDelivery?, executor: CallbackExecutor, outAQ: UnsafeMutablePointer<AudioQueueRef?>?,
-    device: DeviceProvider = AudioQueueDevices.jack,
+    device: DeviceProvider,
     callback: @escaping @Sendable (AudioQueueRef, AudioQueueBufferRef, UnsafePointer<AudioTimeStamp>, UInt32,
                                    UnsafePointer<AudioStreamPacketDescription>?) -> Void
 ) throws {
@@ -169,15 +168,8 @@ public func audioQueueNewOutput(
     _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: OpaquePointer?, _ inCallbackRunLoopMode: OpaquePointer?,
     _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?
 ) -> OSStatus {
-    withStatus {
-        guard let inCallbackProc else { throw AudioToolboxError(kAudio_ParamError, "NULL callback") }
-        let userData = UserData(pointer: inUserData)
-        try makeOutputQueue(format: inFormat, flags: inFlags,
-                            delivery: delivery(runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode),
-                            executor: .queueThread, outAQ: outAQ) { queue, buffer in
-            inCallbackProc(userData.pointer, queue, buffer)
-        }
-    }
+    AudioQueueNewOutput(inFormat, inCallbackProc, inUserData, object(inCallbackRunLoop, as: CFRunLoop.self),
+                        object(inCallbackRunLoopMode, as: CFString.self), inFlags, outAQ, device: AudioQueueDevices.jack)
 }
 
 @_cdecl("AudioQueueNewInput")
@@ -186,15 +178,8 @@ public func audioQueueNewInput(
     _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: OpaquePointer?, _ inCallbackRunLoopMode: OpaquePointer?,
     _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?
 ) -> OSStatus {
-    withStatus {
-        guard let inCallbackProc else { throw AudioToolboxError(kAudio_ParamError, "NULL callback") }
-        let userData = UserData(pointer: inUserData)
-        try makeInputQueue(format: inFormat, flags: inFlags,
-                           delivery: delivery(runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode),
-                           executor: .queueThread, outAQ: outAQ) { queue, buffer, time, packets, descriptions in
-            inCallbackProc(userData.pointer, queue, buffer, time, packets, descriptions)
-        }
-    }
+    AudioQueueNewInput(inFormat, inCallbackProc, inUserData, object(inCallbackRunLoop, as: CFRunLoop.self),
+                       object(inCallbackRunLoopMode, as: CFString.self), inFlags, outAQ, device: AudioQueueDevices.jack)
 }
 
 /// A playback queue's callback as a block (AudioQueueNewOutputWithDispatchQueue).
