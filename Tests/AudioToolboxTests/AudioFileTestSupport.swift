@@ -2,6 +2,7 @@ import AudioToolbox
 import Foundation
 import Testing
 import JackTestSupport
+import QueueCore
 
 /// A sample encoding of an ASBD, as the tests name them.
 enum Encoding: String, CaseIterable, Sendable {
@@ -95,14 +96,7 @@ enum Encoding: String, CaseIterable, Sendable {
 /// Fails the test with the result code's name when `status` is not `expected`.
 func expectStatus(_ status: OSStatus, _ expected: OSStatus = noErr, _ what: @autoclosure () -> String = "",
                   sourceLocation: SourceLocation = #_sourceLocation) {
-    #expect(status == expected, "\(what()): got \(fourCC(status)), expected \(fourCC(expected))", sourceLocation: sourceLocation)
-}
-
-/// 'fmt?' for four-char codes, the number otherwise.
-func fourCC(_ status: OSStatus) -> String {
-    let value = UInt32(bitPattern: status)
-    let bytes = (0..<4).map { UInt8(truncatingIfNeeded: value >> UInt32(24 - 8 * $0)) }
-    return bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? "'\(String(decoding: bytes, as: UTF8.self))'" : "\(status)"
+    #expect(status == expected, "\(what()): got \(fourCharacterCode(status)), expected \(fourCharacterCode(expected))", sourceLocation: sourceLocation)
 }
 
 /// Typed helpers over the C-style API, for tests.
