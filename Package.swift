@@ -64,7 +64,7 @@ let package = Package(
         .executableTarget(name: "Recorder", dependencies: ["AudioToolbox"], path: "Sources/Examples/Recorder"),
 
         // Private jackd servers and peer tools for the tests and benchmarks.
-        .target(name: "JackTestSupport"),
+        .target(name: "JackTestSupport", dependencies: ["SoundFile"]),
 
         // make bench: jaq record against jack_capture, side by side.
         .executableTarget(name: "jaq-bench", dependencies: ["JackTestSupport", "SoundFile"], path: "Sources/Benchmarks/RecordBench"),

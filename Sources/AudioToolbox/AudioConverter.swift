@@ -177,12 +177,12 @@ final class AudioConverterObject: @unchecked Sendable {
             output = completeCompressedOutput()
         default:
             _ = try propertySize(id)
-            throw AudioToolboxError(kAudioConverterErr_PropertyNotSupported, "property \(fourCharString(OSStatus(bitPattern: id))) is read-only")
+            throw AudioToolboxError(kAudioConverterErr_PropertyNotSupported, "property \(fourCharacterCode(id)) is read-only")
         }
     }
 
     private func notSupported(_ id: AudioConverterPropertyID) -> AudioToolboxError {
-        AudioToolboxError(kAudioConverterErr_PropertyNotSupported, "property \(fourCharString(OSStatus(bitPattern: id)))")
+        AudioToolboxError(kAudioConverterErr_PropertyNotSupported, "property \(fourCharacterCode(id))")
     }
 
     // MARK: Converting

@@ -11,13 +11,15 @@ import QueueCore
 // compiles them with -enable-testing). The Swift names (audioQueueNewOutput, ...) are not
 // meant for callers; Swift code calls the C names, as on Apple platforms.
 
-/// The callback executor for a run loop argument: NULL means the queue's own thread.
-private func delivery(runLoop: OpaquePointer?, mode: OpaquePointer?) -> RunLoopDelivery? {
+/// A C caller's CFRunLoopRef or CFStringRef argument as the object it points to.
+private func object<T: AnyObject>(_ pointer: OpaquePointer?, as type: T.Type) -> T? {
+    pointer.map { Unmanaged<T>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
+}
+
+/// The callback executor for a Swift caller's run loop: nil means the queue's own thread.
+private func delivery(runLoop: CFRunLoop?, mode: CFString?) -> RunLoopDelivery? {
     guard let runLoop else { return nil }
-    let loop = Unmanaged<CFRunLoop>.fromOpaque(UnsafeRawPointer(runLoop)).takeUnretainedValue()
-    let modeName = mode.map { CFRunLoopMode(rawValue: Unmanaged<CFString>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue()) }
-        ?? CFRunLoopMode.commonModes
-    return RunLoopDelivery(runLoop: loop, mode: modeName)
+    return RunLoopDelivery(runLoop: runLoop, mode: mode.map { CFRunLoopMode(rawValue: $0) } ?? CFRunLoopMode.commonModes)
 }
 
 /// The complete format a queue reports (an input queue's rate 0 becomes the server's rate).
@@ -54,6 +56,7 @@ private struct UserData: @unchecked Sendable {
 func makeOutputQueue(
     format inFormat: UnsafePointer<AudioStreamBasicDescription>?, flags: UInt32,
     delivery: RunLoopDelivery?, executor: CallbackExecutor, outAQ: UnsafeMutablePointer<AudioQueueRef?>?,
+    device: DeviceProvider,
     callback: @escaping @Sendable (AudioQueueRef, AudioQueueBufferRef) -> Void
 ) throws {
     guard let inFormat, let outAQ else { throw AudioToolboxError(kAudio_ParamError, "NULL format or outAQ") }
@@ -63,7 +66,7 @@ func makeOutputQueue(
     let compressed = try codec.map(compressedStream)
     let box = ObjectBox()
     let engine = try OutputQueueEngine(
-        format: format, provider: AudioQueueDevices.provider, clientName: defaultClientName(.output),
+        format: format, provider: device, clientName: defaultClientName(.output),
         executor: delivery?.executor ?? executor, compressed: compressed
     ) { buffer in
         guard let object = box.object else { return }
@@ -79,6 +82,7 @@ func makeOutputQueue(
 func makeInputQueue(
     format inFormat: UnsafePointer<AudioStreamBasicDescription>?, flags: UInt32,
     delivery: RunLoopDelivery?, executor: CallbackExecutor, outAQ: UnsafeMutablePointer<AudioQueueRef?>?,
+    device: DeviceProvider,
     callback: @escaping @Sendable (AudioQueueRef, AudioQueueBufferRef, UnsafePointer<AudioTimeStamp>, UInt32,
                                    UnsafePointer<AudioStreamPacketDescription>?) -> Void
 ) throws {
@@ -89,7 +93,7 @@ func makeInputQueue(
     let encoder = try codec.map { try queueEncoder($0) }
     let box = ObjectBox()
     let engine = try InputQueueEngine(
-        format: format, provider: AudioQueueDevices.provider, clientName: defaultClientName(.input),
+        format: format, provider: device, clientName: defaultClientName(.input),
         executor: delivery?.executor ?? executor, encoder: encoder
     ) { buffer, bytes, packets, stamp in
         guard let object = box.object else { return }
@@ -125,13 +129,36 @@ func makeInputQueue(
     publish(object, to: outAQ)
 }
 
-/// What AudioQueueNewOutput and AudioQueueNewInput share: a callback is required, and the
-/// queue's callbacks run on the run loop given, or on the queue's own thread.
-private func newQueue<Callback>(_ callback: Callback?, runLoop: OpaquePointer?, mode: OpaquePointer?,
-                                _ make: (Callback, RunLoopDelivery?) throws -> Void) -> OSStatus {
+/// Creates a playback queue, as `AudioQueueNewOutput`, whose device comes from `device`
+/// rather than the JACK server: a `JackDriver(serverName:)` or a `ManualDriver` (tests, offline
+/// rendering). The C function is this with `AudioQueueDevices.jack`.
+/// - Returns: what `AudioQueueNewOutput` returns.
+public func AudioQueueNewOutput(
+    _ inFormat: UnsafePointer<AudioStreamBasicDescription>?, _ inCallbackProc: AudioQueueOutputCallback?,
+    _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: CFRunLoop?, _ inCallbackRunLoopMode: CFString?,
+    _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?, device: DeviceProvider
+) -> OSStatus {
     withStatus {
-        guard let callback else { throw AudioToolboxError(kAudio_ParamError, "NULL callback") }
-        try make(callback, delivery(runLoop: runLoop, mode: mode))
+        guard let inCallbackProc else { throw AudioToolboxError(kAudio_ParamError, "NULL callback") }
+        let userData = UserData(pointer: inUserData)
+        try makeOutputQueue(format: inFormat, flags: inFlags, delivery: delivery(runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode),
+                            executor: .queueThread, outAQ: outAQ, device: device) { inCallbackProc(userData.pointer, $0, $1) }
+    }
+}
+
+/// Creates a recording queue, as `AudioQueueNewInput`, whose device comes from `device`
+/// rather than the JACK server. The C function is this with `AudioQueueDevices.jack`.
+/// - Returns: what `AudioQueueNewInput` returns.
+public func AudioQueueNewInput(
+    _ inFormat: UnsafePointer<AudioStreamBasicDescription>?, _ inCallbackProc: AudioQueueInputCallback?,
+    _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: CFRunLoop?, _ inCallbackRunLoopMode: CFString?,
+    _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?, device: DeviceProvider
+) -> OSStatus {
+    withStatus {
+        guard let inCallbackProc else { throw AudioToolboxError(kAudio_ParamError, "NULL callback") }
+        let userData = UserData(pointer: inUserData)
+        try makeInputQueue(format: inFormat, flags: inFlags, delivery: delivery(runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode),
+                           executor: .queueThread, outAQ: outAQ, device: device) { inCallbackProc(userData.pointer, $0, $1, $2, $3, $4) }
     }
 }
 
@@ -141,13 +168,8 @@ public func audioQueueNewOutput(
     _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: OpaquePointer?, _ inCallbackRunLoopMode: OpaquePointer?,
     _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?
 ) -> OSStatus {
-    let userData = UserData(pointer: inUserData)
-    return newQueue(inCallbackProc, runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode) { proc, delivery in
-        try makeOutputQueue(format: inFormat, flags: inFlags, delivery: delivery, executor: .queueThread,
-                            outAQ: outAQ) { queue, buffer in
-            proc(userData.pointer, queue, buffer)
-        }
-    }
+    AudioQueueNewOutput(inFormat, inCallbackProc, inUserData, object(inCallbackRunLoop, as: CFRunLoop.self),
+                        object(inCallbackRunLoopMode, as: CFString.self), inFlags, outAQ, device: AudioQueueDevices.jack)
 }
 
 @_cdecl("AudioQueueNewInput")
@@ -156,13 +178,8 @@ public func audioQueueNewInput(
     _ inUserData: UnsafeMutableRawPointer?, _ inCallbackRunLoop: OpaquePointer?, _ inCallbackRunLoopMode: OpaquePointer?,
     _ inFlags: UInt32, _ outAQ: UnsafeMutablePointer<AudioQueueRef?>?
 ) -> OSStatus {
-    let userData = UserData(pointer: inUserData)
-    return newQueue(inCallbackProc, runLoop: inCallbackRunLoop, mode: inCallbackRunLoopMode) { proc, delivery in
-        try makeInputQueue(format: inFormat, flags: inFlags, delivery: delivery, executor: .queueThread,
-                           outAQ: outAQ) { queue, buffer, time, packets, descriptions in
-            proc(userData.pointer, queue, buffer, time, packets, descriptions)
-        }
-    }
+    AudioQueueNewInput(inFormat, inCallbackProc, inUserData, object(inCallbackRunLoop, as: CFRunLoop.self),
+                       object(inCallbackRunLoopMode, as: CFString.self), inFlags, outAQ, device: AudioQueueDevices.jack)
 }
 
 /// A playback queue's callback as a block (AudioQueueNewOutputWithDispatchQueue).
@@ -180,31 +197,33 @@ private func executor(_ queue: DispatchQueue) -> CallbackExecutor {
     .custom { work in queue.async(execute: work) }
 }
 
-/// Creates a playback queue whose callback block runs on `inCallbackDispatchQueue`.
+/// Creates a playback queue whose callback block runs on `inCallbackDispatchQueue`; its device
+/// comes from `device` (the JACK server by default).
 public func AudioQueueNewOutputWithDispatchQueue(
     _ outAQ: UnsafeMutablePointer<AudioQueueRef?>, _ inFormat: UnsafePointer<AudioStreamBasicDescription>,
-    _ inFlags: UInt32, _ inCallbackDispatchQueue: DispatchQueue,
+    _ inFlags: UInt32, _ inCallbackDispatchQueue: DispatchQueue, device: DeviceProvider = AudioQueueDevices.jack,
     _ inCallbackBlock: @escaping AudioQueueOutputCallbackBlock
 ) -> OSStatus {
     withStatus {
         let block = SendableBlock(block: inCallbackBlock)
         try makeOutputQueue(format: inFormat, flags: inFlags, delivery: nil,
-                            executor: executor(inCallbackDispatchQueue), outAQ: outAQ) { aq, buffer in
+                            executor: executor(inCallbackDispatchQueue), outAQ: outAQ, device: device) { aq, buffer in
             block.block(aq, buffer)
         }
     }
 }
 
-/// Creates a recording queue whose callback block runs on `inCallbackDispatchQueue`.
+/// Creates a recording queue whose callback block runs on `inCallbackDispatchQueue`; its device
+/// comes from `device` (the JACK server by default).
 public func AudioQueueNewInputWithDispatchQueue(
     _ outAQ: UnsafeMutablePointer<AudioQueueRef?>, _ inFormat: UnsafePointer<AudioStreamBasicDescription>,
-    _ inFlags: UInt32, _ inCallbackDispatchQueue: DispatchQueue,
+    _ inFlags: UInt32, _ inCallbackDispatchQueue: DispatchQueue, device: DeviceProvider = AudioQueueDevices.jack,
     _ inCallbackBlock: @escaping AudioQueueInputCallbackBlock
 ) -> OSStatus {
     withStatus {
         let block = SendableBlock(block: inCallbackBlock)
         try makeInputQueue(format: inFormat, flags: inFlags, delivery: nil,
-                           executor: executor(inCallbackDispatchQueue), outAQ: outAQ) { aq, buffer, time, packets, descriptions in
+                           executor: executor(inCallbackDispatchQueue), outAQ: outAQ, device: device) { aq, buffer, time, packets, descriptions in
             block.block(aq, buffer, time, packets, descriptions)
         }
     }

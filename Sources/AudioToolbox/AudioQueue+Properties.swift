@@ -128,7 +128,7 @@ extension AudioQueueObject {
             return UInt32(MemoryLayout<AudioQueueRecordUnderrunInfo>.size)
         case kAudioQueueProperty_ChannelAssignments: return channelAssignmentsSize
         default:
-            throw AudioToolboxError(kAudioQueueErr_InvalidProperty, "property \(fourCharString(OSStatus(bitPattern: id))) is not supported")
+            throw AudioToolboxError(kAudioQueueErr_InvalidProperty, "property \(fourCharacterCode(id)) is not supported")
         }
     }
 
@@ -197,7 +197,7 @@ extension AudioQueueObject {
                 mEventCount: UInt32(clamping: info.eventCount), mFramesLost: UInt64(max(0, info.framesLost)),
                 mLastLossSampleTime: info.lastLossSampleTime))
         default:
-            throw AudioToolboxError(kAudioQueueErr_InvalidProperty, "property \(fourCharString(OSStatus(bitPattern: id)))")
+            throw AudioToolboxError(kAudioQueueErr_InvalidProperty, "property \(fourCharacterCode(id))")
         }
     }
 
@@ -260,7 +260,7 @@ extension AudioQueueObject {
             try setChannelAssignments(data, size)
         default:
             _ = try propertySize(id)
-            throw AudioToolboxError(kAudioQueueErr_InvalidProperty, "property \(fourCharString(OSStatus(bitPattern: id))) is read-only")
+            throw AudioToolboxError(kAudioQueueErr_InvalidProperty, "property \(fourCharacterCode(id)) is read-only")
         }
     }
 
@@ -396,6 +396,6 @@ func timePitchAlgorithm(_ code: UInt32) throws -> TimePitchAlgorithm {
     case kAudioQueueTimePitchAlgorithm_TimeDomain: return .timeDomain
     case kAudioQueueTimePitchAlgorithm_Varispeed: return .varispeed
     default:
-        throw AudioToolboxError(kAudioQueueErr_InvalidPropertyValue, "time/pitch algorithm \(fourCharString(OSStatus(bitPattern: code)))")
+        throw AudioToolboxError(kAudioQueueErr_InvalidPropertyValue, "time/pitch algorithm \(fourCharacterCode(code))")
     }
 }

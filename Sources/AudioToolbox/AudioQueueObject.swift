@@ -6,33 +6,13 @@ import Glibc
 import JackDriver
 import QueueCore
 
-/// Where audio queues get their device: the JACK server by default. Tests and
-/// offline tools may install a `ManualDriver` (a clock the caller advances).
-///
-/// Thread safety: set it before creating queues; queues keep the provider they were made with.
+/// Where audio queues get their device. Queues made through Apple's C API open theirs on the
+/// JACK server (`jack`); Swift programs and tests pass another provider explicitly — a
+/// `JackDriver(serverName:)` for a named server, a `ManualDriver` (a clock the caller advances)
+/// — to `AudioQueueNewOutput(…, device:)` and its siblings. There is no process-wide setting.
 public enum AudioQueueDevices {
-    private static let current = Locked<DeviceProvider>(JackDriver.shared)
-
-    /// The provider new queues open their device with.
-    public static var provider: DeviceProvider {
-        get { current.withLock { $0 } }
-        set { current.withLock { $0 = newValue } }
-    }
-
-    private static let scope = NSRecursiveLock()
-
-    /// Runs `body` with `provider` installed for the queues it creates, then restores the
-    /// previous one. Callers take turns (a process-wide lock), so that code running side by
-    /// side — test suites of different targets in one test process — never creates a queue
-    /// with another caller's provider.
-    public static func withProvider<T>(_ provider: DeviceProvider, _ body: () throws -> T) rethrows -> T {
-        scope.lock()
-        defer { scope.unlock() }
-        let previous = self.provider
-        self.provider = provider
-        defer { self.provider = previous }
-        return try body()
-    }
+    /// The JACK server (`$JACK_DEFAULT_SERVER` or JACK's default): the C API's device.
+    public static let jack: DeviceProvider = JackDriver.shared
 }
 
 /// The object behind an AudioQueueRef: the engine, the Apple callback, listeners,
@@ -250,7 +230,7 @@ func streamFormat(_ asbd: AudioStreamBasicDescription, allowsZeroRate: Bool) thr
     case kAudioFormatULaw: encoding = .muLaw
     case kAudioFormatALaw: encoding = .aLaw
     default:
-        throw QueueError.unsupportedFormat("format \(fourCharString(OSStatus(bitPattern: asbd.mFormatID))) (queues take linear PCM, µ-law and A-law)")
+        throw QueueError.unsupportedFormat("format \(fourCharacterCode(asbd.mFormatID)) (queues take linear PCM, µ-law and A-law)")
     }
     let flags = asbd.mFormatFlags
     if encoding == .linearPCM, flags & kAudioFormatFlagIsFloat != 0, flags & kAudioFormatFlagIsSignedInteger != 0 {

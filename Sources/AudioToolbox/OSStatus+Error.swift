@@ -14,7 +14,7 @@ struct AudioToolboxError: Error, CustomStringConvertible {
         self.reason = reason
     }
 
-    var description: String { "\(fourCharString(status)) (\(status)): \(reason)" }
+    var description: String { "\(fourCharacterCode(status)) (\(status)): \(reason)" }
 }
 
 /// The OSStatus for any error thrown inside the AudioToolbox layer.
@@ -70,12 +70,29 @@ func withStatus(_ body: () throws -> Void) -> OSStatus {
     }
 }
 
-/// Renders a result code as Apple prints it: 'fmt?' for four-char codes, else the number.
-func fourCharString(_ code: OSStatus) -> String {
-    let value = UInt32(bitPattern: code)
-    let bytes = [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
-    if bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
-        return "'" + String(decoding: bytes, as: UTF8.self) + "'"
+/// A result code in words for a one-line message: "no such file", "the JACK server went away";
+/// nil for a code this table does not know (print its `fourCharacterCode` alone).
+///
+/// The one table of result-code words: jaq's messages and `jaq info` use it.
+/// - Parameters:
+///   - status: a result code of Audio File or Audio Queue Services.
+///   - readingFile: the code came from opening or reading an audio file: 'typ?' then reads
+///     "not an audio file of a type jaq reads" rather than "unsupported file type".
+public func statusMessage(_ status: OSStatus, readingFile: Bool = false) -> String? {
+    switch status {
+    case kAudioFileFileNotFoundError: "no such file"
+    case kAudio_FilePermissionError: "permission denied"
+    case kAudio_BadFilePathError: "not a regular file"
+    case kAudioFileInvalidFileError: "damaged or truncated audio file"
+    case kAudioFileUnsupportedFileTypeError: readingFile ? "not an audio file of a type jaq reads" : "unsupported file type"
+    case kAudioFileUnsupportedDataFormatError: "unsupported data format"
+    case kAudioFilePermissionsError: "file not writable"
+    case kAudio_TooManyFilesOpenError: "too many files open"
+    case dskFulErr: "disk full"
+    case ioErr: "input/output error"
+    case dupFNErr: "file exists"
+    case kAudioQueueErr_InvalidDevice: "no such JACK server or port"
+    case kAudioQueueErr_QueueInvalidated: "the JACK server went away"
+    default: nil
     }
-    return String(code)
 }

@@ -68,6 +68,8 @@ struct JackClientRealtime: ~Copyable {
     let inCycle = Atomic<Int>(0)
     let freewheeling = Atomic<Bool>(false)
     let shutDown = Atomic<Bool>(false)
+    /// The `jack_status_t` the shutdown callback gave (its reason), stored before `shutDown`.
+    let shutdownStatus = Atomic<UInt32>(0)
     let xruns = Atomic<Int>(0)
     let rateChanges = Atomic<Int>(0)
     let freewheelChanges = Atomic<Int>(0)
@@ -120,7 +122,9 @@ private func jackThreadInit(_ argument: UnsafeMutableRawPointer?) {
 /// Shutdown: like a signal handler, only a flag and a semaphore post.
 private func jackShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ argument: UnsafeMutableRawPointer?) {
     guard let argument else { return }
-    argument.assumingMemoryBound(to: JackClientRealtime.self).pointee.shutDown.store(true, ordering: .releasing)
+    let rt = argument.assumingMemoryBound(to: JackClientRealtime.self)
+    rt.pointee.shutdownStatus.store(UInt32(code.rawValue), ordering: .relaxed)
+    rt.pointee.shutDown.store(true, ordering: .releasing)
     JackEventWatcher.shared.signal.post()
 }
 
@@ -224,10 +228,7 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             let environment = getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) } ?? ""
             let server = driver.serverName ?? environment
             let which = server.isEmpty ? "the default JACK server" : "JACK server \"\(server)\""
-            if status.rawValue & JackServerFailed.rawValue != 0 {
-                throw QueueError.invalidDevice("\(which) is not running")
-            }
-            throw QueueError.invalidDevice("cannot open a client on \(which) (status 0x\(String(status.rawValue, radix: 16)))")
+            throw QueueError.invalidDevice("cannot open a client on \(which): \(JackError(status))")
         }
         let portCount = layout.names.count
         let ports = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: portCount)
@@ -526,7 +527,8 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             }
             if rt.pointee.shutDown.load(ordering: .acquiring) && !inner.reportedShutdown {
                 inner.reportedShutdown = true
-                events.append(.shutdown(reason: "the JACK server shut down"))
+                let status = rt.pointee.shutdownStatus.load(ordering: .relaxed)
+                events.append(.shutdown(reason: "the JACK server shut down" + (status == 0 ? "" : ": \(JackError(status: status))")))
             }
             return (inner.handler, events)
         }

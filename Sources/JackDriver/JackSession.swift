@@ -39,7 +39,7 @@ public final class JackSession: @unchecked Sendable {
         var status = jack_status_t(0)
         guard let client = jaq_jack_client_open(clientName, JackNoStartServer, &status, serverName) else {
             let which = serverName.map { "JACK server \"\($0)\"" } ?? "the JACK server"
-            throw QueueError.invalidDevice("\(which) is not running")
+            throw QueueError.invalidDevice("cannot open a client on \(which): \(JackError(status))")
         }
         self.client = client
         self.serverName = serverName

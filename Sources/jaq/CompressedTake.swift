@@ -2,6 +2,7 @@ import ArgumentParser
 import AudioToolbox
 import Foundation
 import JackDriver
+import QueueCore
 import Synchronization
 
 /// `jaq record -f m4a` (AAC, or ALAC with --codec alac) and `-f caf --codec aac|alac`: the
@@ -428,9 +429,5 @@ extension RecordCommand {
         var cookie = [UInt8](repeating: 0, count: Int(size))
         guard AudioQueueGetProperty(queue, kAudioQueueProperty_MagicCookie, &cookie, &size) == noErr else { return }
         AudioFileSetProperty(file, kAudioFilePropertyMagicCookieData, size, cookie)
-    }
-
-    private func fourCharacterCode(_ code: UInt32) -> String {
-        "'" + String(decoding: withUnsafeBytes(of: code.bigEndian) { Array($0) }, as: UTF8.self) + "'"
     }
 }

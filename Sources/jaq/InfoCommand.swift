@@ -1,6 +1,7 @@
 import ArgumentParser
 import AudioToolbox
 import Foundation
+import QueueCore
 import SoundFile
 
 /// `jaq info FILE...`: what a file holds, through Audio File Services.
@@ -65,25 +66,11 @@ struct InfoFailure: Error {
 
     init(_ status: OSStatus, _ reason: String? = nil) {
         self.status = status
-        self.reason = reason ?? Self.meaning(of: status)
+        self.reason = reason ?? statusMessage(status, readingFile: true) ?? "cannot be read"
     }
 
     /// The code as Apple prints it: 'typ?' for four-char codes, the number otherwise.
-    var code: String { FileReport.fourCharacters(UInt32(bitPattern: status), quoted: true) }
-
-    private static func meaning(of status: OSStatus) -> String {
-        switch status {
-        case kAudioFileFileNotFoundError: "no such file"
-        case kAudio_FilePermissionError: "permission denied"
-        case kAudio_BadFilePathError: "not a regular file"
-        case kAudioFileUnsupportedFileTypeError: "not an audio file of a type jaq reads"
-        case kAudioFileInvalidFileError: "damaged or truncated audio file"
-        case kAudioFileUnsupportedDataFormatError: "unsupported data format"
-        case kAudio_TooManyFilesOpenError: "too many files open"
-        case ioErr: "input/output error"
-        default: "cannot be read"
-        }
-    }
+    var code: String { fourCharacterCode(status) }
 }
 
 /// What `jaq info` says about one file.
@@ -129,11 +116,11 @@ struct FileReport: Encodable {
         let packets: UInt64 = try Self.property(file, kAudioFilePropertyAudioDataPacketCount)
 
         self.path = path
-        self.fileType = Self.fourCharacters(fileType)
+        self.fileType = fourCharacterCode(fileType, quoted: false)
         container = Self.containerName(fileType, path: path)
         format = dataFormat.mBytesPerFrame == 0 && dataFormat.mFormatID != kAudioFormatLinearPCM
             ? PacketInfo.codecText(dataFormat, bitRate: Self.bitRate(file)) : Self.describe(dataFormat, fileType: fileType)
-        formatID = Self.fourCharacters(dataFormat.mFormatID)
+        formatID = fourCharacterCode(dataFormat.mFormatID, quoted: false)
         formatFlags = dataFormat.mFormatFlags
         bitsPerChannel = dataFormat.mBitsPerChannel
         sampleRate = dataFormat.mSampleRate
@@ -186,7 +173,7 @@ struct FileReport: Encodable {
         let value = UnsafeMutablePointer<Value>.allocate(capacity: 1)
         defer { value.deallocate() }
         let status = AudioFileGetProperty(file, id, &size, value)
-        guard status == noErr else { throw InfoFailure(status, "cannot read property '\(fourCharacters(id))'") }
+        guard status == noErr else { throw InfoFailure(status, "cannot read property \(fourCharacterCode(id))") }
         return value.pointee
     }
 
@@ -222,7 +209,7 @@ struct FileReport: Encodable {
         case kAudioFormatLinearPCM: text = "\(bits)-bit unsigned\(order) integer"
         case kAudioFormatULaw: text = "8-bit µ-law"
         case kAudioFormatALaw: text = "8-bit A-law"
-        default: text = "'\(fourCharacters(format.mFormatID))' \(bits)-bit"
+        default: text = "\(fourCharacterCode(format.mFormatID)) \(bits)-bit"
         }
         let codecs: [AudioFileTypeID: String] = [
             kAudioFileFLACType: "FLAC", kAudioFileOggVorbisType: "Vorbis", kAudioFileOggOpusType: "Opus",
@@ -244,14 +231,6 @@ struct FileReport: Encodable {
         if let name = names[type] { return name }
         // A type Apple has no ID for: libsndfile's name of it.
         return (try? SoundFile(path: path, mode: .read).info.format.majorName) ?? "unknown"
-    }
-
-    /// A four-char code as text ("WAVE"), or its number when it is not printable.
-    static func fourCharacters(_ code: UInt32, quoted: Bool = false) -> String {
-        let bytes = withUnsafeBytes(of: code.bigEndian) { Array($0) }
-        guard bytes.allSatisfy({ (0x20..<0x7F).contains($0) }) else { return String(Int32(bitPattern: code)) }
-        let text = String(decoding: bytes, as: UTF8.self)
-        return quoted ? "'\(text)'" : text
     }
 
     private static func clock(_ seconds: Double) -> String {

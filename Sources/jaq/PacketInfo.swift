@@ -1,5 +1,6 @@
 import AudioCodec
 import AudioToolbox
+import QueueCore
 
 /// What `jaq info` adds for files of compressed packets (AAC, ALAC... in .m4a, .caf, ADTS):
 /// the packet count, the encoder's priming and the last packet's padding (the file's
@@ -50,7 +51,7 @@ struct PacketInfo: Encodable {
         case kAudioFormatFLAC: return "FLAC"
         case kAudioFormatOpus: return "Opus\(rate)"
         case kAudioFormatAppleIMA4: return "IMA4 ADPCM"
-        default: return "'\(FileReport.fourCharacters(format.mFormatID))'"
+        default: return fourCharacterCode(format.mFormatID)
         }
     }
 

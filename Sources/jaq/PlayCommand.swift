@@ -2,6 +2,7 @@ import ArgumentParser
 import AudioToolbox
 import Foundation
 import JackDriver
+import QueueCore
 import Synchronization
 
 /// One file played by its own output queue (its own JACK client).
@@ -355,24 +356,8 @@ final class ProgressLine {
     }
 }
 
-/// A result code in words, for messages.
+/// A result code in words, for messages: "no such file, -43", or "error 'xyz?'" for a code
+/// without words. `file`: the code came from opening or reading an audio file.
 func describe(_ status: OSStatus, file: Bool) -> String {
-    let known: [OSStatus: String] = [
-        kAudioFileFileNotFoundError: "no such file",
-        kAudio_FilePermissionError: "permission denied",
-        kAudio_BadFilePathError: "not a file",
-        kAudioFileInvalidFileError: "damaged or truncated file",
-        kAudioFileUnsupportedFileTypeError: file ? "not an audio file jaq can read" : "unsupported file type",
-        kAudioFileUnsupportedDataFormatError: "unsupported data format",
-        kAudioFilePermissionsError: "file not writable",
-        dskFulErr: "disk full",
-        ioErr: "I/O error",
-        dupFNErr: "file exists",
-        kAudioQueueErr_InvalidDevice: "no such JACK server or port",
-        kAudioQueueErr_QueueInvalidated: "the JACK server went away",
-    ]
-    let code = UInt32(bitPattern: status)
-    let bytes = [UInt8(code >> 24), UInt8((code >> 16) & 0xFF), UInt8((code >> 8) & 0xFF), UInt8(code & 0xFF)]
-    let text = bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? "'" + String(decoding: bytes, as: UTF8.self) + "'" : String(status)
-    return (known[status].map { "\($0), " } ?? "error ") + text
+    (statusMessage(status, readingFile: file).map { "\($0), " } ?? "error ") + fourCharacterCode(status)
 }

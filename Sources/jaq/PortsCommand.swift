@@ -27,13 +27,8 @@ struct PortsCommand: ParsableCommand {
 
     func run() throws {
         Log.command = "jaq ports"
-        let watchdog = Watchdog(seconds: Watchdog.startupSeconds, message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
+        let (server, watchdog) = try ServerContext.forCommand(serverOptions, clientName: "jaq-ports")
         defer { watchdog.disarm() }
-        let server: ServerContext
-        do { server = try ServerContext(serverOptions, clientName: "jaq-ports") } catch let error as CLIError {
-            Log.error(error.description)
-            throw ExitCode(error.exitCode)
-        }
         defer { server.stop() }
         let session = server.session!
         var ports = session.ports()
@@ -95,16 +90,9 @@ struct TimeCommand: ParsableCommand {
 
     func run() throws {
         Log.command = "jaq time"
-        let watchdog = Watchdog(seconds: Watchdog.startupSeconds, message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
+        let (server, watchdog) = try ServerContext.forCommand(serverOptions, clientName: "jaq-time", privateServer: false,
+                                                              noServer: "no JACK server is running (a private one would be gone when jaq exits)")
         defer { watchdog.disarm() }
-        let server: ServerContext
-        do {
-            server = try ServerContext(serverOptions, clientName: "jaq-time", privateServer: false,
-                                       noServer: "no JACK server is running (a private one would be gone when jaq exits)")
-        } catch let error as CLIError {
-            Log.error(error.description)
-            throw ExitCode(error.exitCode)
-        }
         let session = server.session!
         let frame: UInt32
         do { frame = try session.frameTime } catch {
@@ -134,15 +122,8 @@ struct TransportCommand: ParsableCommand {
 
     func run() throws {
         Log.command = "jaq transport"
-        let watchdog = Watchdog(seconds: Watchdog.startupSeconds, message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
+        let (server, watchdog) = try ServerContext.forCommand(serverOptions, clientName: "jaq-transport", privateServer: false)
         defer { watchdog.disarm() }
-        let server: ServerContext
-        do {
-            server = try ServerContext(serverOptions, clientName: "jaq-transport", privateServer: false)
-        } catch let error as CLIError {
-            Log.error(error.description)
-            throw ExitCode(error.exitCode)
-        }
         let session = server.session!
         switch action.first {
         case nil:

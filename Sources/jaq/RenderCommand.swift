@@ -201,36 +201,34 @@ struct RenderCommand: ParsableCommand {
             mBitsPerChannel: 32, mReserved: 0)
         var captures: [AudioQueueBufferRef] = []
         defer { for track in tracks where track.queue != nil { AudioQueueDispose(track.queue, true) } }
-        try AudioQueueDevices.withProvider(driver) {
-            for (i, track) in tracks.enumerated() {
-                var format = track.format
-                var queue: AudioQueueRef?
-                let user = Unmanaged.passUnretained(track).toOpaque()
-                let status = AudioQueueNewOutput(&format, renderCallback, user, nil, nil, 0, &queue)
-                guard status == noErr, let queue else { throw CLIError("\(track.path): \(describe(status, file: false))") }
-                track.queue = queue
-                if let value = volumes[i] { AudioQueueSetParameter(queue, kAudioQueueParam_Volume, Float(value)) }
-                if let value = pans[i] { AudioQueueSetParameter(queue, kAudioQueueParam_Pan, Float(value)) }
-                try timePitch.apply(to: queue, path: track.path)
-                for _ in 0..<3 {
-                    var buffer: AudioQueueBufferRef?
-                    let result = track.allocateBuffer(queue, &buffer)
-                    guard result == noErr, let buffer else { throw CLIError("\(track.path): \(describe(result, file: false))") }
-                    track.refill(buffer)
-                }
-                var capture: AudioQueueBufferRef?
-                var result = AudioQueueAllocateBuffer(queue, UInt32(chunk * channels * 4), &capture)
-                guard result == noErr, let capture else { throw CLIError("\(track.path): \(describe(result, file: false))") }
-                captures.append(capture)
-                result = AudioQueueSetOfflineRenderFormat(queue, &renderFormat, nil)
-                guard result == noErr else { throw CLIError("\(track.path): cannot render offline (\(describe(result, file: false)))") }
-                result = AudioQueueStart(queue, nil)
-                guard result == noErr else { throw CLIError("\(track.path): cannot start (\(describe(result, file: false)))") }
-                var time = AudioTimeStamp()
-                time.mFlags = .sampleTimeValid
-                result = AudioQueueOfflineRender(queue, &time, capture, 0)
-                guard result == noErr else { throw CLIError("\(track.path): cannot render offline (\(describe(result, file: false)))") }
+        for (i, track) in tracks.enumerated() {
+            var format = track.format
+            var queue: AudioQueueRef?
+            let user = Unmanaged.passUnretained(track).toOpaque()
+            let status = AudioQueueNewOutput(&format, renderCallback, user, nil, nil, 0, &queue, device: driver)
+            guard status == noErr, let queue else { throw CLIError("\(track.path): \(describe(status, file: false))") }
+            track.queue = queue
+            if let value = volumes[i] { AudioQueueSetParameter(queue, kAudioQueueParam_Volume, Float(value)) }
+            if let value = pans[i] { AudioQueueSetParameter(queue, kAudioQueueParam_Pan, Float(value)) }
+            try timePitch.apply(to: queue, path: track.path)
+            for _ in 0..<3 {
+                var buffer: AudioQueueBufferRef?
+                let result = track.allocateBuffer(queue, &buffer)
+                guard result == noErr, let buffer else { throw CLIError("\(track.path): \(describe(result, file: false))") }
+                track.refill(buffer)
             }
+            var capture: AudioQueueBufferRef?
+            var result = AudioQueueAllocateBuffer(queue, UInt32(chunk * channels * 4), &capture)
+            guard result == noErr, let capture else { throw CLIError("\(track.path): \(describe(result, file: false))") }
+            captures.append(capture)
+            result = AudioQueueSetOfflineRenderFormat(queue, &renderFormat, nil)
+            guard result == noErr else { throw CLIError("\(track.path): cannot render offline (\(describe(result, file: false)))") }
+            result = AudioQueueStart(queue, nil)
+            guard result == noErr else { throw CLIError("\(track.path): cannot start (\(describe(result, file: false)))") }
+            var time = AudioTimeStamp()
+            time.mFlags = .sampleTimeValid
+            result = AudioQueueOfflineRender(queue, &time, capture, 0)
+            guard result == noErr else { throw CLIError("\(track.path): cannot render offline (\(describe(result, file: false)))") }
         }
 
         let encoding: SoundFile.Subtype = switch bits {

@@ -20,6 +20,23 @@ final class ServerContext: @unchecked Sendable {
     private(set) var session: JackSession!
     private var process: Process?
 
+    /// For the control commands (ports, time, transport): opens the command's client under a
+    /// watchdog that guards the whole command (the caller disarms it when done); a server that
+    /// cannot be found is logged in one line and becomes the exit code.
+    static func forCommand(_ options: ServerOptions, clientName: String, privateServer: Bool = true,
+                           noServer: String = "no JACK server is running") throws -> (ServerContext, Watchdog) {
+        let watchdog = Watchdog(seconds: Watchdog.startupSeconds,
+                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
+        do {
+            return (try ServerContext(options, clientName: clientName, privateServer: privateServer, noServer: noServer), watchdog)
+        } catch {
+            watchdog.disarm()
+            guard let error = error as? CLIError else { throw error }
+            Log.error(error.description)
+            throw ExitCode(error.exitCode)
+        }
+    }
+
     /// Finds the server and opens the command's control client `clientName`; starts a private
     /// server if none runs, `--server` was not given and `privateServer` allows it (otherwise
     /// `noServer` is the error).

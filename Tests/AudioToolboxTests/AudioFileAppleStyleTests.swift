@@ -1,6 +1,7 @@
 import AudioToolbox
 import Foundation
 import Testing
+import JackTestSupport
 
 // Swift written the way it is on macOS and iOS: `url as CFURL`, `.eraseFile`,
 // `.readPermission`, `MemoryLayout` sizes and `&` out-parameters. It compiles unchanged here.

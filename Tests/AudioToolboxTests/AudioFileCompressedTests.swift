@@ -2,6 +2,8 @@ import AudioToolbox
 import Foundation
 import SoundFile
 import Testing
+import JackTestSupport
+import QueueCore
 
 /// FLAC, Ogg Vorbis, Ogg Opus and MP3 files are written from linear PCM (libsndfile encodes);
 /// FLAC and Ogg files read as their decoded linear PCM, MP3 files as their packets.
@@ -53,7 +55,7 @@ import Testing
         let rate: Double
         /// Frames the decoded length may differ from the written length by.
         let lengthTolerance: Int
-        var testDescription: String { "\(fourCC(OSStatus(bitPattern: type))) from \(encoding)" }
+        var testDescription: String { "\(fourCharacterCode(OSStatus(bitPattern: type))) from \(encoding)" }
     }
 
     static let vorbis = [Encoding.f32, .s16].map {

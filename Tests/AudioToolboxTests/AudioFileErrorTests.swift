@@ -1,6 +1,8 @@
 @testable import AudioToolbox
 import Foundation
 import Testing
+import JackTestSupport
+import QueueCore
 
 /// Every bad input returns its result code, never a crash.
 @Suite struct AudioFileErrorTests {
@@ -95,13 +97,13 @@ import Testing
     @Test func unknownAndUnwritableFileTypes() {
         for type in [AudioFileTypeID(0x7878_7878), kAudioFileBW64Type, kAudioFile3GPType, kAudioFileAMRType, kAudioFileSoundDesigner2Type] {
             let url = scratch.url("typed")
-            expectStatus(AF.create(url, type, stereo16).0, kAudioFileUnsupportedFileTypeError, fourCC(OSStatus(bitPattern: type)))
+            expectStatus(AF.create(url, type, stereo16).0, kAudioFileUnsupportedFileTypeError, fourCharacterCode(OSStatus(bitPattern: type)))
             #expect(!FileManager.default.fileExists(atPath: url.path), "nothing is created for an unwritable type")
         }
         // MPEG-4 and ADTS hold compressed packets (AudioFilePacketTests), not linear PCM.
         for type in [kAudioFileMPEG4Type, kAudioFileM4AType, kAudioFileAAC_ADTSType] {
             let url = scratch.url("typed")
-            expectStatus(AF.create(url, type, stereo16).0, kAudioFileUnsupportedDataFormatError, fourCC(OSStatus(bitPattern: type)))
+            expectStatus(AF.create(url, type, stereo16).0, kAudioFileUnsupportedDataFormatError, fourCharacterCode(OSStatus(bitPattern: type)))
             #expect(!FileManager.default.fileExists(atPath: url.path), "nothing is created for a format the type cannot hold")
         }
     }

@@ -2,6 +2,7 @@ import AudioToolbox
 import Foundation
 import Glibc
 import Testing
+import JackTestSupport
 
 /// Failures a test process cannot cause in itself without disturbing its other tests: a full
 /// disk (RLIMIT_FSIZE) and POSIX permissions (which root ignores). CPrograms/audiofile_limits.c

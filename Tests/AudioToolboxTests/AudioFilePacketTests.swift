@@ -2,6 +2,7 @@ import AudioToolbox
 import Foundation
 import SoundFile
 import Testing
+import JackTestSupport
 
 /// Files of compressed packets (CAF with 'pakt'/'kuki', MPEG-4 .m4a, ADTS): files made by
 /// ffmpeg's command line tool read back with the packets, cookie and priming ffprobe lists;

@@ -1,6 +1,8 @@
 import AudioToolbox
 import Foundation
 import Testing
+import JackTestSupport
+import QueueCore
 
 @Suite struct AudioFilePropertyTests {
     let scratch: Scratch
@@ -30,9 +32,9 @@ import Testing
         ]
         for (id, size) in expectations {
             let result = info(file, id)
-            expectStatus(result.0, noErr, "GetPropertyInfo \(fourCC(OSStatus(bitPattern: id)))")
-            #expect(result.size == size, "size of \(fourCC(OSStatus(bitPattern: id)))")
-            #expect(result.writable == 0, "\(fourCC(OSStatus(bitPattern: id))) is read-only in a file opened for reading")
+            expectStatus(result.0, noErr, "GetPropertyInfo \(fourCharacterCode(OSStatus(bitPattern: id)))")
+            #expect(result.size == size, "size of \(fourCharacterCode(OSStatus(bitPattern: id)))")
+            #expect(result.writable == 0, "\(fourCharacterCode(OSStatus(bitPattern: id))) is read-only in a file opened for reading")
         }
         #expect(AF.property(file, kAudioFilePropertyFileFormat, AudioFileTypeID.self).1 == kAudioFileWAVEType)
         #expect(AF.property(file, kAudioFilePropertyAudioDataPacketCount, UInt64.self).1 == 48000)
@@ -83,10 +85,10 @@ import Testing
 
         for id in [AudioFilePropertyID(0x7A7A_7A7A), kAudioFilePropertyInfoDictionary, kAudioFilePropertyMarkerList,
                    kAudioFilePropertyRegionList, kAudioFilePropertyChunkIDs, kAudioFilePropertyID3Tag, kAudioFilePropertyFormatList] {
-            expectStatus(info(file, id).0, kAudioFileUnsupportedPropertyError, "info \(fourCC(OSStatus(bitPattern: id)))")
+            expectStatus(info(file, id).0, kAudioFileUnsupportedPropertyError, "info \(fourCharacterCode(OSStatus(bitPattern: id)))")
             size = 64
-            expectStatus(AudioFileGetProperty(file!, id, &size, &big), kAudioFileUnsupportedPropertyError, "get \(fourCC(OSStatus(bitPattern: id)))")
-            expectStatus(AudioFileSetProperty(file!, id, 4, big), kAudioFileUnsupportedPropertyError, "set \(fourCC(OSStatus(bitPattern: id)))")
+            expectStatus(AudioFileGetProperty(file!, id, &size, &big), kAudioFileUnsupportedPropertyError, "get \(fourCharacterCode(OSStatus(bitPattern: id)))")
+            expectStatus(AudioFileSetProperty(file!, id, 4, big), kAudioFileUnsupportedPropertyError, "set \(fourCharacterCode(OSStatus(bitPattern: id)))")
         }
         var type = kAudioFileWAVEType
         expectStatus(AudioFileSetProperty(file!, kAudioFilePropertyFileFormat, 4, &type), kAudioFileOperationNotSupportedError, "set FileFormat")

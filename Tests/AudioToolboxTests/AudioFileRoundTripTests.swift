@@ -1,6 +1,8 @@
 import AudioToolbox
 import Foundation
 import Testing
+import JackTestSupport
+import QueueCore
 
 /// One writable container and one sample format it holds.
 struct StoredFormat: Sendable, CustomTestStringConvertible {
@@ -20,7 +22,7 @@ struct StoredFormat: Sendable, CustomTestStringConvertible {
         default: "au"
         }
     }
-    var testDescription: String { "\(fourCC(OSStatus(bitPattern: type))) \(encoding) \(bigEndian ? "BE" : "LE")" }
+    var testDescription: String { "\(fourCharacterCode(OSStatus(bitPattern: type))) \(encoding) \(bigEndian ? "BE" : "LE")" }
 
     /// Every container × sample format jaq writes bit-exact (the table of Docs/audiofile.md).
     static let all: [StoredFormat] = {

@@ -1,6 +1,7 @@
 import AudioToolbox
 import Foundation
 import Testing
+import JackTestSupport
 
 /// sox is the referee: files written here open in sox with the right rate, channels, bit
 /// depth and length and decode to the samples written; files sox writes read back here.

@@ -1,18 +1,8 @@
 import AudioToolbox
 import Foundation
 import Testing
-
-/// A fresh directory for one test's files, removed when the test ends.
-final class Scratch {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("jaq-audiofile-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    func url(_ name: String) -> URL { url.appendingPathComponent(name) }
-    func path(_ name: String) -> String { url(name).path }
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
+import JackTestSupport
+import QueueCore
 
 /// A sample encoding of an ASBD, as the tests name them.
 enum Encoding: String, CaseIterable, Sendable {
@@ -106,14 +96,7 @@ enum Encoding: String, CaseIterable, Sendable {
 /// Fails the test with the result code's name when `status` is not `expected`.
 func expectStatus(_ status: OSStatus, _ expected: OSStatus = noErr, _ what: @autoclosure () -> String = "",
                   sourceLocation: SourceLocation = #_sourceLocation) {
-    #expect(status == expected, "\(what()): got \(fourCC(status)), expected \(fourCC(expected))", sourceLocation: sourceLocation)
-}
-
-/// 'fmt?' for four-char codes, the number otherwise.
-func fourCC(_ status: OSStatus) -> String {
-    let value = UInt32(bitPattern: status)
-    let bytes = (0..<4).map { UInt8(truncatingIfNeeded: value >> UInt32(24 - 8 * $0)) }
-    return bytes.allSatisfy { $0 >= 0x20 && $0 < 0x7F } ? "'\(String(decoding: bytes, as: UTF8.self))'" : "\(status)"
+    #expect(status == expected, "\(what()): got \(fourCharacterCode(status)), expected \(fourCharacterCode(expected))", sourceLocation: sourceLocation)
 }
 
 /// Typed helpers over the C-style API, for tests.
@@ -212,15 +195,6 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     let stdout = try Data(contentsOf: scratch.url("out"))
     let stderr = String(decoding: try Data(contentsOf: scratch.url("err")), as: UTF8.self)
     return (process.terminationStatus, stdout, stderr)
-}
-
-/// The path of a tool on PATH, or nil.
-func tool(_ name: String) -> String? {
-    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
-        let candidate = "\(directory)/\(name)"
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-    }
-    return nil
 }
 
 /// Decodes packed data described by `format` to left-justified 32-bit samples, the way

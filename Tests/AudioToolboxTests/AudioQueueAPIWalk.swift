@@ -46,7 +46,10 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
     }
 
     let seed: UInt64
+    /// The ManualDriver the walk runs cycles on; nil on a JACK server, whose cycles run by themselves.
     let driver: ManualDriver?
+    /// The device the walk's queues open.
+    let device: DeviceProvider
     private var random: UInt64
     /// Locked (pthread), not Mutex: ThreadSanitizer sees its locking.
     let model = Locked(Model())
@@ -63,9 +66,10 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
     private(set) var results: [OSStatus: Int] = [:]
     private let unreadable: UnsafeMutableRawPointer
 
-    init(seed: UInt64, driver: ManualDriver?) {
+    init(seed: UInt64, driver: ManualDriver?, device: DeviceProvider) {
         self.seed = seed
         self.driver = driver
+        self.device = device
         random = seed
         unreadable = mmap(nil, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)!
     }
@@ -278,8 +282,8 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
         }
         var queue: AudioQueueRef?
         let status = check("New\(isOutput ? "Output" : "Input") into slot \(slot)", [noErr]) {
-            isOutput ? C.newOutput(&format, walkOutputCallback, user, nil, nil, 0, &queue)
-                : C.newInput(&format, walkInputCallback, user, nil, nil, 0, &queue)
+            isOutput ? AudioQueueNewOutput(&format, walkOutputCallback, user, nil, nil, 0, &queue, device: device)
+                : AudioQueueNewInput(&format, walkInputCallback, user, nil, nil, 0, &queue, device: device)
         }
         guard status == noErr, let queue else { return }
         // A new queue may have a disposed one's address.

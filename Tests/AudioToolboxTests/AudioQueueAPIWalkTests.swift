@@ -21,8 +21,8 @@ import QueueCore
         let driver = ManualDriver(periodFrames: 256)
         driver.allowsWaiting = false  // as on a realtime server: a cycle never waits
         let started = Date()
-        let walk = AudioQueueAPIWalk(seed: Self.seed, driver: driver)
-        let violations = withProvider(driver) { walk.run(calls: calls) }
+        let walk = AudioQueueAPIWalk(seed: Self.seed, driver: driver, device: driver)
+        let violations = walk.run(calls: calls)
         #expect(violations.isEmpty, "\(walk.report(violations))")
         print("API walk: \(walk.log.count) calls, seed \(Self.seed), \(String(format: "%.1f", Date().timeIntervalSince(started))) s, "
               + "\(walk.model.withLock { $0.callbacks }) callbacks, results \(walk.results.sorted { $0.key < $1.key })")
@@ -34,10 +34,8 @@ import QueueCore
         let server = try JackServer()
         defer { server.stop() }
         let started = Date()
-        let walk = AudioQueueAPIWalk(seed: Self.seed &+ 1, driver: nil)
-        let violations = JackServer.withInProcessClients {
-            withProvider(JackDriver(serverName: server.name)) { walk.run(calls: calls) }
-        }
+        let walk = AudioQueueAPIWalk(seed: Self.seed &+ 1, driver: nil, device: JackDriver(serverName: server.name))
+        let violations = JackServer.withInProcessClients { walk.run(calls: calls) }
         #expect(violations.isEmpty, "\(walk.report(violations))")
         print("API walk on JACK: \(walk.log.count) calls, seed \(Self.seed &+ 1), \(String(format: "%.1f", Date().timeIntervalSince(started))) s, "
               + "\(walk.model.withLock { $0.callbacks }) callbacks, results \(walk.results.sorted { $0.key < $1.key })")

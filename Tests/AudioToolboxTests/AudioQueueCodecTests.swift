@@ -5,9 +5,12 @@ import Testing
 import AudioToolbox
 @testable import AudioCodec
 import QueueCore
+import JackTestSupport
 
 /// Compressed queues through the public API on a ManualDriver: packets with descriptions
 /// decoded by output queues, packets made by input queues, their cookies and errors.
+/// One case at a time: each encodes or decodes as fast as a ManualDriver runs, and two
+/// encoders sharing two cores starve the queue thread (an Opus take came back empty).
 @Suite(.serialized) struct AudioQueueCodecTests {
     // MARK: A packet player in the guide's style (Listing 3-x, the VBR branch)
 
@@ -85,43 +88,41 @@ import QueueCore
                      packetsPerBuffer: Int = 10, driver: ManualDriver) throws -> (played: [[Float]], player: PacketPlayer) {
         let player = PacketPlayer(packets: packets, packetsPerBuffer: packetsPerBuffer)
         player.trimFirst = trim
-        return try withProvider(driver) {
-            var format = format
-            var queue: AudioQueueRef?
-            let user = Unmanaged.passUnretained(player).toOpaque()
-            #expect(AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
-            player.queue = q
-            #expect(AudioQueueAddPropertyListener(q, kAudioQueueProperty_ConverterError, converterErrorListener, user) == noErr)
-            #expect(AudioQueueAddPropertyListener(q, kAudioQueueProperty_IsRunning, runningListener, user) == noErr)
-            if !cookie.isEmpty {
-                #expect(AudioQueueSetProperty(q, kAudioQueueProperty_MagicCookie, cookie, UInt32(cookie.count)) == noErr)
-            }
-            // DeriveBufferSize: room for packetsPerBuffer of the largest packets.
-            var maxPacket: UInt32 = 0
-            var size = UInt32(4)
-            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_MaximumOutputPacketSize, &maxPacket, &size) == noErr)
-            let bytes = max(maxPacket, UInt32(packets.map(\.count).max() ?? 0)) * UInt32(packetsPerBuffer)
-            for _ in 0..<3 {
-                var buffer: AudioQueueBufferRef?
-                #expect(AudioQueueAllocateBufferWithPacketDescriptions(q, bytes, UInt32(packetsPerBuffer), &buffer) == noErr)
-                player.fill(q, try #require(buffer))
-            }
-            driver.startRecordingPlayback()
-            #expect(AudioQueueStart(q, nil) == noErr)
-            // Until IsRunning has gone to 1 and back to 0 (polling IsRunning for 0 alone would end
-            // early: it turns 1 only once the queue thread has seen the first frame played).
-            var cycles = 0
-            while cycles < 20000 {
-                if player.done.withLock({ $0 }) && player.runningChanges.withLock({ $0 == [1, 0] }) { break }
-                driver.run(cycles: 1)
-                cycles += 1
-            }
-            #expect(player.runningChanges.withLock { $0 } == [1, 0])
-            #expect(AudioQueueDispose(q, true) == noErr)
-            let channels = Int(format.mChannelsPerFrame)
-            return ((0..<channels).map { driver.recordedPlayback(port: $0).samples }, player)
+        var format = format
+        var queue: AudioQueueRef?
+        let user = Unmanaged.passUnretained(player).toOpaque()
+        #expect(AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue, device: driver) == noErr)
+        let q = try #require(queue)
+        player.queue = q
+        #expect(AudioQueueAddPropertyListener(q, kAudioQueueProperty_ConverterError, converterErrorListener, user) == noErr)
+        #expect(AudioQueueAddPropertyListener(q, kAudioQueueProperty_IsRunning, runningListener, user) == noErr)
+        if !cookie.isEmpty {
+            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_MagicCookie, cookie, UInt32(cookie.count)) == noErr)
         }
+        // DeriveBufferSize: room for packetsPerBuffer of the largest packets.
+        var maxPacket: UInt32 = 0
+        var size = UInt32(4)
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_MaximumOutputPacketSize, &maxPacket, &size) == noErr)
+        let bytes = max(maxPacket, UInt32(packets.map(\.count).max() ?? 0)) * UInt32(packetsPerBuffer)
+        for _ in 0..<3 {
+            var buffer: AudioQueueBufferRef?
+            #expect(AudioQueueAllocateBufferWithPacketDescriptions(q, bytes, UInt32(packetsPerBuffer), &buffer) == noErr)
+            player.fill(q, try #require(buffer))
+        }
+        driver.startRecordingPlayback()
+        #expect(AudioQueueStart(q, nil) == noErr)
+        // Until IsRunning has gone to 1 and back to 0 (polling IsRunning for 0 alone would end
+        // early: it turns 1 only once the queue thread has seen the first frame played).
+        var cycles = 0
+        while cycles < 20000 {
+            if player.done.withLock({ $0 }) && player.runningChanges.withLock({ $0 == [1, 0] }) { break }
+            driver.run(cycles: 1)
+            cycles += 1
+        }
+        #expect(player.runningChanges.withLock { $0 } == [1, 0])
+        #expect(AudioQueueDispose(q, true) == noErr)
+        let channels = Int(format.mChannelsPerFrame)
+        return ((0..<channels).map { driver.recordedPlayback(port: $0).samples }, player)
     }
 
     // MARK: ADTS, what ffmpeg's command line writes and reads for raw AAC
@@ -216,41 +217,40 @@ import QueueCore
     }
 
     @Test func formatsWithoutACodecAreRefusedWithTheReferenceCodes() throws {
-        try withProvider(ManualDriver()) {
-            var queue: AudioQueueRef?
-            var unknown = Self.aacFormat()
-            unknown.mFormatID = 0x7A7A_7A7A  // 'zzzz'
-            #expect(AudioQueueNewOutput(&unknown, Self.playerCallback, nil, nil, nil, 0, &queue) == kAudioFormatUnsupportedDataFormatError)
-            #expect(queue == nil)
-            // MP3 decodes, but no queue here encodes it: CodecNotFound for an input queue.
-            var mp3 = Self.aacFormat()
-            mp3.mFormatID = kAudioFormatMPEGLayer3
-            mp3.mFramesPerPacket = 1152
-            #expect(AudioQueueNewInput(&mp3, handleInputBuffer, nil, nil, nil, 0, &queue) == kAudioQueueErr_CodecNotFound)
-            #expect(AudioQueueNewOutput(&mp3, Self.playerCallback, nil, nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
-            // A VBR buffer with no descriptions is refused; a bad cookie too.
-            var buffer: AudioQueueBufferRef?
-            #expect(AudioQueueAllocateBufferWithPacketDescriptions(q, 4096, 4, &buffer) == noErr)
-            let b = try #require(buffer)
-            b.pointee.mAudioDataByteSize = 100
-            #expect(AudioQueueEnqueueBuffer(q, b, 0, nil) == kAudio_ParamError)
-            var outside = AudioStreamPacketDescription(mStartOffset: 90, mVariableFramesInPacket: 0, mDataByteSize: 20)
-            #expect(AudioQueueEnqueueBuffer(q, b, 1, &outside) == kAudio_ParamError)
-            var policy: UInt32 = 99
-            var size = UInt32(4)
-            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_HardwareCodecPolicy, &policy, &size) == noErr)
-            #expect(policy == kAudioQueueHardwareCodecPolicy_Default)
-            #expect(AudioQueueDispose(q, true) == noErr)
-            var alac = Self.aacFormat()
-            alac.mFormatID = kAudioFormatAppleLossless
-            alac.mFramesPerPacket = 4096
-            #expect(AudioQueueNewOutput(&alac, Self.playerCallback, nil, nil, nil, 0, &queue) == noErr)
-            let a = try #require(queue)
-            let junk: [UInt8] = [1, 2, 3]
-            #expect(AudioQueueSetProperty(a, kAudioQueueProperty_MagicCookie, junk, 3) == kAudioQueueErr_InvalidPropertyValue)
-            #expect(AudioQueueDispose(a, true) == noErr)
-        }
+        let device = ManualDriver()
+        var queue: AudioQueueRef?
+        var unknown = Self.aacFormat()
+        unknown.mFormatID = 0x7A7A_7A7A  // 'zzzz'
+        #expect(AudioQueueNewOutput(&unknown, Self.playerCallback, nil, nil, nil, 0, &queue, device: device) == kAudioFormatUnsupportedDataFormatError)
+        #expect(queue == nil)
+        // MP3 decodes, but no queue here encodes it: CodecNotFound for an input queue.
+        var mp3 = Self.aacFormat()
+        mp3.mFormatID = kAudioFormatMPEGLayer3
+        mp3.mFramesPerPacket = 1152
+        #expect(AudioQueueNewInput(&mp3, handleInputBuffer, nil, nil, nil, 0, &queue, device: device) == kAudioQueueErr_CodecNotFound)
+        #expect(AudioQueueNewOutput(&mp3, Self.playerCallback, nil, nil, nil, 0, &queue, device: device) == noErr)
+        let q = try #require(queue)
+        // A VBR buffer with no descriptions is refused; a bad cookie too.
+        var buffer: AudioQueueBufferRef?
+        #expect(AudioQueueAllocateBufferWithPacketDescriptions(q, 4096, 4, &buffer) == noErr)
+        let b = try #require(buffer)
+        b.pointee.mAudioDataByteSize = 100
+        #expect(AudioQueueEnqueueBuffer(q, b, 0, nil) == kAudio_ParamError)
+        var outside = AudioStreamPacketDescription(mStartOffset: 90, mVariableFramesInPacket: 0, mDataByteSize: 20)
+        #expect(AudioQueueEnqueueBuffer(q, b, 1, &outside) == kAudio_ParamError)
+        var policy: UInt32 = 99
+        var size = UInt32(4)
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_HardwareCodecPolicy, &policy, &size) == noErr)
+        #expect(policy == kAudioQueueHardwareCodecPolicy_Default)
+        #expect(AudioQueueDispose(q, true) == noErr)
+        var alac = Self.aacFormat()
+        alac.mFormatID = kAudioFormatAppleLossless
+        alac.mFramesPerPacket = 4096
+        #expect(AudioQueueNewOutput(&alac, Self.playerCallback, nil, nil, nil, 0, &queue, device: device) == noErr)
+        let a = try #require(queue)
+        let junk: [UInt8] = [1, 2, 3]
+        #expect(AudioQueueSetProperty(a, kAudioQueueProperty_MagicCookie, junk, 3) == kAudioQueueErr_InvalidPropertyValue)
+        #expect(AudioQueueDispose(a, true) == noErr)
     }
 
     // MARK: Recording
@@ -285,51 +285,49 @@ import QueueCore
     static func record(format: AudioStreamBasicDescription, driver: ManualDriver, cycles: Int, bitRate: UInt32? = nil) throws
         -> (packets: [[UInt8]], cookie: [UInt8], format: AudioStreamBasicDescription, recorder: PacketRecorder) {
         let recorder = PacketRecorder()
-        return try withProvider(driver) {
-            var format = format
-            var queue: AudioQueueRef?
-            #expect(AudioQueueNewInput(&format, recorderCallback, Unmanaged.passUnretained(recorder).toOpaque(), nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
-            if var bitRate {
-                #expect(AudioQueueSetProperty(q, kAudioQueueProperty_EncoderBitRate, &bitRate, 4) == noErr)
-                var read: UInt32 = 0
-                var size = UInt32(4)
-                #expect(AudioQueueGetProperty(q, kAudioQueueProperty_EncoderBitRate, &read, &size) == noErr && read == bitRate)
-            }
-            // The guide's recorder: the complete format, DeriveBufferSize from the largest packet, the cookie.
-            var complete = AudioStreamBasicDescription()
-            var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
-            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_StreamDescription, &complete, &size) == noErr)
-            var maxPacket: UInt32 = 0
-            size = 4
-            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_MaximumOutputPacketSize, &maxPacket, &size) == noErr)
-            #expect(maxPacket > 0)
-            for _ in 0..<3 {
-                var buffer: AudioQueueBufferRef?
-                #expect(AudioQueueAllocateBuffer(q, maxPacket * 8, &buffer) == noErr)
-                #expect(AudioQueueEnqueueBuffer(q, try #require(buffer), 0, nil) == noErr)
-            }
-            #expect(AudioQueueStart(q, nil) == noErr)
-            driver.run(cycles: cycles)
-            #expect(AudioQueueStop(q, false) == noErr)
-            // Stop(false) delivers everything captured, the encoder's last packets included, then IsRunning goes to 0.
-            #expect(eventually {
-                var running: UInt32 = 1
-                var size = UInt32(4)
-                AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size)
-                return running == 0
-            })
-            var converterError: UInt32 = 0
-            size = 4
-            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_ConverterError, &converterError, &size) == noErr)
-            #expect(converterError == 0)
-            var cookieSize: UInt32 = 0
-            #expect(AudioQueueGetPropertySize(q, kAudioQueueProperty_MagicCookie, &cookieSize) == noErr)
-            var cookie = [UInt8](repeating: 0, count: Int(cookieSize))
-            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_MagicCookie, &cookie, &cookieSize) == noErr)
-            #expect(AudioQueueDispose(q, true) == noErr)
-            return (recorder.packets.withLock { $0 }, cookie, complete, recorder)
+        var format = format
+        var queue: AudioQueueRef?
+        #expect(AudioQueueNewInput(&format, recorderCallback, Unmanaged.passUnretained(recorder).toOpaque(), nil, nil, 0, &queue, device: driver) == noErr)
+        let q = try #require(queue)
+        if var bitRate {
+            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_EncoderBitRate, &bitRate, 4) == noErr)
+            var read: UInt32 = 0
+            var size = UInt32(4)
+            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_EncoderBitRate, &read, &size) == noErr && read == bitRate)
         }
+        // The guide's recorder: the complete format, DeriveBufferSize from the largest packet, the cookie.
+        var complete = AudioStreamBasicDescription()
+        var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_StreamDescription, &complete, &size) == noErr)
+        var maxPacket: UInt32 = 0
+        size = 4
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_MaximumOutputPacketSize, &maxPacket, &size) == noErr)
+        #expect(maxPacket > 0)
+        for _ in 0..<3 {
+            var buffer: AudioQueueBufferRef?
+            #expect(AudioQueueAllocateBuffer(q, maxPacket * 8, &buffer) == noErr)
+            #expect(AudioQueueEnqueueBuffer(q, try #require(buffer), 0, nil) == noErr)
+        }
+        #expect(AudioQueueStart(q, nil) == noErr)
+        driver.run(cycles: cycles)
+        #expect(AudioQueueStop(q, false) == noErr)
+        // Stop(false) delivers everything captured, the encoder's last packets included, then IsRunning goes to 0.
+        #expect(waitUntil {
+            var running: UInt32 = 1
+            var size = UInt32(4)
+            AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size)
+            return running == 0
+        })
+        var converterError: UInt32 = 0
+        size = 4
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_ConverterError, &converterError, &size) == noErr)
+        #expect(converterError == 0)
+        var cookieSize: UInt32 = 0
+        #expect(AudioQueueGetPropertySize(q, kAudioQueueProperty_MagicCookie, &cookieSize) == noErr)
+        var cookie = [UInt8](repeating: 0, count: Int(cookieSize))
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_MagicCookie, &cookie, &cookieSize) == noErr)
+        #expect(AudioQueueDispose(q, true) == noErr)
+        return (recorder.packets.withLock { $0 }, cookie, complete, recorder)
     }
 
     static func losslessFormat(_ id: AudioFormatID, bits: Int) -> AudioStreamBasicDescription {
@@ -400,36 +398,35 @@ import QueueCore
     /// The bit rate is refused with Apple's codes where it cannot apply: out of the codec's
     /// range, a lossless format, a playback queue, a running queue.
     @Test func encoderBitRateIsRefusedWhereItCannotApply() throws {
-        try withProvider(ManualDriver()) {
-            var queue: AudioQueueRef?
-            var aac = Self.aacFormat()
-            #expect(AudioQueueNewInput(&aac, handleInputBuffer, nil, nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
-            var rate: UInt32 = 1000
-            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_EncoderBitRate, &rate, 4) == kAudioQueueErr_InvalidPropertyValue)
-            rate = 2_000_000
-            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_EncoderBitRate, &rate, 4) == kAudioQueueErr_InvalidPropertyValue)
-            var read: UInt32 = 0
-            var size = UInt32(4)
-            #expect(AudioQueueGetProperty(q, kAudioQueueProperty_EncoderBitRate, &read, &size) == noErr && read == 128_000)
-            #expect(AudioQueueStart(q, nil) == noErr)
-            rate = 96_000
-            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_EncoderBitRate, &rate, 4) == kAudioQueueErr_InvalidRunState)
-            #expect(AudioQueueDispose(q, true) == noErr)
+        let device = ManualDriver()
+        var queue: AudioQueueRef?
+        var aac = Self.aacFormat()
+        #expect(AudioQueueNewInput(&aac, handleInputBuffer, nil, nil, nil, 0, &queue, device: device) == noErr)
+        let q = try #require(queue)
+        var rate: UInt32 = 1000
+        #expect(AudioQueueSetProperty(q, kAudioQueueProperty_EncoderBitRate, &rate, 4) == kAudioQueueErr_InvalidPropertyValue)
+        rate = 2_000_000
+        #expect(AudioQueueSetProperty(q, kAudioQueueProperty_EncoderBitRate, &rate, 4) == kAudioQueueErr_InvalidPropertyValue)
+        var read: UInt32 = 0
+        var size = UInt32(4)
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_EncoderBitRate, &read, &size) == noErr && read == 128_000)
+        #expect(AudioQueueStart(q, nil) == noErr)
+        rate = 96_000
+        #expect(AudioQueueSetProperty(q, kAudioQueueProperty_EncoderBitRate, &rate, 4) == kAudioQueueErr_InvalidRunState)
+        #expect(AudioQueueDispose(q, true) == noErr)
 
-            var alac = Self.losslessFormat(kAudioFormatAppleLossless, bits: 16)
-            #expect(AudioQueueNewInput(&alac, handleInputBuffer, nil, nil, nil, 0, &queue) == noErr)
-            let lossless = try #require(queue)
-            #expect(AudioQueueSetProperty(lossless, kAudioQueueProperty_EncoderBitRate, &rate, 4) == kAudioQueueErr_InvalidPropertyValue)
-            #expect(AudioQueueGetProperty(lossless, kAudioQueueProperty_EncoderBitRate, &read, &size) == noErr && read == 0)
-            #expect(AudioQueueDispose(lossless, true) == noErr)
+        var alac = Self.losslessFormat(kAudioFormatAppleLossless, bits: 16)
+        #expect(AudioQueueNewInput(&alac, handleInputBuffer, nil, nil, nil, 0, &queue, device: device) == noErr)
+        let lossless = try #require(queue)
+        #expect(AudioQueueSetProperty(lossless, kAudioQueueProperty_EncoderBitRate, &rate, 4) == kAudioQueueErr_InvalidPropertyValue)
+        #expect(AudioQueueGetProperty(lossless, kAudioQueueProperty_EncoderBitRate, &read, &size) == noErr && read == 0)
+        #expect(AudioQueueDispose(lossless, true) == noErr)
 
-            var out = Self.aacFormat()
-            #expect(AudioQueueNewOutput(&out, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
-            let player = try #require(queue)
-            #expect(AudioQueueSetProperty(player, kAudioQueueProperty_EncoderBitRate, &rate, 4) == kAudioQueueErr_InvalidQueueType)
-            #expect(AudioQueueDispose(player, true) == noErr)
-        }
+        var out = Self.aacFormat()
+        #expect(AudioQueueNewOutput(&out, { _, _, _ in }, nil, nil, nil, 0, &queue, device: device) == noErr)
+        let player = try #require(queue)
+        #expect(AudioQueueSetProperty(player, kAudioQueueProperty_EncoderBitRate, &rate, 4) == kAudioQueueErr_InvalidQueueType)
+        #expect(AudioQueueDispose(player, true) == noErr)
     }
 
     /// Records 2 s of two tones as AAC (at `bitRate`, else the default), checks ffmpeg decodes

@@ -149,19 +149,18 @@ extension AudioQueueCodecTests {
         if !cbr && formatID != CompressedFormat.appleLossless {
             #expect(!player.converterErrors.withLock { $0 }.isEmpty, "ConverterError is reported")
         }
-        try withProvider(ManualDriver()) {
-            var format = format
-            var queue: AudioQueueRef?
-            #expect(AudioQueueNewOutput(&format, Self.playerCallback, nil, nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
-            for _ in 0..<50 {
-                var cookie = encoder.cookie
-                if cookie.isEmpty || random(3) == 0 { cookie = (0..<random(200)).map { _ in UInt8(random(256)) } }
-                for _ in 0...random(6) where !cookie.isEmpty { cookie[random(cookie.count)] = UInt8(random(256)) }
-                let status = AudioQueueSetProperty(q, kAudioQueueProperty_MagicCookie, cookie, UInt32(cookie.count))
-                #expect(status == noErr || status == kAudioQueueErr_InvalidPropertyValue, "\(status)")
-            }
-            #expect(AudioQueueDispose(q, true) == noErr)
+        let device = ManualDriver()
+        var queueFormat = format
+        var queue: AudioQueueRef?
+        #expect(AudioQueueNewOutput(&queueFormat, Self.playerCallback, nil, nil, nil, 0, &queue, device: device) == noErr)
+        let q = try #require(queue)
+        for _ in 0..<50 {
+            var cookie = encoder.cookie
+            if cookie.isEmpty || random(3) == 0 { cookie = (0..<random(200)).map { _ in UInt8(random(256)) } }
+            for _ in 0...random(6) where !cookie.isEmpty { cookie[random(cookie.count)] = UInt8(random(256)) }
+            let status = AudioQueueSetProperty(q, kAudioQueueProperty_MagicCookie, cookie, UInt32(cookie.count))
+            #expect(status == noErr || status == kAudioQueueErr_InvalidPropertyValue, "\(status)")
         }
+        #expect(AudioQueueDispose(q, true) == noErr)
     }
 }

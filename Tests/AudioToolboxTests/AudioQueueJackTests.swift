@@ -8,9 +8,9 @@ import QueueCore
 
 /// Audio queues on a real (private, dummy-backend) JACK server.
 @Suite(.serialized) struct AudioQueueJackTests {
-    /// Installs a JACK driver for `server` while `body` runs.
-    func withServer<T>(_ server: JackServer, _ body: () throws -> T) rethrows -> T {
-        try JackServer.withInProcessClients { try withProvider(JackDriver(serverName: server.name), body) }
+    /// Runs `body` with a JACK driver for `server`, its clients in process.
+    func withServer<T>(_ server: JackServer, _ body: (JackDriver) throws -> T) rethrows -> T {
+        try JackServer.withInProcessClients { try body(JackDriver(serverName: server.name)) }
     }
 
     func property(_ queue: AudioQueueRef, _ id: AudioQueuePropertyID) -> String {
@@ -21,29 +21,30 @@ import QueueCore
     }
 
     @Test func noServerAtNewOutputIsInvalidDeviceWithoutHanging() {
-        JackServer.withExclusiveAccess { withProvider(JackDriver(serverName: "jaq-absent-\(getpid())")) {
+        let device = JackDriver(serverName: "jaq-absent-\(getpid())")
+        JackServer.withExclusiveAccess {
             var format = lpcm()
             var queue: AudioQueueRef?
             let start = Date()
-            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == kAudioQueueErr_InvalidDevice)
-            #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &queue) == kAudioQueueErr_InvalidDevice)
+            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue, device: device) == kAudioQueueErr_InvalidDevice)
+            #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &queue, device: device) == kAudioQueueErr_InvalidDevice)
             #expect(queue == nil)
             #expect(Date().timeIntervalSince(start) < 5)
-        } }
+        }
     }
 
     @Test func anImpulseStartedAtFrameTIsRecordedAtTheExpectedQueueTimeByAnInputStartedAtT() throws {
         let server = try JackServer()
         defer { server.stop() }
-        try withServer(server) {
+        try withServer(server) { device in
             var format = lpcm(channels: 1, bits: 32, float: true)
             var output: AudioQueueRef?
-            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &output) == noErr)
+            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &output, device: device) == noErr)
             let out = try #require(output)
             let context = RecordingContext()
             var input: AudioQueueRef?
             var inputFormat = lpcm(channels: 2, bits: 32, float: true)
-            #expect(AudioQueueNewInput(&inputFormat, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &input) == noErr)
+            #expect(AudioQueueNewInput(&inputFormat, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &input, device: device) == noErr)
             let inq = try #require(input)
             var target: CFString? = CFString.make(property(out, kAudioQueueProperty_JACKPortNames))
             #expect(AudioQueueSetProperty(inq, kAudioQueueProperty_CurrentDevice, &target, 8) == noErr)
@@ -68,7 +69,7 @@ import QueueCore
             #expect(AudioQueueDeviceGetNearestStartTime(out, &when, 0) == noErr)
             #expect(AudioQueueStart(inq, &when) == noErr)
             #expect(AudioQueueStart(out, &when) == noErr)
-            #expect(eventually(10) { context.samples.withLock { $0.count } >= 2 * 4096 })
+            #expect(waitUntil(10) { context.samples.withLock { $0.count } >= 2 * 4096 })
             #expect(AudioQueueStop(inq, true) == noErr)
             let recorded = context.samples.withLock { $0 }
             let floats = recorded.withUnsafeBufferPointer { raw in
@@ -87,12 +88,12 @@ import QueueCore
     @Test func aResampledSinePlaysForTheRightDurationWithTHDNBelowMinus90dB() throws {
         let server = try JackServer()
         defer { server.stop() }
-        try withServer(server) {
+        try withServer(server) { device in
             // 2 s of a 1 kHz sine at 44.1 kHz, float, into a 48 kHz server.
             let frames = 88200
             var format = lpcm(rate: 44100, channels: 1, bits: 32, float: true)
             var output: AudioQueueRef?
-            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &output) == noErr)
+            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &output, device: device) == noErr)
             let out = try #require(output)
             let log = DateLog()
             let box = Unmanaged.passRetained(log).toOpaque()
@@ -109,7 +110,7 @@ import QueueCore
             let context = RecordingContext()
             var input: AudioQueueRef?
             var inputFormat = lpcm(channels: 2, bits: 32, float: true)
-            #expect(AudioQueueNewInput(&inputFormat, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &input) == noErr)
+            #expect(AudioQueueNewInput(&inputFormat, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &input, device: device) == noErr)
             let inq = try #require(input)
             var target: CFString? = CFString.make(property(out, kAudioQueueProperty_JACKPortNames))
             #expect(AudioQueueSetProperty(inq, kAudioQueueProperty_CurrentDevice, &target, 8) == noErr)
@@ -121,7 +122,7 @@ import QueueCore
             #expect(AudioQueueStart(inq, nil) == noErr)
             #expect(AudioQueueStart(out, nil) == noErr)
             #expect(AudioQueueStop(out, false) == noErr)
-            #expect(eventually(10) { log.dates.withLock { $0.count } == 2 })
+            #expect(waitUntil(10) { log.dates.withLock { $0.count } == 2 })
             usleep(100_000)
             #expect(AudioQueueStop(inq, true) == noErr)
             let raw = context.samples.withLock { $0 }
@@ -148,11 +149,11 @@ import QueueCore
 
     @Test func theServerGoingAwayMidRecordingDeliversWhatWasCapturedAndInvalidates() throws {
         let server = try JackServer()
-        try withServer(server) {
+        try withServer(server) { device in
             let context = RecordingContext()
             var format = lpcm()
             var queue: AudioQueueRef?
-            #expect(AudioQueueNewInput(&format, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &queue) == noErr)
+            #expect(AudioQueueNewInput(&format, handleInputBuffer, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &queue, device: device) == noErr)
             let q = try #require(queue)
             for _ in 0..<4 {
                 var b: AudioQueueBufferRef?
@@ -160,7 +161,7 @@ import QueueCore
                 #expect(AudioQueueEnqueueBuffer(q, b!, 0, nil) == noErr)
             }
             #expect(AudioQueueStart(q, nil) == noErr)
-            #expect(eventually(5) { context.starts.withLock { $0.count } >= 3 })
+            #expect(waitUntil(5) { context.starts.withLock { $0.count } >= 3 })
             var before = AudioTimeStamp()
             #expect(AudioQueueGetCurrentTime(q, nil, &before, nil) == noErr)
             server.stop()
@@ -172,7 +173,7 @@ import QueueCore
                 AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size)
                 return running
             }
-            #expect(eventually(10) { isRunning() == 0 })
+            #expect(waitUntil(10) { isRunning() == 0 })
             let starts = context.starts.withLock { $0 }
             let delivered = starts.map { Double($0.packets) }.reduce(0, +)
             #expect(delivered >= before.mSampleTime, "every frame captured before the server went is delivered")
@@ -187,12 +188,12 @@ import QueueCore
 
     @Test func theServerGoingAwayMidPlaybackStopsTheQueueWithoutHanging() throws {
         let server = try JackServer()
-        try withServer(server) {
+        try withServer(server) { device in
             let context = PlaybackContext(frames: 48000 * 30, channels: 2, framesPerBuffer: 4800)
             var format = lpcm()
             var queue: AudioQueueRef?
             let user = Unmanaged.passUnretained(context).toOpaque()
-            #expect(AudioQueueNewOutput(&format, handleOutputBuffer, user, nil, nil, 0, &queue) == noErr)
+            #expect(AudioQueueNewOutput(&format, handleOutputBuffer, user, nil, nil, 0, &queue, device: device) == noErr)
             let q = try #require(queue)
             #expect(AudioQueueAddPropertyListener(q, kAudioQueueProperty_IsRunning, isRunningListener, user) == noErr)
             for _ in 0..<3 {
@@ -201,9 +202,9 @@ import QueueCore
                 handleOutputBuffer(user, q, b!)
             }
             #expect(AudioQueueStart(q, nil) == noErr)
-            #expect(eventually(5) { context.runningChanges.withLock { $0 } == [1] })
+            #expect(waitUntil(5) { context.runningChanges.withLock { $0 } == [1] })
             server.stop()
-            #expect(eventually(10) { context.runningChanges.withLock { $0 } == [1, 0] })
+            #expect(waitUntil(10) { context.runningChanges.withLock { $0 } == [1, 0] })
             #expect(AudioQueueStart(q, nil) == kAudioQueueErr_QueueInvalidated)
             let start = Date()
             #expect(AudioQueueDispose(q, true) == noErr)

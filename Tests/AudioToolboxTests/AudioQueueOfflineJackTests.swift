@@ -9,27 +9,6 @@ import SoundFile
 /// Offline render against JACK: jack_capture records what a queue plays on a private
 /// server; the same program rendered offline must equal it, sample for sample.
 @Suite(.serialized) struct AudioQueueOfflineJackTests {
-    func waitForPorts(_ server: JackServer, containing fragment: String, count: Int) -> [String] {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            let list = ((try? server.run(["jack_lsp"])) ?? "").split(separator: "\n").map(String.init).filter { $0.contains(fragment) }
-            if list.count >= count { return list.sorted() }
-            usleep(50_000)
-        }
-        return []
-    }
-
-    /// The recording of jack_capture (float WAV) as planes.
-    func readPlanes(_ path: String) throws -> [[Float]] {
-        let file = try SoundFile(path: path, mode: .read)
-        let channels = file.info.channelCount
-        var samples = [Float](repeating: 0, count: Int(file.info.frameCount) * channels)
-        let transfer = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
-        try file.close()
-        let all = Array(samples[0..<(transfer.count * channels)])
-        return (0..<channels).map { deinterleave(all, channels: channels, channel: $0) }
-    }
-
     /// Installs a pre-effects tap halving every sample (gainTap) when `tapped`.
     func tapIfAsked(_ queue: AudioQueueRef, _ tapped: Bool, _ log: TapLog) {
         guard tapped else { return }
@@ -43,15 +22,17 @@ import SoundFile
     /// The program rendered offline (float32 stereo at 48 kHz) on a ManualDriver with JACK's period.
     func renderProgram(rate: Double, tapped: Bool, frames: Int) throws -> [Float] {
         let log = TapLog()
-        let rendered: [Float] = try withProvider(ManualDriver(periodFrames: 256)) {
+        let rendered: [Float]
+        do {
+            let device = ManualDriver(periodFrames: 256)
             let offlineContext = ProgramContext(rate: rate)
-            let queue = try makeProgramQueue(offlineContext)
+            let queue = try makeProgramQueue(offlineContext, device: device)
             defer { AudioQueueDispose(queue, true) }
             tapIfAsked(queue, tapped, log)
             var format = lpcm(rate: 48000, channels: 2, bits: 32, float: true)
             #expect(AudioQueueSetOfflineRenderFormat(queue, &format, nil) == noErr)
             #expect(AudioQueueStart(queue, nil) == noErr)
-            return try renderOffline(queue, channels: 2, frames: frames, request: 4096)
+            rendered = try renderOffline(queue, channels: 2, frames: frames, request: 4096)
         }
         #expect(log.calls.withLock { $0.isEmpty } != tapped, "the tap ran in the offline render")
         return rendered
@@ -69,20 +50,19 @@ import SoundFile
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let capture = try server.spawn(["jack_capture", "--daemon", "-d", "4", "-c", "2", "--manual-connections",
                                         "\(dir)/captured.wav"], output: "\(dir)/capture.log")
-        let capturePorts = waitForPorts(server, containing: "jack_capture", count: 2)
+        let capturePorts = waitForPorts(server, containing: "jack_capture", count: 2) ?? []
         #expect(capturePorts.count == 2)
         let context = ProgramContext(rate: rate)
         let liveLog = TapLog()
         try JackServer.withInProcessClients {
-            try withProvider(JackDriver(serverName: server.name)) {
-                let queue = try makeProgramQueue(context)
-                defer { AudioQueueDispose(queue, true) }
-                tapIfAsked(queue, tapped, liveLog)
-                var target: CFString? = CFString.make(capturePorts.joined(separator: ","))
-                #expect(AudioQueueSetProperty(queue, kAudioQueueProperty_CurrentDevice, &target, 8) == noErr)
-                #expect(AudioQueueStart(queue, nil) == noErr)
-                #expect(eventually(10) { context.finished.withLock { $0 } && !isRunning(queue) })
-            }
+            let device = JackDriver(serverName: server.name)
+            let queue = try makeProgramQueue(context, device: device)
+            defer { AudioQueueDispose(queue, true) }
+            tapIfAsked(queue, tapped, liveLog)
+            var target: CFString? = CFString.make(capturePorts.joined(separator: ","))
+            #expect(AudioQueueSetProperty(queue, kAudioQueueProperty_CurrentDevice, &target, 8) == noErr)
+            #expect(AudioQueueStart(queue, nil) == noErr)
+            #expect(waitUntil(10) { context.finished.withLock { $0 } && !isRunning(queue) })
         }
         capture.waitUntilExit()
         #expect(capture.terminationStatus == 0)

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import AudioToolbox
 import QueueCore
+import JackTestSupport
 
 /// A playback program that uses what offline rendering must reproduce: callbacks that
 /// refill, volume and pan events at buffer starts (ramped), trims, a timed buffer after
@@ -58,10 +59,10 @@ func programCallback(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRe
 }
 
 /// Creates a queue running `context`'s program: three buffers primed through the callback, a ramp time set.
-func makeProgramQueue(_ context: ProgramContext) throws -> AudioQueueRef {
+func makeProgramQueue(_ context: ProgramContext, device: DeviceProvider) throws -> AudioQueueRef {
     var format = lpcm(rate: context.rate, channels: UInt32(context.channels))
     var queue: AudioQueueRef?
-    #expect(AudioQueueNewOutput(&format, programCallback, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &queue) == noErr)
+    #expect(AudioQueueNewOutput(&format, programCallback, Unmanaged.passUnretained(context).toOpaque(), nil, nil, 0, &queue, device: device) == noErr)
     let q = try #require(queue)
     #expect(AudioQueueSetParameter(q, kAudioQueueParam_VolumeRampTime, 0.005) == noErr)
     for _ in 0..<3 {
@@ -107,16 +108,17 @@ func deinterleave(_ samples: [Float], channels: Int, channel: Int) -> [Float] {
 }
 
 /// AudioQueueSetOfflineRenderFormat / AudioQueueOfflineRender on the ManualDriver.
-@Suite(.serialized) struct AudioQueueOfflineTests {
+@Suite struct AudioQueueOfflineTests {
     /// The program played in real time (ManualDriver cycles to the system ports) and
     /// rendered offline in requests that do not line up with the period: every sample
     /// equal, with and without resampling.
     @Test(arguments: [48000.0, 44100.0])
     func offlineRenderIsBitExactWithRealtimePlayback(rate: Double) throws {
         let driver = ManualDriver(periodFrames: 256)
-        let played: [[Float]] = try withProvider(driver) {
+        let played: [[Float]]
+        do {
             let context = ProgramContext(rate: rate)
-            let queue = try makeProgramQueue(context)
+            let queue = try makeProgramQueue(context, device: driver)
             defer { AudioQueueDispose(queue, true) }
             driver.startRecordingPlayback()
             #expect(AudioQueueStart(queue, nil) == noErr)
@@ -126,21 +128,23 @@ func deinterleave(_ samples: [Float], channels: Int, channel: Int) -> [Float] {
                 cycles += 1
             }
             #expect(context.errors.withLock { $0 }.isEmpty)
-            return (0..<2).map { driver.recordedPlayback(port: $0).samples }
+            played = (0..<2).map { driver.recordedPlayback(port: $0).samples }
         }
         let frames = played[0].count
         #expect(frames > 12 * 3000 * 48000 / Int(rate))
-        let rendered: [Float] = try withProvider(ManualDriver(periodFrames: 256)) {
+        let rendered: [Float]
+        do {
+            let device = ManualDriver(periodFrames: 256)
             let context = ProgramContext(rate: rate)
-            let queue = try makeProgramQueue(context)
+            let queue = try makeProgramQueue(context, device: device)
             defer { AudioQueueDispose(queue, true) }
             var format = lpcm(rate: 48000, channels: 2, bits: 32, float: true)
             #expect(AudioQueueSetOfflineRenderFormat(queue, &format, nil) == noErr)
             #expect(AudioQueueStart(queue, nil) == noErr)
             let out = try renderOffline(queue, channels: 2, frames: frames, request: 1000)
             #expect(context.errors.withLock { $0 }.isEmpty)
-            #expect(eventually { !isRunning(queue) }, "the queue played out and stopped")
-            return out
+            #expect(waitUntil { !isRunning(queue) }, "the queue played out and stopped")
+            rendered = out
         }
         for c in 0..<2 {
             let got = deinterleave(rendered, channels: 2, channel: c)
@@ -151,113 +155,110 @@ func deinterleave(_ samples: [Float], channels: Int, channel: Int) -> [Float] {
 
     /// Integer formats: a 16-bit render of a 16-bit program played at unity is the source, bit for bit.
     @Test func int16RenderOfUnityPlaybackIsTheSource() throws {
-        try withProvider(ManualDriver(periodFrames: 256)) {
-            let context = PlaybackContext(frames: 20000, channels: 2, framesPerBuffer: 4096)
-            var format = lpcm(channels: 2)
-            var queue: AudioQueueRef?
-            let user = Unmanaged.passUnretained(context).toOpaque()
-            #expect(AudioQueueNewOutput(&format, handleOutputBuffer, user, nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
-            defer { AudioQueueDispose(q, true) }
-            for _ in 0..<3 {
-                var buffer: AudioQueueBufferRef?
-                #expect(AudioQueueAllocateBuffer(q, 4096 * 4, &buffer) == noErr)
-                handleOutputBuffer(user, q, buffer!)
-            }
-            var layout = AudioChannelLayout()
-            layout.mChannelLayoutTag = kAudioChannelLayoutTag_Stereo
-            #expect(AudioQueueSetOfflineRenderFormat(q, &format, &layout) == noErr)
-            #expect(AudioQueueStart(q, nil) == noErr)
-            var capture: AudioQueueBufferRef?
-            #expect(AudioQueueAllocateBuffer(q, 20000 * 4, &capture) == noErr)
-            var time = AudioTimeStamp()
-            time.mFlags = .sampleTimeValid
-            #expect(AudioQueueOfflineRender(q, &time, capture!, 0) == noErr)
-            #expect(AudioQueueOfflineRender(q, &time, capture!, 20000) == noErr)
-            let got = Array(UnsafeBufferPointer(start: capture!.pointee.mAudioData.assumingMemoryBound(to: Int16.self), count: 40000))
-            #expect(firstMismatch(got, context.source) == nil)
+        let device = ManualDriver(periodFrames: 256)
+        let context = PlaybackContext(frames: 20000, channels: 2, framesPerBuffer: 4096)
+        var format = lpcm(channels: 2)
+        var queue: AudioQueueRef?
+        let user = Unmanaged.passUnretained(context).toOpaque()
+        #expect(AudioQueueNewOutput(&format, handleOutputBuffer, user, nil, nil, 0, &queue, device: device) == noErr)
+        let q = try #require(queue)
+        defer { AudioQueueDispose(q, true) }
+        for _ in 0..<3 {
+            var buffer: AudioQueueBufferRef?
+            #expect(AudioQueueAllocateBuffer(q, 4096 * 4, &buffer) == noErr)
+            handleOutputBuffer(user, q, buffer!)
         }
+        var layout = AudioChannelLayout()
+        layout.mChannelLayoutTag = kAudioChannelLayoutTag_Stereo
+        #expect(AudioQueueSetOfflineRenderFormat(q, &format, &layout) == noErr)
+        #expect(AudioQueueStart(q, nil) == noErr)
+        var capture: AudioQueueBufferRef?
+        #expect(AudioQueueAllocateBuffer(q, 20000 * 4, &capture) == noErr)
+        var time = AudioTimeStamp()
+        time.mFlags = .sampleTimeValid
+        #expect(AudioQueueOfflineRender(q, &time, capture!, 0) == noErr)
+        #expect(AudioQueueOfflineRender(q, &time, capture!, 20000) == noErr)
+        let got = Array(UnsafeBufferPointer(start: capture!.pointee.mAudioData.assumingMemoryBound(to: Int16.self), count: 40000))
+        #expect(firstMismatch(got, context.source) == nil)
     }
 
     /// The layout names the channel count: a stereo queue rendered to four channels has its two
     /// channels first and silence after; a mono queue rendered to mono is the signal.
     @Test func channelCountComesFromTheLayout() throws {
-        try withProvider(ManualDriver(periodFrames: 256)) {
-            for (queueChannels, renderChannels) in [(2, 4), (1, 1)] {
-                let context = PlaybackContext(frames: 5000, channels: queueChannels, framesPerBuffer: 5000)
-                var format = lpcm(channels: UInt32(queueChannels))
-                var queue: AudioQueueRef?
-                let user = Unmanaged.passUnretained(context).toOpaque()
-                #expect(AudioQueueNewOutput(&format, handleOutputBuffer, user, nil, nil, 0, &queue) == noErr)
-                let q = try #require(queue)
-                var buffer: AudioQueueBufferRef?
-                #expect(AudioQueueAllocateBuffer(q, UInt32(5000 * queueChannels * 2), &buffer) == noErr)
-                handleOutputBuffer(user, q, buffer!)
-                var offline = lpcm(channels: UInt32(renderChannels), bits: 32, float: true)
-                var layout = AudioChannelLayout()
-                layout.mChannelLayoutTag = kAudioChannelLayoutTag_DiscreteInOrder | UInt32(renderChannels)
-                var wrong = AudioChannelLayout()
-                wrong.mChannelLayoutTag = kAudioChannelLayoutTag_DiscreteInOrder | UInt32(renderChannels + 1)
-                #expect(AudioQueueSetOfflineRenderFormat(q, &offline, &wrong) == kAudio_ParamError)
-                #expect(AudioQueueSetOfflineRenderFormat(q, &offline, &layout) == noErr)
-                #expect(AudioQueueStart(q, nil) == noErr)
-                let out = try renderOffline(q, channels: renderChannels, frames: 5000, request: 700)
-                for c in 0..<renderChannels {
-                    let got = deinterleave(out, channels: renderChannels, channel: c)
-                    if c < queueChannels {
-                        #expect(firstMismatch(got, context.expected(channel: c)) == nil, "channel \(c)")
-                    } else {
-                        #expect(got.allSatisfy { $0 == 0 }, "channel \(c) is silent")
-                    }
+        let device = ManualDriver(periodFrames: 256)
+        for (queueChannels, renderChannels) in [(2, 4), (1, 1)] {
+            let context = PlaybackContext(frames: 5000, channels: queueChannels, framesPerBuffer: 5000)
+            var format = lpcm(channels: UInt32(queueChannels))
+            var queue: AudioQueueRef?
+            let user = Unmanaged.passUnretained(context).toOpaque()
+            #expect(AudioQueueNewOutput(&format, handleOutputBuffer, user, nil, nil, 0, &queue, device: device) == noErr)
+            let q = try #require(queue)
+            var buffer: AudioQueueBufferRef?
+            #expect(AudioQueueAllocateBuffer(q, UInt32(5000 * queueChannels * 2), &buffer) == noErr)
+            handleOutputBuffer(user, q, buffer!)
+            var offline = lpcm(channels: UInt32(renderChannels), bits: 32, float: true)
+            var layout = AudioChannelLayout()
+            layout.mChannelLayoutTag = kAudioChannelLayoutTag_DiscreteInOrder | UInt32(renderChannels)
+            var wrong = AudioChannelLayout()
+            wrong.mChannelLayoutTag = kAudioChannelLayoutTag_DiscreteInOrder | UInt32(renderChannels + 1)
+            #expect(AudioQueueSetOfflineRenderFormat(q, &offline, &wrong) == kAudio_ParamError)
+            #expect(AudioQueueSetOfflineRenderFormat(q, &offline, &layout) == noErr)
+            #expect(AudioQueueStart(q, nil) == noErr)
+            let out = try renderOffline(q, channels: renderChannels, frames: 5000, request: 700)
+            for c in 0..<renderChannels {
+                let got = deinterleave(out, channels: renderChannels, channel: c)
+                if c < queueChannels {
+                    #expect(firstMismatch(got, context.expected(channel: c)) == nil, "channel \(c)")
+                } else {
+                    #expect(got.allSatisfy { $0 == 0 }, "channel \(c) is silent")
                 }
-                AudioQueueDispose(q, true)
             }
+            AudioQueueDispose(q, true)
         }
     }
 
     /// An offline rate other than the device's: the render is resampled to it.
     @Test func offlineRateOtherThanTheDevicesIsResampled() throws {
-        try withProvider(ManualDriver(periodFrames: 256)) {
-            // 1 kHz sine at 48 kHz, rendered at 24 kHz: 24 samples per period.
-            let frames = 48000
-            let format = lpcm(rate: 48000, channels: 1, bits: 32, float: true)
-            let q = try silentOutputQueue(format)
-            defer { AudioQueueDispose(q, true) }
-            var buffer: AudioQueueBufferRef?
-            #expect(AudioQueueAllocateBuffer(q, UInt32(frames * 4), &buffer) == noErr)
-            let samples = buffer!.pointee.mAudioData.assumingMemoryBound(to: Float.self)
-            for i in 0..<frames { samples[i] = 0.5 * sinf(2 * .pi * 1000 * Float(i) / 48000) }
-            buffer!.pointee.mAudioDataByteSize = UInt32(frames * 4)
-            #expect(AudioQueueEnqueueBuffer(q, buffer!, 0, nil) == noErr)
-            var offline = lpcm(rate: 24000, channels: 1, bits: 32, float: true)
-            #expect(AudioQueueSetOfflineRenderFormat(q, &offline, nil) == noErr)
-            #expect(AudioQueueStart(q, nil) == noErr)
-            let out = try renderOffline(q, channels: 1, frames: 20000, request: 4096)
-            // Away from the converter's start, the output is the sine at 24 kHz.
-            var error: Float = 0
-            let first = try #require(out.firstIndex { abs($0) > 0.01 })
-            // Fit the phase: the converter delays the signal by a constant.
-            let body = Array(out[(first + 2000)..<(first + 3000)])
-            var best = Float.infinity
-            for shift in stride(from: Float(-30), through: 30, by: 0.02) {
-                var e: Float = 0
-                for (k, x) in body.enumerated() {
-                    let t = Float(first + 2000 + k) - shift
-                    e = max(e, abs(x - 0.5 * sinf(2 * .pi * 1000 * t / 24000)))
-                }
-                best = min(best, e)
+        let device = ManualDriver(periodFrames: 256)
+        // 1 kHz sine at 48 kHz, rendered at 24 kHz: 24 samples per period.
+        let frames = 48000
+        let format = lpcm(rate: 48000, channels: 1, bits: 32, float: true)
+        let q = try silentOutputQueue(format, device: device)
+        defer { AudioQueueDispose(q, true) }
+        var buffer: AudioQueueBufferRef?
+        #expect(AudioQueueAllocateBuffer(q, UInt32(frames * 4), &buffer) == noErr)
+        let samples = buffer!.pointee.mAudioData.assumingMemoryBound(to: Float.self)
+        for i in 0..<frames { samples[i] = 0.5 * sinf(2 * .pi * 1000 * Float(i) / 48000) }
+        buffer!.pointee.mAudioDataByteSize = UInt32(frames * 4)
+        #expect(AudioQueueEnqueueBuffer(q, buffer!, 0, nil) == noErr)
+        var offline = lpcm(rate: 24000, channels: 1, bits: 32, float: true)
+        #expect(AudioQueueSetOfflineRenderFormat(q, &offline, nil) == noErr)
+        #expect(AudioQueueStart(q, nil) == noErr)
+        let out = try renderOffline(q, channels: 1, frames: 20000, request: 4096)
+        // Away from the converter's start, the output is the sine at 24 kHz.
+        var error: Float = 0
+        let first = try #require(out.firstIndex { abs($0) > 0.01 })
+        // Fit the phase: the converter delays the signal by a constant.
+        let body = Array(out[(first + 2000)..<(first + 3000)])
+        var best = Float.infinity
+        for shift in stride(from: Float(-30), through: 30, by: 0.02) {
+            var e: Float = 0
+            for (k, x) in body.enumerated() {
+                let t = Float(first + 2000 + k) - shift
+                e = max(e, abs(x - 0.5 * sinf(2 * .pi * 1000 * t / 24000)))
             }
-            error = best
-            #expect(error < 0.01, "max deviation from the sine \(error)")
+            best = min(best, e)
         }
+        error = best
+        #expect(error < 0.01, "max deviation from the sine \(error)")
     }
 
     /// The reference's result codes.
     @Test func resultCodes() throws {
         let driver = ManualDriver(periodFrames: 256)
-        try withProvider(driver) {
+        do {
             let format = lpcm(channels: 2)
-            let q = try silentOutputQueue(format)
+            let q = try silentOutputQueue(format, device: driver)
             defer { AudioQueueDispose(q, true) }
             var capture: AudioQueueBufferRef?
             #expect(AudioQueueAllocateBuffer(q, 4096, &capture) == noErr)
@@ -314,13 +315,12 @@ func deinterleave(_ samples: [Float], channels: Int, channel: Int) -> [Float] {
             #expect(AudioQueueOfflineRender(q, &time, capture!, 256) == kAudioQueueErr_InvalidOfflineMode)
         }
         // An input queue has no offline mode.
-        try withProvider(ManualDriver(periodFrames: 256)) {
-            var format = lpcm(channels: 2)
-            var queue: AudioQueueRef?
-            #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
-            let q = try #require(queue)
-            defer { AudioQueueDispose(q, true) }
-            #expect(AudioQueueSetOfflineRenderFormat(q, &format, nil) == kAudioQueueErr_InvalidQueueType)
-        }
+        let device = ManualDriver(periodFrames: 256)
+        var format = lpcm(channels: 2)
+        var queue: AudioQueueRef?
+        #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &queue, device: device) == noErr)
+        let q = try #require(queue)
+        defer { AudioQueueDispose(q, true) }
+        #expect(AudioQueueSetOfflineRenderFormat(q, &format, nil) == kAudioQueueErr_InvalidQueueType)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import JackTestSupport
 
 /// Builds C programs with `cc` against the headers in Sources/CAudioToolbox/include and the
 /// libAudioToolbox.so that `swift build`/`swift test` made, as a C user of jaq would.

@@ -1,6 +1,7 @@
 import AudioToolbox
 import Foundation
 import Testing
+import JackTestSupport
 
 /// The fuzz report's crashers through the C API (CPrograms/hostile_calls.c, run as a child
 /// process so that a regression fails this test and not the runner): result codes, true sizes.

@@ -4,13 +4,6 @@ import Synchronization
 import AudioToolbox
 import QueueCore
 
-/// Runs `body` with `provider` installed for new queues, restoring the default after.
-/// Tests that install a provider take turns, with each other and with other test targets
-/// (AudioQueueDevices.provider is process-wide).
-func withProvider<T>(_ provider: DeviceProvider, _ body: () throws -> T) rethrows -> T {
-    try AudioQueueDevices.withProvider(provider, body)
-}
-
 /// An ASBD for interleaved packed linear PCM.
 func lpcm(rate: Double = 48000, channels: UInt32 = 2, bits: UInt32 = 16, float: Bool = false,
           bigEndian: Bool = false) -> AudioStreamBasicDescription {
@@ -23,22 +16,12 @@ func lpcm(rate: Double = 48000, channels: UInt32 = 2, bits: UInt32 = 16, float: 
                                        mChannelsPerFrame: channels, mBitsPerChannel: bits, mReserved: 0)
 }
 
-/// A playback queue in `format` whose callback does nothing (the test enqueues by hand).
-func silentOutputQueue(_ format: AudioStreamBasicDescription) throws -> AudioQueueRef {
+/// A playback queue in `format` on `device` whose callback does nothing (the test enqueues by hand).
+func silentOutputQueue(_ format: AudioStreamBasicDescription, device: DeviceProvider) throws -> AudioQueueRef {
     var format = format
     var queue: AudioQueueRef?
-    #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue) == noErr)
+    #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue, device: device) == noErr)
     return try #require(queue)
-}
-
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(1000)
-    }
-    return condition()
 }
 
 /// Frame `frame` of channel `channel` of the test signal: distinct and never 0.

@@ -21,24 +21,6 @@ func example(_ name: String) throws -> String {
                         "\(name) is not built: swift build --product \(name)")
 }
 
-/// A scratch directory, removed when the test is done with it.
-final class Scratch {
-    let path: String
-    init() throws {
-        path = NSTemporaryDirectory() + "jaq-examples-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    func file(_ name: String) -> String { path + "/" + name }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
-
-/// The path of a tool on PATH (a peer, sox, cc), or a test failure saying what to install.
-func tool(_ name: String, package: String) throws -> String {
-    let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-    let found = directories.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    return try #require(found, "\(name) is not installed (apt-get install \(package))")
-}
-
 /// A program running in the background against a server; its output goes to a log file.
 ///
 /// Started with posix_spawn and an empty signal mask: the test runner's threads block
@@ -111,23 +93,13 @@ final class Background {
 /// exist, with their names comma-separated (a CurrentDevice / --device value).
 func startJackCapture(_ server: JackServer, scratch: Scratch, channels: Int) throws
     -> (capture: Background, path: String, ports: String) {
-    let path = scratch.file("capture.wav")
+    let path = scratch.path("capture.wav")
     let capture = try Background(try tool("jack_capture", package: "jack-capture"),
                                  ["-mc", "-ns", "-dc", "-c", "\(channels)", path],
-                                 environment: server.environment, log: scratch.file("jack_capture.log"))
+                                 environment: server.environment, log: scratch.path("jack_capture.log"))
     try #require(waitUntil(10) { (try? server.run(["jack_lsp"]))?.contains("jack_capture:input\(channels)") == true },
                  "jack_capture did not come up: \(capture.output)")
     return (capture, path, (1...channels).map { "jack_capture:input\($0)" }.joined(separator: ","))
-}
-
-/// Polls `condition` until it holds or `seconds` pass; returns whether it held.
-func waitUntil(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(2000)
-    }
-    return condition()
 }
 
 /// The integer after `label` in `text` ("from device frame 123" → 123).
@@ -203,7 +175,7 @@ func soxFloat(_ path: String, scratch: Scratch) throws -> [Float] {
 }
 
 private func soxRaw<T>(_ path: String, encoding: [String], scratch: Scratch, as type: T.Type) throws -> [T] {
-    let raw = scratch.file("decoded-\(UInt32.random(in: 0...UInt32.max)).raw")
+    let raw = scratch.path("decoded-\(UInt32.random(in: 0...UInt32.max)).raw")
     let result = try runProcess([try tool("sox", package: "sox"), path, "-t", "raw"] + encoding + ["-L", raw])
     try #require(result.status == 0, "sox could not read \(path): \(result.error)")
     let bytes = try Data(contentsOf: URL(fileURLWithPath: raw))

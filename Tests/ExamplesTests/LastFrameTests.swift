@@ -37,7 +37,7 @@ extension ExamplesTests {
             let source = noise(frames: Self.seconds * Self.rate, channels: channels)
             // noise() is never 0: the file ends on a non-zero frame.
             #expect(source.suffix(channels).allSatisfy { $0 != 0 })
-            let path = scratch.file("take.wav")
+            let path = scratch.path("take.wav")
             switch material {
             case .stereoInt16: try writeWAV(path, source, channels: channels, rate: Self.rate)
             case .sixteenChannelFloat: try writeFloatWAV(path, source.map { Float($0) / 32768 }, channels: channels, rate: Self.rate)
@@ -51,7 +51,7 @@ extension ExamplesTests {
             let command: [String]
             switch player {
             case .guide:
-                let program = scratch.file("player")
+                let program = scratch.path("player")
                 let build = try GuidePlayer.compile(into: program)
                 try #require(build.status == 0, "c++ failed:\n\(build.diagnostics)")
                 // The guide's player never sets CurrentDevice: the default device is routed.

@@ -13,7 +13,7 @@ extension ExamplesTests {
         /// Writes the test file and returns it with its samples as PlayFile's ports carry them.
         func makeFile(_ scratch: Scratch) throws -> (path: String, source: [Int16]) {
             let source = noise(frames: Self.seconds * Self.rate, channels: 2)
-            let path = scratch.file("noise.wav")
+            let path = scratch.path("noise.wav")
             try writeWAV(path, source, channels: 2, rate: Self.rate)
             return (path, source)
         }
@@ -91,8 +91,8 @@ extension ExamplesTests {
 
         func playsFFmpegsFileAsFFmpegDecodesIt(_ name: String, codec: [String], what: String) throws {
             let scratch = try Scratch()
-            let path = scratch.file(name)
-            let reference = scratch.file("reference.raw")
+            let path = scratch.path(name)
+            let reference = scratch.path("reference.raw")
             let ffmpeg = try tool("ffmpeg", package: "ffmpeg")
             let make = try runProcess([ffmpeg, "-v", "error", "-y", "-f", "lavfi", "-i",
                                        "aevalsrc=0.3*sin(2*PI*440*t)+0.1*sin(2*PI*(100+2000*t)*t)|0.3*sin(2*PI*660*t):s=48000:d=3"]
@@ -134,7 +134,7 @@ extension ExamplesTests {
 
         @Test func aMissingFileIsOneLineAndAFailure() throws {
             let scratch = try Scratch()
-            let missing = scratch.file("missing.wav")
+            let missing = scratch.path("missing.wav")
             let play = try runProcess([try example("PlayFile"), missing], timeout: 30)
             #expect(play.status != 0)
             #expect(play.error == "PlayFile: cannot open \(missing): no such file or directory (-43)\n")
@@ -142,7 +142,7 @@ extension ExamplesTests {
 
         @Test func aFileThatIsNoAudioIsOneLineAndAFailure() throws {
             let scratch = try Scratch()
-            let text = scratch.file("notes.wav")
+            let text = scratch.path("notes.wav")
             try Data("not audio".utf8).write(to: URL(fileURLWithPath: text))
             let play = try runProcess([try example("PlayFile"), text], timeout: 30)
             #expect(play.status != 0)

@@ -3,6 +3,7 @@ import ExampleSupport
 import Foundation
 import JackDriver
 import JackTestSupport
+import QueueCore
 import Synchronization
 import Testing
 
@@ -12,19 +13,16 @@ import Testing
 
 /// Runs `body`, which makes audio queues of this process on `server`, while no other test
 /// opens JACK clients in this process (libjack is not made for clients of several servers
-/// at once; see JackServer.withInProcessClients) or installs a device provider.
+/// at once; see JackServer.withInProcessClients).
 func withQueues<T>(on server: JackServer, _ body: () throws -> T) rethrows -> T {
-    try JackServer.withInProcessClients {
-        try AudioQueueDevices.withProvider(JackDriver(serverName: server.name), body)
-    }
+    try JackServer.withInProcessClients(body)
 }
 
 /// Creates a queue on `server`'s JACK driver, on its own ports, connected to nothing.
-private func makeQueue(on server: JackServer, name: String, _ create: (UnsafeMutablePointer<AudioQueueRef?>) -> OSStatus)
-    throws -> AudioQueueRef {
+private func makeQueue(on server: JackServer, name: String,
+                       _ create: (UnsafeMutablePointer<AudioQueueRef?>, DeviceProvider) -> OSStatus) throws -> AudioQueueRef {
     var queue: AudioQueueRef?
-    // The provider is process-wide: other test targets install theirs the same way, in turn.
-    let status = AudioQueueDevices.withProvider(JackDriver(serverName: server.name)) { create(&queue) }
+    let status = create(&queue, JackDriver(serverName: server.name))
     try #require(status == noErr, "creating the test's queue: \(status)")
     let made = try #require(queue)
     var clientName: CFString? = CFString.make(name)
@@ -59,7 +57,7 @@ final class QueuePlayer: @unchecked Sendable {
         queue = try makeQueue(on: server, name: name) {
             AudioQueueNewOutput(&format, { user, queue, buffer in
                 Unmanaged<QueuePlayer>.fromOpaque(user!).takeUnretainedValue().refill(queue, buffer)
-            }, user, nil, nil, 0, $0)
+            }, user, nil, nil, 0, $0, device: $1)
         }
     }
 
@@ -139,7 +137,7 @@ final class QueueRecorder: @unchecked Sendable {
                 let data = buffer.pointee.mAudioData.assumingMemoryBound(to: Float.self)
                 recorder.samples.withLock { $0.append(contentsOf: UnsafeBufferPointer(start: data, count: count)) }
                 AudioQueueEnqueueBuffer(queue, buffer, 0, nil)
-            }, user, nil, nil, 0, $0)
+            }, user, nil, nil, 0, $0, device: $1)
         }
         for _ in 0..<4 {
             var buffer: AudioQueueBufferRef?

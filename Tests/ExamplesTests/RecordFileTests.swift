@@ -9,7 +9,7 @@ extension ExamplesTests {
         /// Starts RecordFile in the background and waits for its "recording" line: its queue runs.
         func startRecordFile(_ arguments: [String], server: JackServer, scratch: Scratch) throws -> Background {
             let recordFile = try Background(try example("RecordFile"), arguments, environment: childEnvironment(server),
-                                            log: scratch.file("RecordFile.log"))
+                                            log: scratch.path("RecordFile.log"))
             try #require(waitUntil(10) { recordFile.output.contains(": recording ") || !recordFile.isRunning },
                          "RecordFile did not start recording: \(recordFile.output)")
             try #require(recordFile.isRunning, "RecordFile exited: \(recordFile.output)")
@@ -27,7 +27,7 @@ extension ExamplesTests {
                 let player = try QueuePlayer(server: server, source: source, channels: 2, rate: Double(rate), name: "examples-player")
                 defer { player.dispose() }
                 let launched = player.deviceFrameNow
-                let take = scratch.file("take.aif")
+                let take = scratch.path("take.aif")
                 let recordFile = try startRecordFile([take, "600", "--device", player.ports], server: server, scratch: scratch)
 
                 // Freewheel: cycles run as fast as the clients allow, and queues wait rather than drop.
@@ -62,11 +62,11 @@ extension ExamplesTests {
             let rate = 48000
             let scratch = try Scratch()
             let source = noise(frames: 5 * rate, channels: 3)
-            let file = scratch.file("three.wav")
+            let file = scratch.path("three.wav")
             try writeWAV(file, source, channels: 3, rate: rate)
             let server = try JackServer(sampleRate: rate, periodFrames: 1024)
             defer { server.stop() }
-            let take = scratch.file("take.aif")
+            let take = scratch.path("take.aif")
             let recordFile = try startRecordFile([take, "600", "--rate", "0", "--device", ""], server: server, scratch: scratch)
             #expect(recordFile.output.contains("48000 Hz"), "\(recordFile.output)")
 
@@ -75,7 +75,7 @@ extension ExamplesTests {
             var environment = childEnvironment(server)
             environment["JACK_PLAY_CONNECT_TO"] = "RecordFile-in:in_%d"
             let jackPlay = try Background(try tool("jack-play", package: "jack-tools"), ["-c", "3", "-b", "2048", file],
-                                          environment: environment, log: scratch.file("jack-play.log"))
+                                          environment: environment, log: scratch.path("jack-play.log"))
             #expect(jackPlay.waitForExit(timeout: 30) == 0, "\(jackPlay.output)")
             recordFile.send(SIGINT)
             #expect(recordFile.waitForExit() == 0, "\(recordFile.output)")
@@ -99,14 +99,14 @@ extension ExamplesTests {
             let scratch = try Scratch()
             let server = try JackServer(sampleRate: 48000, periodFrames: 256)
             defer { server.stop() }
-            let missingDirectory = scratch.file("no such directory/take.aif")
+            let missingDirectory = scratch.path("no such directory/take.aif")
             let record = try runProcess([try example("RecordFile"), missingDirectory, "1"],
                                         environment: childEnvironment(server), timeout: 30)
             #expect(record.status != 0)
             #expect(record.error == "RecordFile: cannot create \(missingDirectory): no such file or directory (-43)\n")
 
-            let underAFile = scratch.file("notes.txt/take.aif")
-            try Data("text".utf8).write(to: URL(fileURLWithPath: scratch.file("notes.txt")))
+            let underAFile = scratch.path("notes.txt/take.aif")
+            try Data("text".utf8).write(to: URL(fileURLWithPath: scratch.path("notes.txt")))
             let again = try runProcess([try example("RecordFile"), underAFile, "1"], environment: childEnvironment(server), timeout: 30)
             #expect(again.status != 0)
             #expect(again.error.hasPrefix("RecordFile: cannot create \(underAFile): ") && again.error.split(separator: "\n").count == 1,

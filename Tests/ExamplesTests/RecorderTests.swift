@@ -13,7 +13,7 @@ extension ExamplesTests {
 
         func startRecorder(_ take: String, seconds: Int, device: String, server: JackServer, scratch: Scratch) throws -> Background {
             let recorder = try Background(try example("Recorder"), [take, "\(seconds)", "--device", device],
-                                          environment: childEnvironment(server), log: scratch.file("Recorder.log"))
+                                          environment: childEnvironment(server), log: scratch.path("Recorder.log"))
             // Its first 183-frame buffer is written 4 ms after the queue starts.
             try #require(waitUntil(10) { fileSize(take) > 54 || !recorder.isRunning }, "Recorder did not start: \(recorder.output)")
             return recorder
@@ -28,7 +28,7 @@ extension ExamplesTests {
                 let player = try QueuePlayer(server: server, source: source, channels: 2, rate: Double(Self.rate), name: "examples-player")
                 defer { player.dispose() }
                 let launched = player.deviceFrameNow
-                let take = scratch.file("take.aif")
+                let take = scratch.path("take.aif")
                 let recorder = try startRecorder(take, seconds: 4, device: player.ports, server: server, scratch: scratch)
 
                 try server.run(["jack_freewheel", "y"])
@@ -54,11 +54,11 @@ extension ExamplesTests {
         @Test func ecasoundIsRecordedFrameForFrame() throws {
             let scratch = try Scratch()
             let source = noise(frames: 4 * Self.rate, channels: 3)
-            let file = scratch.file("three.wav")
+            let file = scratch.path("three.wav")
             try writeWAV(file, source, channels: 3, rate: Self.rate)
             let server = try JackServer(sampleRate: Self.rate, periodFrames: 1024)  // room on a loaded machine
             defer { server.stop() }
-            let take = scratch.file("take.aif")
+            let take = scratch.path("take.aif")
             let recorder = try startRecorder(take, seconds: 7, device: "", server: server, scratch: scratch)
 
             // ecasound connects before it plays and plays every frame; its first two channels go
@@ -66,7 +66,7 @@ extension ExamplesTests {
             let ecasound = try Background(
                 try tool("ecasound", package: "ecasound"),
                 ["-q", "-f:s16_le,3,\(Self.rate)", "-i", file, "-o", "jack_multi,Recorder-in:in_1,Recorder-in:in_2,system:playback_1"],
-                environment: childEnvironment(server), log: scratch.file("ecasound.log"))
+                environment: childEnvironment(server), log: scratch.path("ecasound.log"))
             #expect(ecasound.waitForExit(timeout: 30) == 0, "\(ecasound.output)")
             #expect(recorder.waitForExit(timeout: 30) == 0, "\(recorder.output)")
 
@@ -80,7 +80,7 @@ extension ExamplesTests {
 
         @Test func theCOriginalBuildsAndRecordsAnAIFFThatSoxReads() throws {
             let scratch = try Scratch()
-            let program = scratch.file("recorder")
+            let program = scratch.path("recorder")
             let build = try CRecorder.compile(into: program)
             #expect(build.status == 0, "cc failed:\n\(build.diagnostics)")
             // The only warning is the book's own: argv[1] (char *) passed as const UInt8 *; clang on
@@ -91,7 +91,7 @@ extension ExamplesTests {
 
             let server = try JackServer(sampleRate: Self.rate, periodFrames: 256)
             defer { server.stop() }
-            let take = scratch.file("take.aif")
+            let take = scratch.path("take.aif")
             let run = try runProcess([program, take, "1"], environment: childEnvironment(server), timeout: 30)
             #expect(run.status == 0, "\(run.output)\(run.error)")
             let info = try soxi(take)

@@ -45,13 +45,3 @@ enum FileFuzzProcess {
     }
 }
 
-/// A fresh directory for one test's files, removed when the test ends.
-final class ScratchDirectory {
-    let path: String
-    init() throws {
-        path = NSTemporaryDirectory() + "jaq-hostile-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    func path(_ name: String) -> String { "\(path)/\(name)" }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}

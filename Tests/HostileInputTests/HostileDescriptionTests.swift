@@ -6,8 +6,8 @@ import Testing
 /// a ManualDriver, no server, in a child process so a crash fails this test, not the runner).
 /// `make fuzz` runs it for FUZZ_ITERATIONS buffers (JAQ_DESCRIPTION_FUZZ_ITERATIONS).
 @Suite struct HostileDescriptionTests {
-    let scratch: ScratchDirectory
-    init() throws { scratch = try ScratchDirectory() }
+    let scratch: Scratch
+    init() throws { scratch = try Scratch() }
 
     @Test func hostileDescriptionsGetTheReferenceCodesAndPlayFiniteAudio() throws {
         let environment = ProcessInfo.processInfo.environment

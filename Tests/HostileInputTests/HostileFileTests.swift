@@ -2,6 +2,7 @@ import AudioToolbox
 import Foundation
 import Glibc
 import Testing
+import JackTestSupport
 
 /// The result codes Audio File Services may return (AudioFile.h, CoreAudioBaseTypes.h), as
 /// FileFuzz prints them.
@@ -23,8 +24,8 @@ func expectOnlyResultCodes(_ results: [String: String], _ name: String, sourceLo
 /// The crashers: six files from the fuzzing and walk, and those the fuzzer found since.
 /// Each is walked (open, every property, every packet, read-write) in a child process.
 @Suite struct HostileFileTests {
-    let scratch: ScratchDirectory
-    init() throws { scratch = try ScratchDirectory() }
+    let scratch: Scratch
+    init() throws { scratch = try Scratch() }
 
     /// Walks a copy of a fixture (the walk writes to it) with `--write`.
     private func walk(_ fixture: String) throws -> [String: String] {

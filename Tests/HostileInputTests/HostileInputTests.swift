@@ -7,8 +7,8 @@ import Testing
 /// Inputs that are not audio files at all, calls with formats out of every range, samples no
 /// encoder takes, and the deterministic fuzzer: each returns result codes, never a signal.
 @Suite struct HostileInputTests {
-    let scratch: ScratchDirectory
-    init() throws { scratch = try ScratchDirectory() }
+    let scratch: Scratch
+    init() throws { scratch = try Scratch() }
 
     @Test func nonFilesAndEmptyAndTruncatedFiles() throws {
         let empty = scratch.path("empty.wav")

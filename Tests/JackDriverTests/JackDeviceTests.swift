@@ -13,10 +13,13 @@ import JackTestSupport
     func noServer() throws {
         let driver = JackDriver(serverName: "jaq-no-such-server-\(getpid())")
         let start = Date()
-        #expect(throws: QueueError.self) {
+        let error = #expect(throws: QueueError.self) {
             _ = try OutputQueueEngine(format: .linearPCM(sampleRate: 48000, channels: 2, bits: 16), provider: driver,
                                       clientName: "t", executor: .queueThread) { _ in }
         }
+        // The message names the server and why: libjack's status bits in words.
+        guard case .invalidDevice(let reason) = error else { Issue.record("\(String(describing: error))"); return }
+        #expect(reason == "cannot open a client on JACK server \"\(driver.serverName!)\": server not running", "\(reason)")
         #expect(Date().timeIntervalSince(start) < 5)
     }
 

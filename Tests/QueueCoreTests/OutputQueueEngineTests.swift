@@ -1,6 +1,7 @@
 import Testing
 import Synchronization
 @testable import QueueCore
+import JackTestSupport
 
 @Suite struct OutputQueueEngineTests {
     /// Plays `frames` frames of a stereo int16 signal through buffers of `bufferFrames`, re-enqueued by the callback.

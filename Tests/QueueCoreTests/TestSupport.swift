@@ -20,17 +20,6 @@ final class TestBuffers {
     deinit { storage.forEach { $0.deallocate() } }
 }
 
-/// Waits (polling) until `condition` holds or `seconds` pass.
-func waitUntil(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
-    var waited = 0.0
-    while waited < seconds {
-        if condition() { return true }
-        HostClock.sleep(seconds: 0.002)
-        waited += 0.002
-    }
-    return condition()
-}
-
 /// Int16 interleaved samples as bytes.
 func int16Bytes(_ samples: [Int16]) -> [UInt8] {
     samples.withUnsafeBytes { Array($0) }

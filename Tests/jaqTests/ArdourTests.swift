@@ -241,7 +241,7 @@ struct ArdourTests {
         try writePaddedRamp("\(dir)/b.wav", silence: 48000, frames: 96000, offset: 300_000)
         let play = try jaqInBackground(["play", "--transport", "a.wav", "b.wav"], server: ardour.server,
                                        log: "\(dir)/play.log", directory: dir)
-        #expect(waitForPorts(ardour.server, containing: "jaq-2-b:out_L"))
+        #expect(waitForPorts(ardour.server, containing: "jaq-2-b:out_L") != nil)
         let output = try ardour.run("""
             local tracks = Session:new_audio_track(1, 1, nil, 2, "T", ARDOUR.PresentationInfo.max_order, ARDOUR.TrackMode.Normal, true)
             local sources = { "jaq-1-a:out_L", "jaq-2-b:out_L" }
@@ -305,14 +305,14 @@ struct ArdourTests {
                   say(string.format("master out playback latency %d", o:public_latency_range(true).max))
                 end)
                 """, name: "play")
-            guard waitForPorts(server, containing: "ardour:Master/audio_out 2") else {
+            guard waitForPorts(server, containing: "ardour:Master/audio_out 2") != nil else {
                 _ = try ardourPlay.wait()  // throws ArdourHalted when jackd dropped Ardour
                 Issue.record("Ardour's master ports did not appear")
                 return
             }
             let recorder = try jaqInBackground(["record", "--transport", "-o", "take-{n}.wav", "ardour:Master/audio_out 1$",
                                                 "ardour:Master/audio_out 2$"], server: server, log: "\(dir)/record.log", directory: dir)
-            #expect(waitForPorts(server, containing: "jaq-record:", count: 2))
+            #expect(waitForPorts(server, containing: "jaq-record:", count: 2) != nil)
             ardour.jaqIsReady(log: "\(dir)/record.log")
             let status = waitForExit(recorder, timeout: 60)
             let played = try ardourPlay.wait()
@@ -378,7 +378,7 @@ struct ArdourTests {
                 let ardourRun = ardour.runWhenJaqIsReady(moves, name: name)
                 let recorder = try jaqInBackground(["record", "--transport", "-o", "\(name)-{n}.wav", "ardour:Master/audio_out 1$"],
                                                    server: server, log: "\(dir)/\(name).log", directory: dir)
-                guard waitForPorts(server, containing: "jaq-record:") else {
+                guard waitForPorts(server, containing: "jaq-record:") != nil else {
                     waitForExit(recorder, timeout: 5)
                     ardour.jaqIsReady(log: "\(dir)/\(name).log")
                     _ = try ardourRun.wait()  // throws ArdourHalted when jackd dropped Ardour (its ports went)

@@ -56,18 +56,6 @@ func jaqInBackground(_ arguments: [String], server: JackServer, log: String, dir
     return process
 }
 
-/// Waits for a process to exit (or kills it after `timeout`); returns its status.
-@discardableResult
-func waitForExit(_ process: Process, timeout: Double = 60) -> Int32 {
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(10_000) }
-    if process.isRunning {
-        kill(process.processIdentifier, SIGKILL)
-    }
-    process.waitUntilExit()
-    return process.terminationStatus
-}
-
 /// The JACK frame time now, from `jaq time`.
 func frameNow(_ server: JackServer, binary: String = jaqBinary) throws -> Int64 {
     let result = try jaq(["time"], server: server, binary: binary)
@@ -94,12 +82,8 @@ func writeRamp(_ path: String, frames: Int, channels: Int = 1, offset: Int32 = 1
 
 /// Reads a file as 24-bit integers (any format libsndfile reads), interleaved.
 func readSamples24(_ path: String) throws -> (channels: Int, samples: [Int32]) {
-    let file = try SoundFile(path: path, mode: .read)
-    let frames = Int(file.info.frameCount)
-    var samples = [Int32](repeating: 0, count: frames * file.info.channelCount)
-    let transfer = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
-    try file.close()
-    return (file.info.channelCount, Array(samples[0..<(transfer.count * file.info.channelCount)]).map { $0 >> 8 })
+    let (channels, samples) = try readInterleaved(path, as: Int32.self)
+    return (channels, samples.map { $0 >> 8 })
 }
 
 /// sox's view of a file: (channels, samples per channel), or nil if sox can't read it.
@@ -123,18 +107,7 @@ func playAhead(_ files: [String], options: [String] = [], server: JackServer, di
                sourceLocation: SourceLocation = #_sourceLocation) throws -> (at: Int64, play: Process) {
     let at = try frameNow(server) + startLead
     let play = try jaqInBackground(["play"] + options + ["--at", "\(at)"] + files, server: server, log: "\(dir)/play.log", directory: dir)
-    #expect(waitForPorts(server, containing: ports, count: count), "the player's ports \(ports)", sourceLocation: sourceLocation)
+    #expect(waitForPorts(server, containing: ports, count: count) != nil, "the player's ports \(ports)", sourceLocation: sourceLocation)
     return (at, play)
 }
 
-/// Waits until `count` ports whose names contain `fragment` exist on `server`.
-@discardableResult
-func waitForPorts(_ server: JackServer, containing fragment: String, count: Int = 1, timeout: Double = 10) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if let list = try? server.run(["jack_lsp"]),
-           list.split(separator: "\n").filter({ $0.contains(fragment) }).count >= count { return true }
-        usleep(50_000)
-    }
-    return false
-}

@@ -155,7 +155,7 @@ import Testing
         let source = try readCapture("\(dir)/source.wav")
         let play = try jaqInBackground(["play", "--quiet", "--loop", "source.wav"], server: server, log: "\(dir)/play.log", directory: dir)
         defer { play.terminate(); waitForExit(play, timeout: 10) }
-        #expect(waitForPorts(server, containing: "jaq-1-source:out_", count: 2))
+        #expect(waitForPorts(server, containing: "jaq-1-source:out_", count: 2) != nil)
         usleep(1_500_000)  // playing, not starting
         let result = try jaq(["record", "-q", "-d", "1.5", "-o", take] + options + ["jaq-1-source:out_"], server: server, directory: dir)
         #expect(result.status == 0, "jaq record: \(result.error)")
@@ -200,7 +200,7 @@ import Testing
         try writeRamp("\(dir)/ramp.wav", frames: 96000)
         let at = try frameNow(server) + startLead
         let play = try jaqInBackground(["play", "--at", "\(at + 24000)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
-        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L") != nil)
         let record = try jaq(["record", "-f", "m4a", "--codec", "alac", "-b", "24", "--at", "\(at)", "--pre-roll", "1", "-d", "2",
                               "-o", "take.m4a", "jaq-1-ramp:out_L"], server: server, directory: dir)
         #expect(record.status == 0, "\(record.error)")

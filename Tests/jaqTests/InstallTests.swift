@@ -133,7 +133,7 @@ nonisolated(unsafe) private var installScratch: String?
         let at = try frameNow(server, binary: package.jaq) + startLead
         let play = try jaqInBackground(["play", "--at", "\(at)", "ramp.wav"], server: server, log: "\(dir)/play.log",
                                        directory: dir, binary: package.jaq)
-        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L") != nil)
         let record = try jaq(["record", "--at", "\(at)", "-d", "48000f", "-o", "take.wav", "jaq-1-ramp:out_L"],
                              server: server, directory: dir, binary: package.jaq)
         #expect(record.status == 0, "\(record.error)")

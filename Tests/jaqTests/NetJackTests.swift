@@ -71,7 +71,7 @@ struct NetJackTests {
         let record = try jaqInBackground(["record", "-d", "6", "-o", "take-{n}.wav", "\(pair.slaveName):from_slave_1$",
                                           "\(pair.slaveName):from_slave_2$", "system:capture_1$"],
                                          server: pair.master, log: "\(dir)/record.log", directory: dir)
-        #expect(waitForPorts(pair.master, containing: "jaq-record:", count: 3))
+        #expect(waitForPorts(pair.master, containing: "jaq-record:", count: 3) != nil)
         let play = try slaveJaq(pair, ["play", "--to", "1:system:playback_1", "--to", "2:system:playback_2", "a.wav", "b.wav"],
                                 directory: dir)
         #expect(play.status == 0, "\(play.error)")
@@ -95,7 +95,7 @@ struct NetJackTests {
         try writeRamp("\(dir)/a.wav", frames: 96000, offset: 500_000)
         let record = try slaveJaqInBackground(pair, ["record", "-d", "5", "-o", "take.wav", "system:capture_1$"],
                                               directory: dir, log: "\(dir)/record.log")
-        #expect(waitForPorts(pair.slave, containing: "jaq-record:"))
+        #expect(waitForPorts(pair.slave, containing: "jaq-record:") != nil)
         let play = try jaq(["play", "--to", "\(pair.slaveName):to_slave_1", "a.wav"], server: pair.master, directory: dir)
         #expect(play.status == 0, "\(play.error)")
         #expect(waitForExit(record, timeout: 30) == 0, "\(log("\(dir)/record.log"))")
@@ -112,7 +112,7 @@ struct NetJackTests {
         try pair.dropPackets(percent: 1)
         let record = try jaqInBackground(["record", "-d", "5", "-o", "take-{n}.wav", "\(pair.slaveName):from_slave_[12]$"],
                                          server: pair.master, log: "\(dir)/record.log", directory: dir)
-        #expect(waitForPorts(pair.master, containing: "jaq-record:", count: 2))
+        #expect(waitForPorts(pair.master, containing: "jaq-record:", count: 2) != nil)
         let play = try slaveJaq(pair, ["play", "--to", "1:system:playback_1", "--to", "2:system:playback_2", "a.wav", "b.wav"],
                                 directory: dir, timeout: 30)
         #expect(play.status == 0, "jaq play on the slave ends: \(play.error)")
@@ -142,7 +142,7 @@ struct NetJackTests {
         defer { pair.stop(); removeScratch(dir) }
         let record = try jaqInBackground(["record", "-d", "12", "-o", "take-{n}.wav", "\(pair.slaveName):from_slave_1$", "system:capture_1$"],
                                          server: pair.master, log: "\(dir)/record.log", directory: dir)
-        #expect(waitForPorts(pair.master, containing: "jaq-record:", count: 2))
+        #expect(waitForPorts(pair.master, containing: "jaq-record:", count: 2) != nil)
         usleep(1_000_000)
         try pair.restartSlave(after: 2)
         #expect(waitForExit(record, timeout: 40) == 0, "\(log("\(dir)/record.log"))")
@@ -161,7 +161,7 @@ struct NetJackTests {
         defer { pair.stop(); removeScratch(dir) }
         let record = try slaveJaqInBackground(pair, ["record", "-o", "take.wav", "system:capture_1$"], directory: dir,
                                               log: "\(dir)/record.log")
-        #expect(waitForPorts(pair.slave, containing: "jaq-record:"))
+        #expect(waitForPorts(pair.slave, containing: "jaq-record:") != nil)
         usleep(1_500_000)
         pair.stopMaster()
         let started = Date()

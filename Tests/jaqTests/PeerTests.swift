@@ -5,16 +5,6 @@ import SoundFile
 
 /// The peer tools as referees: jack_capture records what jaq plays; jaq records what they play.
 @Suite(.serialized) struct PeerTests {
-    /// Reads a float file (jack_capture's default) as interleaved Floats.
-    func readFloats(_ path: String) throws -> (channels: Int, samples: [Float]) {
-        let file = try SoundFile(path: path, mode: .read)
-        let frames = Int(file.info.frameCount)
-        var samples = [Float](repeating: 0, count: frames * file.info.channelCount)
-        let transfer = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
-        try file.close()
-        return (file.info.channelCount, Array(samples[0..<(transfer.count * file.info.channelCount)]))
-    }
-
     func channel(_ c: Int, of recording: (channels: Int, samples: [Float])) -> [Float] {
         stride(from: c, to: recording.samples.count, by: recording.channels).map { recording.samples[$0] }
     }
@@ -53,7 +43,7 @@ import SoundFile
                                         "--port", "jaq-1-song:out_2", "\(dir)/captured.wav"], output: "\(dir)/capture.log")
         #expect(waitForExit(play) == 0)
         #expect(waitForExit(capture, timeout: 20) == 0)
-        let recording = try readFloats("\(dir)/captured.wav")
+        let recording = try readInterleaved("\(dir)/captured.wav", as: Float.self)
         // Under PipeWire a cycle that ran late can repeat or miss a period (Docs/queues.md).
         let xruns = server.xrunCount
         try withKnownIssue(Comment(rawValue: "PipeWire logged \(xruns) late cycles"), isIntermittent: true) {
@@ -86,7 +76,7 @@ import SoundFile
         for i in 1...8 { try writeImpulse("\(dir)/i\(i).wav", at: 1000, frames: 4800) }
         let capture = try server.spawn(["jack_capture", "--daemon", "-d", "8", "-c", "8", "--manual-connections",
                                         "\(dir)/captured.wav"], output: "\(dir)/capture.log")
-        #expect(waitForPorts(server, containing: "jack_capture", count: 8))
+        #expect(waitForPorts(server, containing: "jack_capture", count: 8) != nil)
         // A frame inside a period, 3 s away: both processes start every queue on it.
         let at = try frameNow(server) + 5 * 48000 + 77
         let first = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i1.wav", "i2.wav", "i3.wav", "i4.wav"],
@@ -94,7 +84,7 @@ import SoundFile
         let second = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i5.wav", "i6.wav", "i7.wav", "i8.wav"],
                                          server: server, log: "\(dir)/b.log", directory: dir)
         // Every queue's port under its final client name.
-        for i in 0..<8 { #expect(waitForPorts(server, containing: "jaq-\(i % 4 + 1)-i\(i + 1):out_L")) }
+        for i in 0..<8 { #expect(waitForPorts(server, containing: "jaq-\(i % 4 + 1)-i\(i + 1):out_L") != nil) }
         let captureList = try server.run(["jack_lsp"]).split(separator: "\n").filter { $0.contains("jack_capture") }.map(String.init)
         #expect(captureList.count == 8)
         for (i, port) in PortsSorted(captureList).enumerated() {
@@ -103,7 +93,7 @@ import SoundFile
         #expect(waitForExit(first) == 0)
         #expect(waitForExit(second) == 0)
         #expect(waitForExit(capture, timeout: 20) == 0)
-        let recording = try readFloats("\(dir)/captured.wav")
+        let recording = try readInterleaved("\(dir)/captured.wav", as: Float.self)
         #expect(recording.channels == 8)
         let positions = (0..<8).map { c in channel(c, of: recording).firstIndex(of: 1) }
         #expect(positions.allSatisfy { $0 != nil }, "every impulse recorded: \(positions)")
@@ -156,7 +146,7 @@ import SoundFile
         peer.standardOutput = FileHandle.nullDevice
         peer.standardError = FileHandle.nullDevice
         try peer.run()
-        #expect(waitForPorts(server, containing: client, count: channels), "\(name)'s ports")
+        #expect(waitForPorts(server, containing: client, count: channels) != nil, "\(name)'s ports")
         let list = try server.run(["jack_lsp"]).split(separator: "\n").map(String.init)
         let regex = try Regex(ports)
         let peerPorts = PortsSorted(list.filter { (try? regex.firstMatch(in: $0)) != nil })
@@ -167,9 +157,9 @@ import SoundFile
         #expect(waitForExit(record, timeout: 30) == 0, "\((try? String(contentsOfFile: "\(dir)/record.log", encoding: .utf8)) ?? "")")
         waitForExit(capture, timeout: 30)
         waitForExit(peer, timeout: 30)
-        let captured = try readFloats("\(dir)/captured.wav")
+        let captured = try readInterleaved("\(dir)/captured.wav", as: Float.self)
         for c in 0..<channels {
-            let take = try readFloats("\(dir)/take-0\(c + 1).wav").samples
+            let take = try readInterleaved("\(dir)/take-0\(c + 1).wav", as: Float.self).samples
             let reference = channel(c, of: captured)
             if exactMatch(take, signal[c], zerosAfter: 20000) != nil { continue }
             // Not the file: then the peer played something else, and jaq must have recorded it as jack_capture did.

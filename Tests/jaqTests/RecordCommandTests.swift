@@ -36,7 +36,7 @@ import SoundFile
         let play = try jaqInBackground(["play", "--at", "\(at)", "r1.wav", "r2.wav", "r3.wav", "r4.wav"],
                                        server: server, log: "\(dir)/play.log", directory: dir)
         // Every player's port under its final name (a queue's client takes the name jaq gives it).
-        for i in 1...4 { #expect(waitForPorts(server, containing: "jaq-\(i)-r\(i):out_L")) }
+        for i in 1...4 { #expect(waitForPorts(server, containing: "jaq-\(i)-r\(i):out_L") != nil) }
         let record = try jaq(["record", "--at", "\(at)", "-d", "96000f", "-o", "take-{n}.wav", "jaq-[1-4]-r[1-4]:out_L"],
                              server: server, directory: dir)
         #expect(record.status == 0, "\(record.error)")
@@ -83,7 +83,7 @@ import SoundFile
         let at = try frameNow(server) + startLead
         // The player starts 0.5 s after the take's nominal start; the take includes 1 s before it.
         let play = try jaqInBackground(["play", "--at", "\(at + 24000)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
-        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L") != nil)
         let record = try jaq(["record", "--at", "\(at)", "--pre-roll", "1", "-d", "2", "-o", "take.wav", "jaq-1-ramp:out_L"],
                              server: server, directory: dir)
         #expect(record.status == 0, "\(record.error)")
@@ -129,7 +129,7 @@ import SoundFile
         defer { removeScratch(dir) }
         try writeRamp("\(dir)/ramp.wav", frames: 20 * 48000, channels: 2)
         let play = try jaqInBackground(["play", "--quiet", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
-        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 2))
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 2) != nil)
         let record = try jaqInBackground(["record", "-o", "take-{n}.wav", "jaq-1-ramp:out_[12]"], server: server,
                                          log: "\(dir)/record.log", directory: dir)
         // About 3 s into the take (counted from jaq's "recording ..." line, not from its exec).
@@ -169,7 +169,7 @@ import SoundFile
         try writeRamp("\(dir)/ramp.wav", frames: 20 * 48000, channels: 8)
         let play = try jaqInBackground(["play", "--quiet", "--loop", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
         defer { kill(play.processIdentifier, SIGTERM); waitForExit(play) }
-        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 8))
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 8) != nil)
         // Without a tmpfs (no privilege), a file size limit makes writes fail the same way (EFBIG).
         let arguments = ["record", "-b", "float", "-o", "\(disk)/take-{n}.wav", "jaq-1-ramp:out_"]
         let command = mounted ? arguments : ["prlimit", "--fsize=1000000", "--", jaqBinary] + arguments
@@ -289,7 +289,7 @@ import SoundFile
         try #require(cc.terminationStatus == 0, "cc late.c -ljack")
         let late = try server.spawn(["\(dir)/late", "6"], output: "\(dir)/late.log")
         defer { if late.isRunning { late.terminate() } }
-        #expect(waitForPorts(server, containing: "late:out_", count: 2))
+        #expect(waitForPorts(server, containing: "late:out_", count: 2) != nil)
         let record = try jaq(["record", "--quiet", "-b", "float", "-d", "24000f", "-o", "take-{n}.wav", "late:out_"],
                              server: server, directory: dir)
         #expect(record.status == 0, "\(record.error)")
@@ -335,16 +335,11 @@ import SoundFile
                 return fields.count > 16 ? Int(fields[16]) : nil
             }
         }
-        #expect(waitUntilTrue(10) { niceValues().contains(-10) }, "thread nice values: \(niceValues())")
+        #expect(waitUntil(10, poll: 0.05) { niceValues().contains(-10) }, "thread nice values: \(niceValues())")
         // The others keep the default.
         #expect(niceValues().contains(0))
     }
 
-    func waitUntilTrue(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline { if condition() { return true }; usleep(50_000) }
-        return condition()
-    }
 }
 
 /// The server goes away in the middle of a take: jaq record writes what it captured, says what

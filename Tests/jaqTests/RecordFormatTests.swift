@@ -27,7 +27,7 @@ import SoundFile
         try writeRamp("\(dir)/ramp.wav", frames: 262_144, offset: 256, step: 256)
         let play = try jaqInBackground(["play", "--loop", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
         defer { kill(play.processIdentifier, SIGTERM); waitForExit(play) }
-        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L") != nil)
         // Record only once the ramp is playing (it starts "now + 0.25 s").
         var playing: Int64?
         for _ in 0..<200 where playing == nil {
@@ -158,7 +158,7 @@ import SoundFile
         try writeRamp("\(dir)/ramp.wav", frames: 72000, offset: 1)
         let at = try frameNow(server) + 5 * 48000
         let play = try jaqInBackground(["play", "--at", "\(at)", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
-        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L"))
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L") != nil)
         // The dummy backend's capture ports report 256 frames of capture latency; jaq's own none.
         // The same take without compensation, recorded at the same time:
         let raw = try jaqInBackground(["record", "--at", "\(at)", "-d", "24000f", "--no-latency-compensation", "-o", "raw-{n}.wav",

@@ -19,16 +19,6 @@ import SoundFile
         return samples
     }
 
-    /// A float file's planes.
-    func planes(_ path: String) throws -> [[Float]] {
-        let file = try SoundFile(path: path, mode: .read)
-        let channels = file.info.channelCount
-        var samples = [Float](repeating: 0, count: Int(file.info.frameCount) * channels)
-        let transfer = samples.withUnsafeMutableBufferPointer { file.readFrames(into: $0) }
-        try file.close()
-        return (0..<channels).map { c in stride(from: c, to: transfer.count * channels, by: channels).map { samples[$0] } }
-    }
-
     /// Where two sample runs first differ (nil if equal).
     func difference(_ a: [Float], _ b: [Float]) -> String? {
         if a == b { return nil }
@@ -46,19 +36,19 @@ import SoundFile
         let options = ["--volume", "2:0.5", "--pan", "2:-0.25", "--volume", "1:0.75"]
         let rendered = try jaq(["render", "-o", "mix.wav"] + options + ["a.wav", "b.wav"], server: nil, directory: dir)
         #expect(rendered.status == 0, "\(rendered.error)")
-        let mix = try planes("\(dir)/mix.wav")
+        let mix = try readPlanes("\(dir)/mix.wav")
         #expect(mix.count == 2 && mix[0].count == 48000)
 
         // The same files, volumes and pans played by `jaq play` on JACK into jack_capture.
         let capture = try server.spawn(["jack_capture", "--daemon", "-d", "6", "-c", "2", "--manual-connections",
                                         "\(dir)/captured.wav"], output: "\(dir)/capture.log")
-        #expect(waitForPorts(server, containing: "jack_capture", count: 2))
+        #expect(waitForPorts(server, containing: "jack_capture", count: 2) != nil)
         let ports = try server.run(["jack_lsp"]).split(separator: "\n").filter { $0.contains("jack_capture") }.map(String.init).sorted()
         let (_, play) = try playAhead(["a.wav", "b.wav"], options: ["--quiet", "--to", ports.joined(separator: ",")] + options,
                                       server: server, dir: dir, ports: "jaq-", count: 4)
         #expect(waitForExit(play) == 0)
         #expect(waitForExit(capture, timeout: 20) == 0)
-        let live = try planes("\(dir)/captured.wav")
+        let live = try readPlanes("\(dir)/captured.wav")
         let xruns = server.xrunCount
         try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns (a loaded machine)"), isIntermittent: true) {
             for c in 0..<2 {
@@ -76,8 +66,8 @@ import SoundFile
         try writeTrack("\(dir)/slow.wav", frames: 4410, channels: 1, seed: 4, rate: 44100)
         #expect(try jaq(["render", "-o", "plain.wav", "a.wav"], server: nil, directory: dir).status == 0)
         #expect(try jaq(["render", "-o", "late.wav", "--offset", "0.5", "a.wav"], server: nil, directory: dir).status == 0)
-        let plain = try planes("\(dir)/plain.wav")
-        let late = try planes("\(dir)/late.wav")
+        let plain = try readPlanes("\(dir)/plain.wav")
+        let late = try readPlanes("\(dir)/late.wav")
         for c in 0..<2 {
             #expect(late[c].count == 24000 + 10000)
             #expect(late[c][0..<24000].allSatisfy { $0 == 0 })

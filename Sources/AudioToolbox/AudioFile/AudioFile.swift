@@ -1,5 +1,6 @@
 import CAudioToolbox
 import Foundation
+import QueueCore
 
 // Audio File Services: the C entry points of AudioToolbox/AudioFile.h, exported with @_cdecl.
 // Each checks its pointers (NULL → kAudio_ParamError), finds the file object and lets
@@ -44,7 +45,7 @@ func createAudioFile(path: String, fileType: AudioFileTypeID, format: AudioStrea
     }
     if PacketAudioFile.container(forType: fileType) != nil, WritableContainer(typeID: fileType) == nil {
         throw AudioToolboxError(kAudioFileUnsupportedDataFormatError,
-                                "\(fourCharString(OSStatus(bitPattern: fileType))) files hold compressed packets (AAC, ALAC), not this format")
+                                "\(fourCharacterCode(fileType)) files hold compressed packets (AAC, ALAC), not this format")
     }
     return AudioFileRegistry.register(try AudioFileObject.create(path: path, fileType: fileType, format: format, eraseFile: eraseFile))
 }

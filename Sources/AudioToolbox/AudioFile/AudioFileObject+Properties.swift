@@ -1,4 +1,5 @@
 import CAudioToolbox
+import QueueCore
 import SoundFile
 
 // Audio file properties: what AudioFileGetPropertyInfo, AudioFileGetProperty and
@@ -25,7 +26,7 @@ extension AudioFileObject {
             let value = try Self.value(of: id, &state, input: UnsafeRawBufferPointer(start: buffer, count: capacity))
             guard capacity >= value.count else {
                 throw AudioToolboxError(kAudioFileBadPropertySizeError,
-                                        "\(fourCharString(OSStatus(bitPattern: id))) needs \(value.count) bytes, not \(capacity)")
+                                        "\(fourCharacterCode(id)) needs \(value.count) bytes, not \(capacity)")
             }
             value.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: value.count) }
             return value.count
@@ -38,9 +39,9 @@ extension AudioFileObject {
             let sound = try state.openSound()
             guard Self.settable.contains(id) else {
                 if (try? Self.value(of: id, &state, input: UnsafeRawBufferPointer(start: nil, count: 0))) != nil {
-                    throw AudioToolboxError(kAudioFileOperationNotSupportedError, "\(fourCharString(OSStatus(bitPattern: id))) is read-only")
+                    throw AudioToolboxError(kAudioFileOperationNotSupportedError, "\(fourCharacterCode(id)) is read-only")
                 }
-                throw AudioToolboxError(kAudioFileUnsupportedPropertyError, "unsupported property \(fourCharString(OSStatus(bitPattern: id)))")
+                throw AudioToolboxError(kAudioFileUnsupportedPropertyError, "unsupported property \(fourCharacterCode(id))")
             }
             guard state.canWrite else {
                 throw AudioToolboxError(kAudioFilePermissionsError, "the file is not open for writing")
@@ -130,7 +131,7 @@ extension AudioFileObject {
             translation.mFlags = []
             return bytes(of: translation)
         default:
-            throw AudioToolboxError(kAudioFileUnsupportedPropertyError, "unsupported property \(fourCharString(OSStatus(bitPattern: id)))")
+            throw AudioToolboxError(kAudioFileUnsupportedPropertyError, "unsupported property \(fourCharacterCode(id))")
         }
     }
 

@@ -1,5 +1,6 @@
 import CAudioToolbox
 import Glibc
+import QueueCore
 import SoundFile
 import Synchronization
 
@@ -69,7 +70,7 @@ extension AudioFileObject {
                        eraseFile: Bool) throws -> AudioFileObject {
         guard let container = WritableContainer(typeID: fileType) else {
             throw AudioToolboxError(kAudioFileUnsupportedFileTypeError,
-                                    "jaq cannot write files of type \(fourCharString(OSStatus(bitPattern: fileType)))")
+                                    "jaq cannot write files of type \(fourCharacterCode(fileType))")
         }
         let layout = try PCMLayout(validating: format)
         let storage = try container.storage(for: layout)

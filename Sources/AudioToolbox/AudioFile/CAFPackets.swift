@@ -1,5 +1,6 @@
 import CAudioToolbox
 import Glibc
+import QueueCore
 import SoundFile
 
 /// Where a file's packets are and how many frames each holds.
@@ -115,7 +116,7 @@ enum CAFPackets {
         else { throw damaged("\(format.mChannelsPerFrame) channels at \(format.mSampleRate) Hz") }
         guard let compressed = PacketFormat(formatID: format.mFormatID) else {
             throw AudioToolboxError(kAudioFileUnsupportedDataFormatError,
-                                    "CAF data format \(fourCharString(OSStatus(bitPattern: format.mFormatID))) has no packet reader")
+                                    "CAF data format \(fourCharacterCode(format.mFormatID)) has no packet reader")
         }
         var index = PacketIndex(framesPerPacket: format.mFramesPerPacket)
         if format.mBytesPerPacket > 0, format.mFramesPerPacket > 0 {

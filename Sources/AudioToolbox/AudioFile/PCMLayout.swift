@@ -1,4 +1,5 @@
 import CAudioToolbox
+import QueueCore
 
 /// How one sample is encoded in the bytes an AudioStreamBasicDescription describes.
 enum SampleEncoding: Equatable, Sendable {
@@ -76,7 +77,7 @@ struct PCMLayout: Equatable, Sendable {
              kAudioFormatMPEG4AAC, kAudioFormatAppleLossless, kAudioFormatAppleIMA4, kAudioFormatAC3, kAudioFormatAMR:
             throw unsupported("writing compressed packets is not supported: describe linear PCM and libsndfile encodes it")
         default:
-            throw unsupported("unknown format ID \(fourCharString(OSStatus(bitPattern: format.mFormatID)))")
+            throw unsupported("unknown format ID \(fourCharacterCode(format.mFormatID))")
         }
         isBigEndian = flags & kAudioFormatFlagIsBigEndian != 0
         channelCount = Int(format.mChannelsPerFrame)

@@ -1,4 +1,5 @@
 import CAudioToolbox
+import QueueCore
 
 // The properties of files of packets: what the guides' player and recorder read
 // (PacketSizeUpperBound, MaximumPacketSize, MagicCookieData, AudioDataPacketCount,
@@ -17,7 +18,7 @@ extension PacketAudioFile {
             let value = try Self.value(of: id, state, input: UnsafeRawBufferPointer(start: buffer, count: capacity))
             guard capacity >= value.count else {
                 throw AudioToolboxError(kAudioFileBadPropertySizeError,
-                                        "\(fourCharString(OSStatus(bitPattern: id))) needs \(value.count) bytes, not \(capacity)")
+                                        "\(fourCharacterCode(id)) needs \(value.count) bytes, not \(capacity)")
             }
             value.withUnsafeBytes { if $0.count > 0 { buffer.copyMemory(from: $0.baseAddress!, byteCount: $0.count) } }
             return value.count
@@ -28,9 +29,9 @@ extension PacketAudioFile {
         try withOpenState { state in
             guard Self.settable.contains(id) else {
                 if (try? Self.value(of: id, state, input: UnsafeRawBufferPointer(start: nil, count: 0))) != nil {
-                    throw AudioToolboxError(kAudioFileOperationNotSupportedError, "\(fourCharString(OSStatus(bitPattern: id))) is read-only")
+                    throw AudioToolboxError(kAudioFileOperationNotSupportedError, "\(fourCharacterCode(id)) is read-only")
                 }
-                throw AudioToolboxError(kAudioFileUnsupportedPropertyError, "unsupported property \(fourCharString(OSStatus(bitPattern: id)))")
+                throw AudioToolboxError(kAudioFileUnsupportedPropertyError, "unsupported property \(fourCharacterCode(id))")
             }
             guard state.canWrite else { throw AudioToolboxError(kAudioFilePermissionsError, "the file is not open for writing") }
             let started = state.mediaWriter?.hasStarted ?? false
@@ -153,7 +154,7 @@ extension PacketAudioFile {
             translation.mFlags = []
             return AudioFileObject.bytes(of: translation)
         default:
-            throw AudioToolboxError(kAudioFileUnsupportedPropertyError, "unsupported property \(fourCharString(OSStatus(bitPattern: id)))")
+            throw AudioToolboxError(kAudioFileUnsupportedPropertyError, "unsupported property \(fourCharacterCode(id))")
         }
     }
 

@@ -2,6 +2,7 @@ import AudioCodec
 import CAudioToolbox
 import CFFmpeg
 import Glibc
+import QueueCore
 import SoundFile
 import Synchronization
 
@@ -151,7 +152,7 @@ extension PacketAudioFile {
             AudioToolboxError(kAudioFileUnsupportedDataFormatError, reason)
         }
         guard let compressed = PacketFormat(formatID: format.mFormatID) else {
-            throw unsupported("\(fourCharString(OSStatus(bitPattern: format.mFormatID))) is not a compressed format jaq writes")
+            throw unsupported("\(fourCharacterCode(format.mFormatID)) is not a compressed format jaq writes")
         }
         guard format.mSampleRate.isFinite, format.mSampleRate >= 1, format.mSampleRate <= 768_000 else {
             throw unsupported("sample rate \(format.mSampleRate) Hz")
@@ -170,7 +171,7 @@ extension PacketAudioFile {
         if result.mFramesPerPacket == 0 { result.mFramesPerPacket = compressed.standardFramesPerPacket }
         if compressed == .ima4 { result.mBytesPerPacket = 34 * format.mChannelsPerFrame }
         if compressed != .ima4, result.mBytesPerPacket != 0 {
-            throw unsupported("\(fourCharString(OSStatus(bitPattern: format.mFormatID))) packets vary in size: mBytesPerPacket must be 0")
+            throw unsupported("\(fourCharacterCode(format.mFormatID)) packets vary in size: mBytesPerPacket must be 0")
         }
         result.mBytesPerFrame = 0
         return (compressed, result)

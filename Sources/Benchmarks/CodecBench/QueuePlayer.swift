@@ -47,7 +47,7 @@ func playThroughQueue(_ packets: [[UInt8]], cookie: [UInt8], rate: Int, driver: 
     var asbd = AudioStreamBasicDescription(mSampleRate: Double(rate), mFormatID: kAudioFormatMPEG4AAC, mFormatFlags: 0, mBytesPerPacket: 0,
                                            mFramesPerPacket: 1024, mBytesPerFrame: 0, mChannelsPerFrame: 2, mBitsPerChannel: 0, mReserved: 0)
     var queue: AudioQueueRef?
-    guard AudioQueueNewOutput(&asbd, feedBuffer, user, nil, nil, 0, &queue) == noErr, let queue else { fatalError("AudioQueueNewOutput") }
+    guard AudioQueueNewOutput(&asbd, feedBuffer, user, nil, nil, 0, &queue, device: driver) == noErr, let queue else { fatalError("AudioQueueNewOutput") }
     var cookie = cookie
     AudioQueueSetProperty(queue, kAudioQueueProperty_MagicCookie, &cookie, UInt32(cookie.count))
     for _ in 0..<3 {

@@ -71,7 +71,7 @@ let decodeCPU = cpuSeconds() - decodeStart
 let driver = ManualDriver(sampleRate: Double(rate), periodFrames: 256)
 let cookie = MagicCookie.cookie(formatID: CompressedFormat.mpeg4AAC, extradata: asc, averageBitRate: 128_000, maximumPacketSize: 1536)
 let queueStart = cpuSeconds()
-let cycles = try AudioQueueDevices.withProvider(driver) { try playThroughQueue(packets, cookie: cookie, rate: rate, driver: driver) }
+let cycles = try playThroughQueue(packets, cookie: cookie, rate: rate, driver: driver)
 let queueCPU = cpuSeconds() - queueStart
 let queueAudioSeconds = Double(cycles * 256) / Double(rate)
 

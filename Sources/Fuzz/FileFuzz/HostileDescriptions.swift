@@ -129,10 +129,11 @@ enum HostileDescriptions {
         var unexpected: [String] = []
         var finite = true
         var converterError: UInt32 = 0
-        AudioQueueDevices.withProvider(driver) {
+        let play = { () -> Void in
             var format = source.format
             var queue: AudioQueueRef?
-            let created = AudioQueueNewOutput(&format, callback, Unmanaged.passUnretained(pool).toOpaque(), nil, nil, 0, &queue)
+            let created = AudioQueueNewOutput(&format, callback, Unmanaged.passUnretained(pool).toOpaque(), nil, nil, 0, &queue,
+                                              device: driver)
             guard created == noErr, let queue else {
                 unexpected.append("new=\(created)")
                 return
@@ -174,6 +175,7 @@ enum HostileDescriptions {
             var size = UInt32(4)
             AudioQueueGetProperty(queue, kAudioQueueProperty_ConverterError, &converterError, &size)
         }
+        play()
         var peak: Float = 0
         for port in 0..<Int(source.format.mChannelsPerFrame) {
             let samples = driver.recordedPlayback(port: port).samples
