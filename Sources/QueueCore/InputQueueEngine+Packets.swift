@@ -24,6 +24,19 @@ extension InputQueueEngine {
         if status != 0 { notify(.converterError(status)) }
     }
 
+    /// Feeds the encoder `frames` of silence (frames the capture lost), through the stage, so
+    /// the stream's frame N stays the capture's frame N after a loss.
+    func encodeSilence(frames: Int, stage: InputPacketStage) {
+        var left = frames
+        stagePlanes.silence(count: min(left, stagePlanes.capacity))
+        while left > 0 {
+            stageStart = 0
+            stageCount = min(left, stagePlanes.capacity)
+            left -= stageCount
+            encodeStaged(stage)
+        }
+    }
+
     /// Puts the encoder's next packet into `head`, delivering `head` first when the packet
     /// does not fit; false when no packet waits.
     private func movePacket(into head: QueueBuffer, stage: InputPacketStage, resetBatch: Bool) -> Bool {

@@ -285,22 +285,26 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         return true
     }
 
-    /// Delivers the head buffer if a capture gap starts at the ring's read position; true if it did anything.
+    /// Handles a capture gap at the ring's read position (true if there was one): PCM delivers
+    /// the head buffer and the next one starts after the frames lost; a compressed stream has no
+    /// gaps, so the encoder gets silence for them and what follows keeps its time.
     private func handleGapIfDue(head: QueueBuffer) -> Bool {
         guard stageCount == 0, let gap = realtime.pointee.gaps.peek(),
               gap.position <= realtime.pointee.ring.readIndex.load(ordering: .relaxed) else { return false }
         _ = realtime.pointee.gaps.pop()
-        if head.filledBytes > 0 { deliverHead(head) }
+        if packetStage == nil, head.filledBytes > 0 { deliverHead(head) }
         resampler?.reset()
-        let lost = Double(gap.count) * rateRatio
+        // Whole frames for an encoder (its stream counts them); PCM keeps the exact queue time.
+        let lost = packetStage == nil ? Double(gap.count) * rateRatio : (Double(gap.count) * rateRatio).rounded()
         let event: Void = lock.withLock {
             underrun.eventCount += 1
             underrun.framesLost += Int64(lost.rounded())
             underrun.lastLossSampleTime = queueFrames
-            queueFrames += lost
+            if packetStage == nil { queueFrames += lost }  // the encoder's silence advances it
             discontinuities += 1
         }
         _ = event
+        if let packetStage { encodeSilence(frames: Int(lost), stage: packetStage) }
         notify(.recordUnderrun)
         return true
     }

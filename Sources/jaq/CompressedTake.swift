@@ -380,6 +380,7 @@ extension RecordCommand {
         }
         if let origin = Self.startDeviceFrame(queue) { sayPassed(origin) }
         AudioQueueStop(queue, true)
+        reportLoss(queue, recorder: recorder, fileRate: fileRate)
 
         // As the guide: the cookie again (encoders may update it), then the exact length.
         copyCookie(from: queue, to: file)
@@ -402,6 +403,18 @@ extension RecordCommand {
             Log.info("\(path): \(valid) frames (\(String(format: "%.3f", Double(valid) / fileRate)) s) in \(written.0) packets")
         }
         if exitStatus != 0 { throw ExitCode(exitStatus) }
+    }
+
+    /// Frames the capture lost (RecordUnderrun): the queue encoded silence in their place, so
+    /// the take stays on its frames; one line says how many and where in the take.
+    private func reportLoss(_ queue: AudioQueueRef, recorder: CompressedRecorder, fileRate: Double) {
+        var info = AudioQueueRecordUnderrunInfo()
+        var size = UInt32(MemoryLayout<AudioQueueRecordUnderrunInfo>.size)
+        guard AudioQueueGetProperty(queue, kAudioQueueProperty_RecordUnderrun, &info, &size) == noErr, info.mFramesLost > 0 else { return }
+        let takeStart = recorder.take.withLock { $0.start } ?? 0
+        let at = TimeSpec.clock(max(0, Int64(info.mLastLossSampleTime.rounded()) - takeStart), rate: fileRate)
+        let places = info.mEventCount == 1 ? "at \(at)" : "in \(info.mEventCount) places, the last at \(at)"
+        Log.error("lost \(info.mFramesLost) frames \(places) (replaced by silence)")
     }
 
     /// The take's file name: --output with {take} (the first number free), {date}, {ext}.

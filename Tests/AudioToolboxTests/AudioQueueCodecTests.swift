@@ -260,7 +260,11 @@ import JackTestSupport
         let packets = Mutex<[[UInt8]]>([])
         let frames = Mutex<[UInt32]>([])
         let starts = Mutex<[Double]>([])
+        /// Packets of each buffer, in the order of `starts`.
+        let bufferPackets = Mutex<[Int]>([])
         let missingDescriptions = Mutex(0)
+        /// kAudioQueueProperty_RecordUnderrun once the recording stopped.
+        let underrun = Mutex<(events: UInt32, framesLost: UInt64, lastLoss: Double)>((0, 0, 0))
     }
 
     static let recorderCallback: AudioQueueInputCallback = { user, queue, buffer, start, count, descriptions in
@@ -271,6 +275,7 @@ import JackTestSupport
                 return
             }
             recorder.starts.withLock { $0.append(start.pointee.mSampleTime) }
+            recorder.bufferPackets.withLock { $0.append(Int(count)) }
             for d in UnsafeBufferPointer(start: descriptions, count: Int(count)) {
                 let bytes = UnsafeRawBufferPointer(start: buffer.pointee.mAudioData + Int(d.mStartOffset), count: Int(d.mDataByteSize))
                 recorder.packets.withLock { $0.append(Array(bytes)) }
@@ -282,7 +287,8 @@ import JackTestSupport
 
     /// Records `seconds` of the driver's capture signal in `format`; returns the packets, the
     /// queue's magic cookie, and its complete format.
-    static func record(format: AudioStreamBasicDescription, driver: ManualDriver, cycles: Int, bitRate: UInt32? = nil) throws
+    static func record(format: AudioStreamBasicDescription, driver: ManualDriver, cycles: Int, bitRate: UInt32? = nil,
+                       drive: ((ManualDriver) -> Void)? = nil) throws
         -> (packets: [[UInt8]], cookie: [UInt8], format: AudioStreamBasicDescription, recorder: PacketRecorder) {
         let recorder = PacketRecorder()
         var format = format
@@ -309,7 +315,7 @@ import JackTestSupport
             #expect(AudioQueueEnqueueBuffer(q, try #require(buffer), 0, nil) == noErr)
         }
         #expect(AudioQueueStart(q, nil) == noErr)
-        driver.run(cycles: cycles)
+        if let drive { drive(driver) } else { driver.run(cycles: cycles) }
         #expect(AudioQueueStop(q, false) == noErr)
         // Stop(false) delivers everything captured, the encoder's last packets included, then IsRunning goes to 0.
         #expect(waitUntil {
@@ -322,6 +328,10 @@ import JackTestSupport
         size = 4
         #expect(AudioQueueGetProperty(q, kAudioQueueProperty_ConverterError, &converterError, &size) == noErr)
         #expect(converterError == 0)
+        var underrun = AudioQueueRecordUnderrunInfo()
+        size = UInt32(MemoryLayout<AudioQueueRecordUnderrunInfo>.size)
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_RecordUnderrun, &underrun, &size) == noErr)
+        recorder.underrun.withLock { $0 = (underrun.mEventCount, underrun.mFramesLost, underrun.mLastLossSampleTime) }
         var cookieSize: UInt32 = 0
         #expect(AudioQueueGetPropertySize(q, kAudioQueueProperty_MagicCookie, &cookieSize) == noErr)
         var cookie = [UInt8](repeating: 0, count: Int(cookieSize))
@@ -361,6 +371,53 @@ import JackTestSupport
         #expect(player.statuses.withLock { $0 }.isEmpty)
         for c in 0..<2 {
             let expected = (0..<total).map { value(c, Int64($0)) }
+            #expect(firstMismatch(Array(played[c].prefix(total)), expected) == nil, "channel \(c)")
+        }
+    }
+
+    /// Cycles the server skipped while an ALAC queue records: the loss is reported
+    /// (RecordUnderrun, its frames and queue time) and the encoded stream holds silence for
+    /// exactly those frames, so decoding it gives the source with that span silent and every
+    /// frame after it on its own frame, bit-exact.
+    @Test func framesTheCaptureLostAreEncodedAsSilenceAndTheRestStaysAligned() throws {
+        let value: @Sendable (Int, Int64) -> Float = { port, frame in
+            let x = (frame &* 7919 &+ Int64(port) &* 104_729) % 60_000 - 30_000
+            return Float(x == 0 ? 1 : x) / 32768  // never 0: silence in the decode is only the loss
+        }
+        let driver = ManualDriver(periodFrames: 256)
+        driver.setCaptureSignal(value)
+        let (before, skipped, after) = (30, 3, 40)
+        let (packets, cookie, format, recorder) = try Self.record(
+            format: Self.losslessFormat(kAudioFormatAppleLossless, bits: 16), driver: driver, cycles: 0,
+            drive: { driver in
+                driver.run(cycles: before)
+                driver.skip(cycles: skipped)
+                driver.run(cycles: after)
+            })
+        let lostFrames = skipped * 256
+        let lossStart = before * 256
+        let underrun = recorder.underrun.withLock { $0 }
+        #expect(underrun.events == 1)
+        #expect(underrun.framesLost == UInt64(lostFrames))
+        #expect(underrun.lastLoss == Double(lossStart))
+        let packetFrames = recorder.frames.withLock { $0 }.map { $0 == 0 ? 4096 : Int($0) }
+        let total = packetFrames.reduce(0, +)
+        #expect(total == (before + skipped + after) * 256, "the stream holds the lost frames too")
+        // Each buffer's start time is its first packet's place in the stream.
+        var streamFrame = 0
+        var packetIndex = 0
+        for (start, count) in zip(recorder.starts.withLock { $0 }, recorder.bufferPackets.withLock { $0 }) {
+            #expect(start == Double(streamFrame), "buffer at packet \(packetIndex)")
+            streamFrame += packetFrames[packetIndex..<(packetIndex + count)].reduce(0, +)
+            packetIndex += count
+        }
+        #expect(packetIndex == packetFrames.count)
+        let (played, player) = try Self.play(packets, format: format, cookie: cookie, packetsPerBuffer: 4, driver: ManualDriver())
+        #expect(player.converterErrors.withLock { $0 }.isEmpty)
+        for c in 0..<2 {
+            let expected = (0..<total).map { t in
+                (lossStart..<(lossStart + lostFrames)).contains(t) ? 0 : value(c, Int64(t))
+            }
             #expect(firstMismatch(Array(played[c].prefix(total)), expected) == nil, "channel \(c)")
         }
     }
