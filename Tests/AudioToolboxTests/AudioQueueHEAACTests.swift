@@ -1,5 +1,6 @@
 import AudioToolbox
 import Foundation
+import JackTestSupport
 import QueueCore
 import Testing
 @testable import AudioCodec
@@ -106,46 +107,32 @@ extension AudioQueueCodecTests {
             #expect(zip(played[0], played[1]).allSatisfy { $0 == $1 }, "'aacp' of a mono core plays it on both channels")
         }
     }
+}
 
+extension AudioFilePacketTests {
     /// An .m4a whose esds holds the explicit SBR config opens as 'aach' at the output rate,
     /// 2048 frames a packet, its packets as written (jaq's writer, libavformat's reader).
     @Test func anM4AWhoseConfigSignalsSBROpensAsHEAAC() throws {
-        let dir = try Self.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        try Self.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "aevalsrc=0.3*sin(2*PI*440*t)|0.3*sin(2*PI*660*t):s=24000:d=1",
-                      "-c:a", "aac", "-b:a", "64k", "-f", "adts", dir + "/core.aac"])
-        let (packets, _) = ADTS.split(Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/core.aac"))))
-        let config = Self.explicitSBRConfig(objectType: 5, coreRateIndex: 6, channels: 2, extensionRateIndex: 3)
-        let cookie = MagicCookie.esds(audioSpecificConfig: config, averageBitRate: 64000, bufferSize: 1536)
-        var format = AudioStreamBasicDescription(
+        let core = scratch.path("core.aac")
+        try AudioQueueCodecTests.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i",
+                                      "aevalsrc=0.3*sin(2*PI*440*t)|0.3*sin(2*PI*660*t):s=24000:d=1",
+                                      "-c:a", "aac", "-b:a", "64k", "-f", "adts", core])
+        let (packets, _) = ADTS.split(Array(try Data(contentsOf: URL(fileURLWithPath: core))))
+        let config = AudioQueueCodecTests.explicitSBRConfig(objectType: 5, coreRateIndex: 6, channels: 2, extensionRateIndex: 3)
+        let format = AudioStreamBasicDescription(
             mSampleRate: 48000, mFormatID: kAudioFormatMPEG4AAC_HE, mFormatFlags: 0, mBytesPerPacket: 0, mFramesPerPacket: 2048,
             mBytesPerFrame: 0, mChannelsPerFrame: 2, mBitsPerChannel: 0, mReserved: 0)
-        let url = URL(fileURLWithPath: dir + "/he.m4a")
-        var created: AudioFileID?
-        #expect(AudioFileCreateWithURL(url as CFURL, kAudioFileM4AType, &format, .eraseFile, &created) == noErr)
-        let file = try #require(created)
-        #expect(AudioFileSetProperty(file, kAudioFilePropertyMagicCookieData, UInt32(cookie.count), cookie) == noErr)
-        var bytes: [UInt8] = []
-        var descriptions: [AudioStreamPacketDescription] = []
-        for packet in packets {
-            descriptions.append(.init(mStartOffset: Int64(bytes.count), mVariableFramesInPacket: 0, mDataByteSize: UInt32(packet.count)))
-            bytes += packet
-        }
-        var count = UInt32(packets.count)
-        #expect(AudioFileWritePackets(file, false, UInt32(bytes.count), descriptions, 0, &count, bytes) == noErr)
-        #expect(AudioFileClose(file) == noErr)
-        var opened: AudioFileID?
-        #expect(AudioFileOpenURL(url as CFURL, .readPermission, 0, &opened) == noErr)
-        let reread = try #require(opened)
-        defer { AudioFileClose(reread) }
-        var described = AudioStreamBasicDescription()
-        var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
-        #expect(AudioFileGetProperty(reread, kAudioFilePropertyDataFormat, &size, &described) == noErr)
+        let url = scratch.url("he.m4a")
+        try copy(PacketSource(format: format, read: ReadPackets(packets: packets),
+                              cookie: MagicCookie.esds(audioSpecificConfig: config, averageBitRate: 64000, bufferSize: 1536), table: nil),
+                 to: url, type: kAudioFileM4AType, chunk: packets.count)
+        let (status, opened) = AF.open(url)
+        #expect(status == noErr)
+        let file = try #require(opened)
+        defer { AudioFileClose(file) }
+        let described = try #require(AF.dataFormat(file))
         #expect(described.mFormatID == kAudioFormatMPEG4AAC_HE && described.mSampleRate == 48000
                 && described.mFramesPerPacket == 2048 && described.mChannelsPerFrame == 2, "\(described)")
-        var packetCount: UInt64 = 0
-        size = 8
-        #expect(AudioFileGetProperty(reread, kAudioFilePropertyAudioDataPacketCount, &size, &packetCount) == noErr)
-        #expect(packetCount == UInt64(packets.count))
+        #expect(AF.property(file, kAudioFilePropertyAudioDataPacketCount, UInt64.self).1 == UInt64(packets.count))
     }
 }
