@@ -27,6 +27,28 @@ public enum MagicCookie {
         }
     }
 
+    /// For HE-AAC ('aach', 'aacp'): a two-byte AAC-LC AudioSpecificConfig whose core runs at
+    /// half of `sampleRate` (implicit SBR signalling, which only SBR data in the packets would
+    /// confirm) rewritten with explicit hierarchical signalling (ISO 14496-3 1.6.2.1: object
+    /// type 5, or 29 for 'aacp' of a mono core, the extension rate, then the core), so the
+    /// decoder gives the format's rate and 2048 frames a packet from the first packet, as the
+    /// format ID says. Any other config is returned as it is.
+    public static func explicitSBR(_ config: [UInt8], formatID: UInt32, sampleRate: Double) -> [UInt8] {
+        let rates: [Double] = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350]
+        guard formatID == CompressedFormat.mpeg4AAC_HE || formatID == CompressedFormat.mpeg4AAC_HE_V2,
+              config.count == 2, config[0] >> 3 == 2,  // AAC-LC, nothing after its GASpecificConfig
+              config[1] & 3 == 0,                       // no core coder, no extension flag
+              let extensionIndex = rates.firstIndex(of: sampleRate) else { return config }
+        let coreIndex = Int((config[0] & 7) << 1 | config[1] >> 7)
+        let channels = UInt32(config[1] >> 3 & 0xF)
+        guard coreIndex < rates.count, rates[coreIndex] * 2 == sampleRate, channels != 0 else { return config }
+        let objectType: UInt32 = formatID == CompressedFormat.mpeg4AAC_HE_V2 && channels == 1 ? 29 : 5
+        let frameLengthFlag = UInt32(config[1] >> 2 & 1)
+        let bits = objectType << 27 | UInt32(coreIndex) << 23 | channels << 19 | UInt32(extensionIndex) << 15 | 2 << 10
+            | frameLengthFlag << 9
+        return [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: bits >> $0) }
+    }
+
     /// The AudioSpecificConfig in an ES_Descriptor (a bare 'esds' atom or full box accepted, or an ASC itself).
     static func audioSpecificConfig(fromESDS bytes: [UInt8]) throws(CodecError) -> [UInt8] {
         var data = bytes[...]

@@ -41,7 +41,8 @@ public final class PacketDecoder {
         paddedCapacity = 0
         padded = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 64)
         outputPlanes = GrowablePlanes(channelCount: format.channelCount)
-        let extradata = try MagicCookie.extradata(formatID: format.formatID, cookie: cookie)
+        let extradata = MagicCookie.explicitSBR(try MagicCookie.extradata(formatID: format.formatID, cookie: cookie),
+                                                formatID: format.formatID, sampleRate: format.sampleRate)
         guard let context = avcodec_alloc_context3(codec) else { throw .failed("avcodec_alloc_context3") }
         self.context = context
         context.pointee.sample_rate = Int32(format.sampleRate.rounded())
