@@ -318,7 +318,9 @@ import JackTestSupport
         if let drive { drive(driver) } else { driver.run(cycles: cycles) }
         #expect(AudioQueueStop(q, false) == noErr)
         // Stop(false) delivers everything captured, the encoder's last packets included, then IsRunning goes to 0.
-        #expect(waitUntil {
+        // (Encoding the second recorded here takes the queue thread a while on a loaded 2-core machine
+        // in a debug build; a short wait would dispose of the queue before it delivered everything.)
+        #expect(waitUntil(120) {
             var running: UInt32 = 1
             var size = UInt32(4)
             AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size)
