@@ -73,7 +73,7 @@ let package = Package(
         .executableTarget(name: "codec-bench", dependencies: ["AudioToolbox", "AudioCodec", "QueueCore"], path: "Sources/Benchmarks/CodecBench"),
 
         // Hostile input for Audio File Services in a process of its own (make fuzz, HostileInputTests).
-        .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "AudioCodec", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
+        .executableTarget(name: "FileFuzz", dependencies: ["AudioToolbox", "AudioCodec", "QueueCore", "SoundFile"], path: "Sources/Fuzz/FileFuzz"),
 
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore", "JackTestSupport"]),
         // FileFuzz: its seedable generator (SplitMix64) for the packet fuzzer.

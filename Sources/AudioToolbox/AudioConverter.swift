@@ -363,17 +363,16 @@ final class AudioConverterObject: @unchecked Sendable {
 
 /// The converters alive in this process.
 enum AudioConverterRegistry {
-    private static let live = Locked<[UnsafeMutableRawPointer: AudioConverterObject]>([:])
+    private static let live = LiveObjects<AudioConverterObject>()
 
-    static func add(_ object: AudioConverterObject) { live.withLock { $0[UnsafeMutableRawPointer(object.ref)] = object } }
+    static func add(_ object: AudioConverterObject) { live.add(object, as: object.ref) }
 
     static func remove(_ ref: AudioConverterRef?) throws {
-        let object = try self.object(ref)
-        _ = live.withLock { $0.removeValue(forKey: UnsafeMutableRawPointer(object.ref)) }
+        live.remove(try object(ref).ref)
     }
 
     static func object(_ ref: AudioConverterRef?) throws -> AudioConverterObject {
-        guard let ref, let object = live.withLock({ $0[UnsafeMutableRawPointer(ref)] }) else {
+        guard let ref, let object = live.object(ref) else {
             throw AudioToolboxError(kAudio_ParamError, "not a live AudioConverterRef")
         }
         return object

@@ -83,25 +83,21 @@ private func audioBuffers(_ list: UnsafeMutableRawPointer, _ count: Int) -> Unsa
 
 /// The live taps: a call with anything else gets a result code, not a crash.
 enum AudioQueueTapRegistry {
-    private static let live = Locked<[UnsafeMutableRawPointer: AudioQueueTapObject]>([:])
+    private static let live = LiveObjects<AudioQueueTapObject>()
 
-    static func add(_ tap: AudioQueueTapObject) {
-        live.withLock { $0[UnsafeMutableRawPointer(tap.ref)] = tap }
-    }
+    static func add(_ tap: AudioQueueTapObject) { live.add(tap, as: tap.ref) }
 
-    static func remove(_ tap: AudioQueueTapObject) {
-        _ = live.withLock { $0.removeValue(forKey: UnsafeMutableRawPointer(tap.ref)) }
-    }
+    static func remove(_ tap: AudioQueueTapObject) { live.remove(tap.ref) }
 
     /// Forgets the taps of queues that are gone (they went with their queue, as on Apple's).
     static func purgeDisposed() {
-        live.withLock { $0 = $0.filter { $0.value.engine.map { !$0.isDisposed } ?? false } }
+        live.removeAll { tap in tap.engine.map { $0.isDisposed } ?? true }
     }
 
     /// The tap behind `ref`; -50 for NULL, a tap that is gone, or one whose queue is gone.
     static func object(_ ref: AudioQueueProcessingTapRef?) throws -> (tap: AudioQueueTapObject, engine: QueueEngine) {
         guard let ref else { throw AudioToolboxError(kAudio_ParamError, "NULL AudioQueueProcessingTapRef") }
-        guard let tap = live.withLock({ $0[UnsafeMutableRawPointer(ref)] }), let engine = tap.engine, !engine.isDisposed else {
+        guard let tap = live.object(ref), let engine = tap.engine, !engine.isDisposed else {
             throw AudioToolboxError(kAudio_ParamError, "not a live processing tap")
         }
         return (tap, engine)

@@ -305,13 +305,22 @@ public func audioQueueGetPropertySize(_ inAQ: AudioQueueRef?, _ inID: AudioQueue
     }
 }
 
+/// The queue and listener of `AudioQueueAdd/RemovePropertyListener`, checked as Apple does:
+/// an unknown queue, a NULL listener or a property the queue does not have is an error.
+private func listenerTarget(
+    _ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID, _ inProc: AudioQueuePropertyListenerProc?
+) throws -> (AudioQueueObject, AudioQueuePropertyListenerProc) {
+    let object = try AudioQueueRegistry.object(inAQ)
+    guard let inProc else { throw AudioToolboxError(kAudio_ParamError, "NULL listener") }
+    _ = try object.propertySize(inID)
+    return (object, inProc)
+}
+
 @_cdecl("AudioQueueAddPropertyListener")
 public func audioQueueAddPropertyListener(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID,
                                    _ inProc: AudioQueuePropertyListenerProc?, _ inUserData: UnsafeMutableRawPointer?) -> OSStatus {
     withStatus {
-        let object = try AudioQueueRegistry.object(inAQ)
-        guard let inProc else { throw AudioToolboxError(kAudio_ParamError, "NULL listener") }
-        _ = try object.propertySize(inID)
+        let (object, inProc) = try listenerTarget(inAQ, inID, inProc)
         object.state.withLock {
             $0.listeners[inID, default: []].append(AudioQueueObject.Listener(proc: inProc, userData: inUserData))
         }
@@ -322,9 +331,7 @@ public func audioQueueAddPropertyListener(_ inAQ: AudioQueueRef?, _ inID: AudioQ
 public func audioQueueRemovePropertyListener(_ inAQ: AudioQueueRef?, _ inID: AudioQueuePropertyID,
                                       _ inProc: AudioQueuePropertyListenerProc?, _ inUserData: UnsafeMutableRawPointer?) -> OSStatus {
     withStatus {
-        let object = try AudioQueueRegistry.object(inAQ)
-        guard let inProc else { throw AudioToolboxError(kAudio_ParamError, "NULL listener") }
-        _ = try object.propertySize(inID)
+        let (object, inProc) = try listenerTarget(inAQ, inID, inProc)
         let procAddress = unsafeBitCast(inProc, to: UnsafeRawPointer.self)
         object.state.withLock { state in
             guard var list = state.listeners[inID],

@@ -140,20 +140,16 @@ final class AudioQueueObject: @unchecked Sendable {
 /// The AudioQueueRefs alive in this process: a call with anything else gets a
 /// result code, not a crash.
 enum AudioQueueRegistry {
-    private static let live = Locked<[UnsafeMutableRawPointer: AudioQueueObject]>([:])
+    private static let live = LiveObjects<AudioQueueObject>()
 
-    static func add(_ object: AudioQueueObject) {
-        live.withLock { $0[UnsafeMutableRawPointer(object.ref)] = object }
-    }
+    static func add(_ object: AudioQueueObject) { live.add(object, as: object.ref) }
 
-    static func remove(_ object: AudioQueueObject) {
-        _ = live.withLock { $0.removeValue(forKey: UnsafeMutableRawPointer(object.ref)) }
-    }
+    static func remove(_ object: AudioQueueObject) { live.remove(object.ref) }
 
     /// The object behind `ref`; throws -50 for NULL or a queue that is not alive.
     static func object(_ ref: AudioQueueRef?) throws -> AudioQueueObject {
         guard let ref else { throw AudioToolboxError(kAudio_ParamError, "NULL AudioQueueRef") }
-        guard let object = live.withLock({ $0[UnsafeMutableRawPointer(ref)] }) else {
+        guard let object = live.object(ref) else {
             throw AudioToolboxError(kAudio_ParamError, "not a live audio queue")
         }
         return object

@@ -56,25 +56,11 @@ public struct SampleCodec: Sendable {
         let (stride, channelStep) = steps(planeStride: planeStride)
         switch kind {
         case .float32(let bigEndian):
-            for c in 0..<channels {
-                let out = planes[c]
-                var p = source + c * channelStep
-                for i in 0..<frames {
-                    let bits = p.loadUnaligned(as: UInt32.self)
-                    out[i] = Float(bitPattern: bigEndian ? bits.byteSwapped : bits)
-                    p += stride
-                }
-            }
+            Self.decodeFloats(source, frames: frames, channels: channels, into: planes, stride: stride, channelStep: channelStep,
+                              bigEndian: bigEndian) { (bits: UInt32) in Float(bitPattern: bits) }
         case .float64(let bigEndian):
-            for c in 0..<channels {
-                let out = planes[c]
-                var p = source + c * channelStep
-                for i in 0..<frames {
-                    let bits = p.loadUnaligned(as: UInt64.self)
-                    out[i] = Float(Double(bitPattern: bigEndian ? bits.byteSwapped : bits))
-                    p += stride
-                }
-            }
+            Self.decodeFloats(source, frames: frames, channels: channels, into: planes, stride: stride, channelStep: channelStep,
+                              bigEndian: bigEndian) { (bits: UInt64) in Float(Double(bitPattern: bits)) }
         case .integer(let bytes, let bigEndian, let signed, let shift, let bits):
             let scale = 1 / Float(sign: .plus, exponent: bits - 1, significand: 1)
             let scaleD = 1 / Double(sign: .plus, exponent: bits - 1, significand: 1)
@@ -233,6 +219,24 @@ public struct SampleCodec: Sendable {
     private static func int16(_ sample: Float) -> Int16 {
         let scaled = (Double(sample) * 32768).rounded(.toNearestOrEven)
         return scaled.isNaN ? 0 : Int16(min(max(scaled, -32768), 32767))
+    }
+
+    /// Decodes float samples of `Bits` (32- or 64-bit IEEE) into Float planes. Inlined with
+    /// `toFloat` into each case of `decode`, so the loop is specialized per width (no dispatch).
+    @inline(__always)
+    private static func decodeFloats<Bits: FixedWidthInteger & UnsignedInteger>(
+        _ source: UnsafeRawPointer, frames: Int, channels: Int, into planes: UnsafePointer<UnsafeMutablePointer<Float>>,
+        stride: Int, channelStep: Int, bigEndian: Bool, _ toFloat: (Bits) -> Float
+    ) {
+        for c in 0..<channels {
+            let out = planes[c]
+            var p = source + c * channelStep
+            for i in 0..<frames {
+                let bits = p.loadUnaligned(as: Bits.self)
+                out[i] = toFloat(bigEndian ? bits.byteSwapped : bits)
+                p += stride
+            }
+        }
     }
 
     @inline(__always)

@@ -36,8 +36,7 @@ final class FilePlayer: @unchecked Sendable {
         file = opened.id
         format = opened.format
         totalPackets = opened.packetCount
-        // A quarter second per buffer.
-        packetsPerBuffer = opened.format.mFramesPerPacket > 1 ? PacketPlayback.packetsPerBuffer(opened.format) : UInt32(max(256, Int(opened.format.mSampleRate / 4)))
+        packetsPerBuffer = opened.packetsPerBuffer(minimumPCMPackets: 256)
         packetPlayback = PacketPlayback(opened.id, format: opened.format, packetsPerBuffer: packetsPerBuffer)
     }
 
@@ -166,15 +165,7 @@ struct PlayCommand: ParsableCommand {
     }
 
     func run() throws {
-        Log.command = "jaq play"
-        Log.quiet = quiet
-        do {
-            try play()
-        } catch let error as CLIError {
-            Log.error(error.description)
-            ServerContext.running?.stop()
-            throw ExitCode(error.exitCode)
-        }
+        try runReportingFailure("jaq play", quiet: quiet) { try play() }
     }
 
     /// Values of a per-file option: file index (0-based) → value.

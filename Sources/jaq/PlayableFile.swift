@@ -33,6 +33,12 @@ struct PlayableFile {
         format = asbd
         packetCount = Int64(packets)
     }
+
+    /// Packets of one queue buffer: a quarter second, and for linear PCM at least
+    /// `minimumPCMPackets` (one frame a packet).
+    func packetsPerBuffer(minimumPCMPackets: Int) -> UInt32 {
+        format.mFramesPerPacket > 1 ? PacketPlayback.packetsPerBuffer(format) : UInt32(max(minimumPCMPackets, Int(format.mSampleRate / 4)))
+    }
 }
 
 /// `--volume` and `--pan` of `jaq play` and `jaq render`: per file, or for every file.

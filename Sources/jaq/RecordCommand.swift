@@ -117,15 +117,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     func run() throws {
-        Log.command = "jaq record"
-        Log.quiet = quiet
-        do {
-            try record()
-        } catch let error as CLIError {
-            Log.error(error.description)
-            ServerContext.running?.stop()
-            throw ExitCode(error.exitCode)
-        }
+        try runReportingFailure("jaq record", quiet: quiet) { try record() }
     }
 
     func record() throws {

@@ -27,7 +27,7 @@ final class RenderTrack: @unchecked Sendable {
         file = opened.id
         format = opened.format
         totalPackets = opened.packetCount
-        packetsPerBuffer = format.mFramesPerPacket > 1 ? PacketPlayback.packetsPerBuffer(format) : UInt32(max(1024, Int(format.mSampleRate / 4)))
+        packetsPerBuffer = opened.packetsPerBuffer(minimumPCMPackets: 1024)
         packetPlayback = PacketPlayback(opened.id, format: opened.format, packetsPerBuffer: packetsPerBuffer)
         startFrame = Int64((offsetSeconds * format.mSampleRate).rounded())
     }
@@ -147,13 +147,7 @@ struct RenderCommand: ParsableCommand {
     }
 
     func run() throws {
-        Log.command = "jaq render"
-        do {
-            try render()
-        } catch let error as CLIError {
-            Log.error(error.description)
-            throw ExitCode(error.exitCode)
-        }
+        try runReportingFailure("jaq render") { try render() }
     }
 
     /// kAudioQueueProperty_IsRunning.

@@ -186,6 +186,21 @@ struct CLIError: Error, CustomStringConvertible {
     }
 }
 
+/// Runs a command's body as every jaq command does: messages prefixed with `command`, and a
+/// CLIError reported in one line, the private server jaq started (if any) stopped, and the
+/// error's exit code returned.
+func runReportingFailure(_ command: String, quiet: Bool = false, _ body: () throws -> Void) throws {
+    Log.command = command
+    Log.quiet = quiet
+    do {
+        try body()
+    } catch let error as CLIError {
+        Log.error(error.description)
+        ServerContext.running?.stop()
+        throw ExitCode(error.exitCode)
+    }
+}
+
 /// Messages to stderr, one line each, prefixed with the command.
 enum Log {
     nonisolated(unsafe) static var command = "jaq"

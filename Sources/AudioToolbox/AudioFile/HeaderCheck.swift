@@ -42,19 +42,16 @@ enum HeaderCheck {
 
     private static func checkAIFF(_ file: Reader, forWriting: Bool) throws(AudioToolboxError) {
         guard let form = file.tag(at: 8), form == "AIFF" || form == "AIFC" else { return }
-        var offset: Int64 = 12
         var channels: UInt32?
         var layoutChannels: UInt32?
-        for _ in 0..<chunkLimit {
-            guard offset + 8 <= file.size, let id = file.tag(at: offset), let size = file.bigEndian(UInt32.self, at: offset + 4) else { break }
-            let data = offset + 8
+        try forEachChunk(of: file, from: 12, sizeField: UInt32.self, padded: true) { (id, data, size) throws(AudioToolboxError) in
             switch id {
             case "COMM": channels = file.bigEndian(UInt16.self, at: data).map(UInt32.init)
-            case "CHAN": layoutChannels = try layoutChunk(file, at: data, size: UInt64(size), "CHAN")
+            case "CHAN": layoutChannels = try layoutChunk(file, at: data, size: size, "CHAN")
             case "SSND":
                 guard let dataOffset = file.bigEndian(UInt32.self, at: data) else { break }
                 let start = data + 8 + Int64(dataOffset)
-                guard Int64(dataOffset) + 8 <= Int64(size), start <= file.size else {
+                guard UInt64(dataOffset) + 8 <= size, start <= file.size else {
                     throw damaged("the SSND chunk's data offset \(dataOffset) is outside its \(size)-byte chunk")
                 }
                 guard !forWriting || dataOffset == 0 else {
@@ -63,28 +60,40 @@ enum HeaderCheck {
                 }
             default: break
             }
-            offset = data + Int64(size) + Int64(size & 1)
         }
         try requireAgreement(channels, layoutChannels, "COMM", "CHAN")
     }
 
     private static func checkCAF(_ file: Reader) throws(AudioToolboxError) {
-        var offset: Int64 = 8
         var channels: UInt32?
         var layoutChannels: UInt32?
-        for _ in 0..<chunkLimit {
-            guard offset + 12 <= file.size, let id = file.tag(at: offset), let size = file.bigEndian(UInt64.self, at: offset + 4) else { break }
-            let data = offset + 12
+        try forEachChunk(of: file, from: 8, sizeField: UInt64.self, padded: false) { (id, data, size) throws(AudioToolboxError) in
             switch id {
             case "desc": channels = file.bigEndian(UInt32.self, at: data + 24)
             case "chan": layoutChannels = try layoutChunk(file, at: data, size: size, "chan")
             default: break
             }
-            // -1 is the size of a data chunk that runs to the end of the file.
-            guard size < UInt64(file.size) else { break }
-            offset = data + Int64(size)
         }
         try requireAgreement(channels, layoutChannels, "desc", "chan")
+    }
+
+    /// Calls `body` with each chunk's ID, data offset and size, from the chunk header at `start`
+    /// until the file ends or `chunkLimit` chunks: the one chunk walk of AIFF (32-bit sizes,
+    /// chunks padded to an even length) and CAF (64-bit sizes, no padding).
+    private static func forEachChunk<Size: FixedWidthInteger & UnsignedInteger>(
+        of file: Reader, from start: Int64, sizeField: Size.Type, padded: Bool,
+        _ body: (_ id: String, _ data: Int64, _ size: UInt64) throws(AudioToolboxError) -> Void
+    ) throws(AudioToolboxError) {
+        let headerSize = 4 + Int64(MemoryLayout<Size>.size)
+        var offset = start
+        for _ in 0..<chunkLimit {
+            guard offset + headerSize <= file.size, let id = file.tag(at: offset), let size = file.bigEndian(Size.self, at: offset + 4) else { return }
+            let data = offset + headerSize
+            try body(id, data, UInt64(size))
+            // A chunk that runs past the end (CAF's data chunk of size -1 runs to the end of the file) is the last.
+            guard UInt64(size) < UInt64(file.size) else { return }
+            offset = data + Int64(size) + (padded ? Int64(size & 1) : 0)
+        }
     }
 
     /// Checks a channel layout chunk's size; returns the channel count its tag names.

@@ -1,5 +1,6 @@
 import AudioToolbox
 import Foundation
+import QueueCore
 
 /// What the Audio File Services guides do with a file, done to one file: open it, read every
 /// property they read (with the size GetPropertyInfo gives, and with one byte too few), read all
@@ -17,11 +18,11 @@ struct FileWalk {
     private(set) var results: [(String, String)] = []
 
     mutating func note(_ name: String, _ value: String) { results.append((name, value)) }
-    mutating func note(_ name: String, _ status: OSStatus) { note(name, statusText(status)) }
+    mutating func note(_ name: String, _ status: OSStatus) { note(name, fourCharacterCode(status, quoted: false)) }
 
     var line: String { results.map { "\($0.0)=\($0.1)" }.joined(separator: " ") }
 
-    /// Apple's result codes for Audio File Services, as `statusText` writes them.
+    /// Apple's result codes for Audio File Services, as `fourCharacterCode(_:quoted: false)` writes them.
     static let resultCodes: Set<String> = [
         "0", "wht?", "typ?", "fmt?", "pty?", "!siz", "prm?", "optm", "chk?", "off?", "pck?", "dep?", "dta?", "op??",
         "!pth", "-38", "-39", "-40", "-43", "-48", "-54", "-50", "-36", "-34", "-42", "-108",
@@ -76,7 +77,7 @@ struct FileWalk {
             var bytes = [UInt8](repeating: 0, count: Int(size) + 1)
             var got = size
             let status = bytes.withUnsafeMutableBytes { AudioFileGetProperty(file, id, &got, $0.baseAddress!) }
-            note(name, status == noErr ? valueText(id, bytes, size: got) : statusText(status))
+            note(name, status == noErr ? valueText(id, bytes, size: got) : fourCharacterCode(status, quoted: false))
             if size > 0 {
                 var short = size - 1
                 let tooSmall = bytes.withUnsafeMutableBytes { AudioFileGetProperty(file, id, &short, $0.baseAddress!) }
@@ -137,7 +138,7 @@ struct FileWalk {
             if last != noErr || packets == 0 { break }
         }
         if format.mBytesPerPacket == 0 { note("vbr", "1") }
-        note("read", statusText(last))
+        note("read", fourCharacterCode(last, quoted: false))
         note("packets", String(packet))
         // Out of order: backwards from the end, then at 610 (where crash-021463.ogg crashed in sf_seek).
         var packetCount: Int64 = 0
@@ -181,13 +182,4 @@ struct FileWalk {
         }
         note("close-rw", AudioFileClose(file))
     }
-}
-
-/// A result code as the tests name it: "0", or the four characters of a four-char code, or the
-/// decimal number.
-func statusText(_ status: OSStatus) -> String {
-    guard status != noErr else { return "0" }
-    let bytes = withUnsafeBytes(of: UInt32(bitPattern: status).bigEndian) { Array($0) }
-    if bytes.allSatisfy({ (0x21...0x7E).contains($0) }) { return String(decoding: bytes, as: UTF8.self) }
-    return String(status)
 }

@@ -1,5 +1,6 @@
 import AudioToolbox
 import Foundation
+import QueueCore
 
 /// AudioStreamBasicDescriptions whose fields are out of every range, given to
 /// AudioQueueNewOutput, AudioQueueNewInput and AudioFileCreateWithURL. Each must return a
@@ -39,7 +40,7 @@ enum HostileFormats {
     static func run(in directory: String) {
         for (name, format) in cases {
             let (output, input, created) = tryFormat(format, path: "\(directory)/\(name).wav")
-            print("\(name): output=\(statusText(output)) input=\(statusText(input)) file=\(statusText(created))")
+            print("\(name): output=\(fourCharacterCode(output, quoted: false)) input=\(fourCharacterCode(input, quoted: false)) file=\(fourCharacterCode(created, quoted: false))")
             fflush(nil)
         }
         randomFormats(in: directory)
@@ -81,7 +82,7 @@ enum HostileFormats {
             let path = "\(directory)/random-\(index).wav"
             let (output, input, created) = tryFormat(format, path: path)
             unlink(path)
-            for status in [output, input, created] { outcomes[statusText(status), default: 0] += 1 }
+            for status in [output, input, created] { outcomes[fourCharacterCode(status, quoted: false), default: 0] += 1 }
         }
         print("random: " + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
     }
