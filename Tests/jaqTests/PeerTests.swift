@@ -44,9 +44,13 @@ import SoundFile
         #expect(waitForExit(play) == 0)
         #expect(waitForExit(capture, timeout: 20) == 0)
         let recording = try readInterleaved("\(dir)/captured.wav", as: Float.self)
-        // Under PipeWire a cycle that ran late can repeat or miss a period (Docs/queues.md).
+        // Under PipeWire a cycle that ran late can repeat or miss a period (Docs/queues.md); on a
+        // loaded machine jackd drops a late client's period, and a starved player says which
+        // frames it could not play.
         let xruns = server.xrunCount
-        try withKnownIssue(Comment(rawValue: "PipeWire logged \(xruns) late cycles"), isIntermittent: true) {
+        let playLog = (try? String(contentsOfFile: "\(dir)/play.log", encoding: .utf8)) ?? ""
+        let lossReported = playLog.contains("frames not played")
+        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) late cycles; jaq play: \(playLog)"), isIntermittent: true) {
             for c in 0..<2 {
                 let got = channel(c, of: recording)
                 let first = try #require(got.firstIndex { $0 != 0 }, "channel \(c) has audio")
@@ -55,7 +59,7 @@ import SoundFile
                 #expect(Array(got[first..<min(got.count, first + expected.count)]) == expected, "channel \(c) bit-exact")
                 #expect(got[min(got.count, first + expected.count)...].allSatisfy { $0 == 0 }, "nothing after the last frame")
             }
-        } when: { backend == .pipeWire && xruns > 0 }
+        } when: { xruns > 0 || lossReported }
     }
 
     /// Impulse files: silence with one full-scale sample at frame `at`.
@@ -74,30 +78,36 @@ import SoundFile
         let dir = scratchDirectory("sync8")
         defer { removeScratch(dir) }
         for i in 1...8 { try writeImpulse("\(dir)/i\(i).wav", at: 1000, frames: 4800) }
-        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "8", "-c", "8", "--manual-connections",
+        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "12", "-c", "8", "--manual-connections",
                                         "\(dir)/captured.wav"], output: "\(dir)/capture.log")
         #expect(waitForPorts(server, containing: "jack_capture", count: 8) != nil)
-        // A frame inside a period, 3 s away: both processes start every queue on it.
-        let at = try frameNow(server) + 5 * 48000 + 77
+        // A frame inside a period, 8 s away (two processes start on a loaded machine): both
+        // processes start every queue on it.
+        let at = try frameNow(server) + 2 * startLead + 77
         let first = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i1.wav", "i2.wav", "i3.wav", "i4.wav"],
                                         server: server, log: "\(dir)/a.log", directory: dir)
         let second = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i5.wav", "i6.wav", "i7.wav", "i8.wav"],
                                          server: server, log: "\(dir)/b.log", directory: dir)
         // Every queue's port under its final client name.
         for i in 0..<8 { #expect(waitForPorts(server, containing: "jaq-\(i % 4 + 1)-i\(i + 1):out_L") != nil) }
-        let captureList = try server.run(["jack_lsp"]).split(separator: "\n").filter { $0.contains("jack_capture") }.map(String.init)
-        #expect(captureList.count == 8)
-        for (i, port) in PortsSorted(captureList).enumerated() {
-            try server.run(["jack_connect", "jaq-\(i % 4 + 1)-i\(i + 1):out_L", port])
-        }
-        #expect(waitForExit(first) == 0)
-        #expect(waitForExit(second) == 0)
-        #expect(waitForExit(capture, timeout: 20) == 0)
-        let recording = try readInterleaved("\(dir)/captured.wav", as: Float.self)
-        #expect(recording.channels == 8)
-        let positions = (0..<8).map { c in channel(c, of: recording).firstIndex(of: 1) }
-        #expect(positions.allSatisfy { $0 != nil }, "every impulse recorded: \(positions)")
-        #expect(Set(positions).count == 1, "impulses on one frame: \(positions)")
+        // The players were ready before their frame, unless the machine took longer than the lead
+        // to start them (then they played at once, and may be gone already).
+        let ready = try frameNow(server)
+        try withKnownIssue(Comment(rawValue: "players ready at frame \(ready) for \(at)"), isIntermittent: true) {
+            let captureList = try server.run(["jack_lsp"]).split(separator: "\n").filter { $0.contains("jack_capture") }.map(String.init)
+            #expect(captureList.count == 8)
+            for (i, port) in PortsSorted(captureList).enumerated() {
+                try server.run(["jack_connect", "jaq-\(i % 4 + 1)-i\(i + 1):out_L", port])
+            }
+            #expect(waitForExit(first) == 0)
+            #expect(waitForExit(second) == 0)
+            #expect(waitForExit(capture, timeout: 20) == 0)
+            let recording = try readInterleaved("\(dir)/captured.wav", as: Float.self)
+            #expect(recording.channels == 8)
+            let positions = (0..<8).map { c in channel(c, of: recording).firstIndex(of: 1) }
+            #expect(positions.allSatisfy { $0 != nil }, "every impulse recorded: \(positions)")
+            #expect(Set(positions).count == 1, "impulses on one frame: \(positions)")
+        } when: { ready >= at }
     }
 
     /// Writes a 16-bit file: `lead` frames of silence, the signal, `tail` frames of silence.

@@ -72,7 +72,8 @@ import SoundFile
         let dir = scratchDirectory("pwsync")
         defer { removeScratch(dir) }
         for i in 1...8 { try writeImpulse("\(dir)/i\(i).wav", at: 1000 + 10 * i, frames: 4800) }
-        let at = try frameNow(server) + startLead + 77
+        // Twice the usual lead: three processes start (two players and the recorder) before the frame.
+        let at = try frameNow(server) + 2 * startLead + 77
         let first = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i1.wav", "i2.wav", "i3.wav", "i4.wav"],
                                         server: server, log: "\(dir)/a.log", directory: dir)
         let second = try jaqInBackground(["play", "--quiet", "--at", "\(at)", "i5.wav", "i6.wav", "i7.wav", "i8.wav"],
