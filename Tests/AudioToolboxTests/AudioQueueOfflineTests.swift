@@ -108,7 +108,10 @@ func deinterleave(_ samples: [Float], channels: Int, channel: Int) -> [Float] {
 }
 
 /// AudioQueueSetOfflineRenderFormat / AudioQueueOfflineRender on the ManualDriver.
-@Suite struct AudioQueueOfflineTests {
+/// Serialized: with its two rates run at once on a loaded 2-core machine, the 44.1 kHz real-time
+/// playback once ended about a buffer early (35328 of 39183+ frames; not reproduced in 33 runs
+/// since, alone or beside three busy loops). Under investigation; see the issue notes.
+@Suite(.serialized) struct AudioQueueOfflineTests {
     /// The program played in real time (ManualDriver cycles to the system ports) and
     /// rendered offline in requests that do not line up with the period: every sample
     /// equal, with and without resampling.
