@@ -42,6 +42,9 @@ public final class MediaFileWriter {
     /// and the frames since the last fragment.
     private var packetFrames: [Int64] = []
     private var unflushedFrames: Int64 = 0
+    /// Crash-safe writers: the file opened once more, to fsync each fragment (a power loss
+    /// then keeps what a SIGKILL keeps).
+    private var syncDescriptor: Int32 = -1
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     /// The packet not yet handed to the muxer, and its frame count.
@@ -106,7 +109,10 @@ public final class MediaFileWriter {
         status = avformat_write_header(context, &options)
         av_dict_free(&options)
         guard status >= 0 else { throw FFmpegError(status, "avformat_write_header") }
-        if isCrashSafe { avio_flush(context.pointee.pb) }
+        if isCrashSafe {
+            avio_flush(context.pointee.pb)
+            syncDescriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        }
         guard let packet = av_packet_alloc() else { throw FFmpegError(jaq_averror_enomem(), "av_packet_alloc") }
         self.packet = packet
         self.stream = stream
@@ -151,16 +157,17 @@ public final class MediaFileWriter {
         defer { Glibc.close(source) }
         var status = stat()
         guard fstat(source, &status) == 0 else { throw FFmpegError(-errno, "fstat \(path)") }
-        let index = try MediaFileReader.index(path: path, fileByteCount: Int64(status.st_size))
-        guard index.packets.count == packetFrames.count else {
-            throw FFmpegError(jaq_averror_invaliddata(), "\(path) holds \(index.packets.count) packets, \(packetFrames.count) were written")
+        // A file without packets has nothing to read back (libavformat may find no stream).
+        let packets = packetFrames.isEmpty ? [] : try MediaFileReader.index(path: path, fileByteCount: Int64(status.st_size)).packets
+        guard packets.count == packetFrames.count else {
+            throw FFmpegError(jaq_averror_invaliddata(), "\(path) holds \(packets.count) packets, \(packetFrames.count) were written")
         }
         let rewrite = MediaFileWriter(path: temporary, formatName: formatName)
         do throws(FFmpegError) {
             try rewrite.start(stream, primingFrames: primingFrames)
-            let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: index.packets.map(\.byteCount).max() ?? 0, alignment: 1)
+            let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: packets.map(\.byteCount).max() ?? 0, alignment: 1)
             defer { bytes.deallocate() }
-            for (packet, frames) in zip(index.packets, packetFrames) {
+            for (packet, frames) in zip(packets, packetFrames) {
                 let read = pread(source, bytes.baseAddress, packet.byteCount, off_t(packet.position))
                 guard read == packet.byteCount else { throw FFmpegError(jaq_averror_invaliddata(), "reading \(path)") }
                 try rewrite.write(UnsafeRawBufferPointer(rebasing: bytes[..<packet.byteCount]), frames: frames)
@@ -206,6 +213,7 @@ public final class MediaFileWriter {
             status = av_write_frame(context, nil)
             guard status >= 0 else { throw FFmpegError(status, "av_write_frame (a fragment)") }
             avio_flush(context.pointee.pb)
+            if syncDescriptor >= 0 { fsync(syncDescriptor) }
         }
     }
 
@@ -217,6 +225,8 @@ public final class MediaFileWriter {
             self.context = nil
         }
         if packet != nil { av_packet_free(&packet) }
+        if syncDescriptor >= 0 { Glibc.close(syncDescriptor) }
+        syncDescriptor = -1
         heldBack = nil
     }
 }
