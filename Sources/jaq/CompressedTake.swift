@@ -10,7 +10,8 @@ import Synchronization
 /// port (one channel each) and hands whole packets with their descriptions to the callback,
 /// which writes them with AudioFileWritePackets; the queue's magic cookie is copied into the
 /// file before the first packet and again at the end, and the packet table info is set at the
-/// end so the file's length is exact after the encoder's priming.
+/// end so the file's length is exact after the encoder's priming. An .m4a take is written
+/// crash-safe (kAudioFilePropertyJaqCrashSafeWrites): fragmented until its clean end.
 struct CompressedTake {
     let formatID: AudioFormatID
     let fileType: AudioFileTypeID
@@ -257,6 +258,13 @@ extension RecordCommand {
         guard created == noErr, let file = fileID else { throw CLIError("\(path): \(describe(created, file: true))") }
         var closed = false
         defer { if !closed { AudioFileClose(file) } }
+        // An .m4a take is fragmented while it records, so that a killed take opens; its close
+        // rewrites it as a regular MPEG-4 file with its exact length.
+        if take.fileType == kAudioFileM4AType {
+            var crashSafe: UInt32 = 1
+            let status = AudioFileSetProperty(file, kAudioFilePropertyJaqCrashSafeWrites, 4, &crashSafe)
+            guard status == noErr else { throw CLIError("\(path): cannot write it crash-safe: \(describe(status, file: true))") }
+        }
         // The encoder's priming: what a file written from it starts with (1024 for AAC).
         var table = AudioFilePacketTableInfo()
         size = UInt32(MemoryLayout<AudioFilePacketTableInfo>.size)

@@ -37,7 +37,8 @@ struct RecordCommand: ParsableCommand {
         the frame), on Ctrl-C/SIGTERM, or when the transport stops. Compressed takes (-f m4a) \
         start and stop on the same frames. Headers are brought up to \
         date as the take is written and flushed every second, so a take survives SIGKILL and \
-        power loss. Frames the disk could not keep up with are replaced by silence (the tracks \
+        power loss; an .m4a take is fragmented MPEG-4 until it ends, so a killed one opens too \
+        (its priming untrimmed). Frames the disk could not keep up with are replaced by silence (the tracks \
         stay aligned) and reported. Tracks from ports with different capture latency are \
         aligned using it (--no-latency-compensation to keep them raw).
 

@@ -56,6 +56,19 @@ func jaqInBackground(_ arguments: [String], server: JackServer, log: String, dir
     return process
 }
 
+/// Kills `record` (a `jaq record` logging to `log`) with SIGKILL `seconds` after its
+/// "recording ..." line appears (or 10 s after the call without one), and reaps it.
+func killWithSIGKILL(_ record: Process, secondsAfterRecordingIn log: String, seconds: Double) {
+    var waited = 0
+    while !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("recording") && waited < 200 {
+        usleep(50_000)
+        waited += 1
+    }
+    usleep(UInt32(seconds * 1_000_000))
+    kill(record.processIdentifier, SIGKILL)
+    record.waitUntilExit()
+}
+
 /// The JACK frame time now, from `jaq time`.
 func frameNow(_ server: JackServer, binary: String = jaqBinary) throws -> Int64 {
     let result = try jaq(["time"], server: server, binary: binary)

@@ -207,6 +207,8 @@ import Testing
         waitForExit(play)
         let info = try jaq(["info", "\(dir)/take.m4a"], server: nil)
         #expect(info.output.contains("frames:      144000"), "pre-roll (1 s) plus duration (2 s): \(info.output)")
+        let boxes = try topLevelBoxes("\(dir)/take.m4a")
+        #expect(boxes.contains("moov") && !boxes.contains("moof"), "a take that ended is a regular MPEG-4 file: \(boxes)")
         let take = try decode24("\(dir)/take.m4a", dir: dir)
         #expect(take.count >= 144000, "ffmpeg decodes the whole take")
         guard take.count >= 144000 else { return }
@@ -311,6 +313,8 @@ import Testing
         #expect(decoded[0].count >= 72000, "ffmpeg decodes the whole take")
         let info = try jaq(["info", "\(dir)/take.m4a"], server: nil)
         #expect(info.output.contains("Apple Lossless (ALAC) from 16-bit source") && info.output.contains("frames:      72000"), "\(info.output)")
+        let boxes = try topLevelBoxes("\(dir)/take.m4a")
+        #expect(boxes.contains("moov") && !boxes.contains("moof"), "a take that ended is a regular MPEG-4 file: \(boxes)")
         let start = 1000
         let offset = loopOffset(decoded, at: start, in: source)
         let xruns = server.xrunCount
@@ -367,6 +371,54 @@ import Testing
             let result = try jaq(["record", "-q", "-d", "0.5", "-o", "bad.m4a"] + options + ["system:capture_"], server: server, directory: dir)
             #expect(result.status == 2, "\(options): \(result.status)")
             #expect(result.error.contains("--bitrate") && result.error.split(separator: "\n").count == 1, "\(options): \(result.error)")
+        }
+    }
+
+    /// The top-level boxes of an MPEG-4 file, in order ("ftyp", "moov", "moof", "mdat"...).
+    func topLevelBoxes(_ path: String) throws -> [String] {
+        let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        var boxes: [String] = []
+        var offset = 0
+        while offset + 8 <= data.count {
+            var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            boxes.append(String(decoding: data[offset + 4..<offset + 8], as: UTF8.self))
+            if size == 1, offset + 16 <= data.count { size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) } }
+            if size == 0 { size = data.count - offset }
+            guard size >= 8 else { break }
+            offset += size
+        }
+        return boxes
+    }
+
+    /// `jaq record -f m4a --codec alac` killed with SIGKILL about 3 s into the take: the file
+    /// left behind is fragmented MPEG-4 that ffmpeg and jaq info open, with all but about the
+    /// last second, and what is there is the ramp jaq play played, in order. (Its priming is
+    /// not trimmed: the take may begin a little before its first frame.)
+    @Test func anALACTakeKilledWithSIGKILLOpensWithAllButTheLastSecond() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("compressed-kill")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 20 * 48000)
+        let play = try jaqInBackground(["play", "--quiet", "ramp.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        #expect(waitForPorts(server, containing: "jaq-1-ramp:out_L") != nil)
+        let record = try jaqInBackground(["record", "-f", "m4a", "--codec", "alac", "-b", "24", "-o", "take.m4a", "jaq-1-ramp:out_L"],
+                                         server: server, log: "\(dir)/record.log", directory: dir)
+        // About 3 s into the take (counted from jaq's "recording ..." line, not from its exec).
+        killWithSIGKILL(record, secondsAfterRecordingIn: "\(dir)/record.log", seconds: 3)
+        kill(play.processIdentifier, SIGTERM)
+        waitForExit(play)
+        let boxes = try topLevelBoxes("\(dir)/take.m4a")
+        #expect(boxes.contains("moof"), "the killed take is fragmented: \(boxes)")
+        let info = try jaq(["info", "\(dir)/take.m4a"], server: nil)
+        #expect(info.status == 0 && info.output.contains("Apple Lossless (ALAC) from 24-bit source"), "jaq info opens it: \(info.error)\(info.output)")
+        let take = try decode24("\(dir)/take.m4a", dir: dir)
+        #expect(take.count >= 48000 * 3 / 2, "all but the last second of ~3 s (got \(take.count))")
+        let first = try #require(take.first { $0 != 0 }, "the take holds the ramp")
+        let index = take.firstIndex(of: first)!
+        let broken = take[index...].indices.first { take[$0] != first + Int32($0 - index) }
+        exactUnlessCyclesRanLate(server) {
+            #expect(broken == nil, "the ramp breaks at frame \(broken ?? -1) of \(take.count)")
         }
     }
 }

@@ -133,14 +133,7 @@ import SoundFile
         let record = try jaqInBackground(["record", "-o", "take-{n}.wav", "jaq-1-ramp:out_[12]"], server: server,
                                          log: "\(dir)/record.log", directory: dir)
         // About 3 s into the take (counted from jaq's "recording ..." line, not from its exec).
-        var waited = 0
-        while !((try? String(contentsOfFile: "\(dir)/record.log", encoding: .utf8)) ?? "").contains("recording") && waited < 200 {
-            usleep(50_000)
-            waited += 1
-        }
-        usleep(3_000_000)
-        kill(record.processIdentifier, SIGKILL)
-        record.waitUntilExit()
+        killWithSIGKILL(record, secondsAfterRecordingIn: "\(dir)/record.log", seconds: 3)
         kill(play.processIdentifier, SIGTERM)
         waitForExit(play)
         for n in 1...2 {

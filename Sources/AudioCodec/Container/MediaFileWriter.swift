@@ -1,4 +1,5 @@
 import CFFmpeg
+import Glibc
 
 /// Writes packets of one audio stream into a container through libavformat (MPEG-4 audio:
 /// .m4a, .mp4), for Audio File Services' AudioFileWritePackets.
@@ -6,6 +7,12 @@ import CFFmpeg
 /// The container's header is written with the first packet (the codec configuration and the
 /// priming must be known then); the last packet is held back until `finish` so that the
 /// remainder frames can still be set, and `finish` writes the index (the 'moov' atom).
+///
+/// A crash-safe writer writes fragmented MPEG-4 instead (an empty 'moov', then a 'moof'
+/// fragment about every second, flushed to the file), so that a file whose writer was killed
+/// opens up to its last fragment; `finish` then rewrites it, packets copied and not
+/// re-encoded, into a regular MPEG-4 file with its exact edit list, which replaces the
+/// fragmented one atomically (a temporary name in the same directory, fsync, rename).
 ///
 /// Thread safety: none; the owner serialises calls.
 public final class MediaFileWriter {
@@ -26,6 +33,18 @@ public final class MediaFileWriter {
 
     private let path: String
     private let formatName: String
+    /// Fragmented while written, rewritten as a regular file by `finish`.
+    public let isCrashSafe: Bool
+    /// What `start` was given, for the rewrite.
+    private var stream: Stream?
+    private var primingFrames: Int64 = 0
+    /// Crash-safe writers: each packet's frames as written (the rewrite's exact durations),
+    /// and the frames since the last fragment.
+    private var packetFrames: [Int64] = []
+    private var unflushedFrames: Int64 = 0
+    /// Crash-safe writers: the file opened once more, to fsync each fragment (a power loss
+    /// then keeps what a SIGKILL keeps).
+    private var syncDescriptor: Int32 = -1
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     /// The packet not yet handed to the muxer, and its frame count.
@@ -34,10 +53,11 @@ public final class MediaFileWriter {
     private var nextTimestamp: Int64 = 0
 
     /// Prepares to write `path` as `formatName` ("ipod" for .m4a, "mp4"); nothing is written
-    /// until the first packet.
-    public init(path: String, formatName: String) {
+    /// until the first packet. `crashSafe` writes fragmented MPEG-4 until `finish`.
+    public init(path: String, formatName: String, crashSafe: Bool = false) {
         self.path = path
         self.formatName = formatName
+        self.isCrashSafe = crashSafe
     }
 
     deinit {
@@ -83,12 +103,22 @@ public final class MediaFileWriter {
         // timescale (1000 by default): at the sample rate, a take of any length is exact.
         var options: OpaquePointer? = nil
         av_dict_set(&options, "movie_timescale", String(sampleRate), 0)
+        // Fragments cut where `send` says (frag_custom), after a 'moov' without samples that
+        // a reader needs no more of; each fragment's offsets count from its own 'moof'.
+        if isCrashSafe { av_dict_set(&options, "movflags", "frag_custom+empty_moov+default_base_moof", 0) }
         status = avformat_write_header(context, &options)
         av_dict_free(&options)
         guard status >= 0 else { throw FFmpegError(status, "avformat_write_header") }
+        if isCrashSafe {
+            avio_flush(context.pointee.pb)
+            syncDescriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        }
         guard let packet = av_packet_alloc() else { throw FFmpegError(jaq_averror_enomem(), "av_packet_alloc") }
         self.packet = packet
-        nextTimestamp = -primingFrames
+        self.stream = stream
+        self.primingFrames = primingFrames
+        // The fragmented file starts at 0: its priming is trimmed only by the rewrite.
+        nextTimestamp = isCrashSafe ? 0 : -primingFrames
     }
 
     /// Queues one packet of `frames` frames; the one queued before it goes to the file.
@@ -99,15 +129,65 @@ public final class MediaFileWriter {
 
     /// Writes the held-back last packet shortened by `remainderFrames`, then the index, and
     /// closes the file.
+    /// A crash-safe writer then rewrites the file as a regular one (see the type's summary);
+    /// if that fails, the fragmented file stays and the error is thrown.
     public func finish(remainderFrames: Int64) throws(FFmpegError) {
         guard let context else { return }
-        defer { close() }
-        if let held = heldBack {
-            heldBack = nil
-            try send(held.bytes, frames: max(held.frames - remainderFrames, 1))
+        do {
+            defer { close() }
+            if let held = heldBack {
+                heldBack = nil
+                try send(held.bytes, frames: max(held.frames - remainderFrames, 1))
+            }
+            let status = av_write_trailer(context)
+            guard status >= 0 else { throw FFmpegError(status, "av_write_trailer") }
         }
-        let status = av_write_trailer(context)
-        guard status >= 0 else { throw FFmpegError(status, "av_write_trailer") }
+        if isCrashSafe, let stream { try rewriteUnfragmented(stream) }
+    }
+
+    /// Copies the fragmented file's packets into a regular MPEG-4 file with the priming and
+    /// durations it was written with, and puts that file in its place.
+    private func rewriteUnfragmented(_ stream: Stream) throws(FFmpegError) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = "\(directory.isEmpty ? "" : directory)/.\(name).\(getpid()).tmp"
+        let source = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else { throw FFmpegError(-errno, "open \(path)") }
+        defer { Glibc.close(source) }
+        var status = stat()
+        guard fstat(source, &status) == 0 else { throw FFmpegError(-errno, "fstat \(path)") }
+        // A file without packets has nothing to read back (libavformat may find no stream).
+        let packets = packetFrames.isEmpty ? [] : try MediaFileReader.index(path: path, fileByteCount: Int64(status.st_size)).packets
+        guard packets.count == packetFrames.count else {
+            throw FFmpegError(jaq_averror_invaliddata(), "\(path) holds \(packets.count) packets, \(packetFrames.count) were written")
+        }
+        let rewrite = MediaFileWriter(path: temporary, formatName: formatName)
+        do throws(FFmpegError) {
+            try rewrite.start(stream, primingFrames: primingFrames)
+            let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: packets.map(\.byteCount).max() ?? 0, alignment: 1)
+            defer { bytes.deallocate() }
+            for (packet, frames) in zip(packets, packetFrames) {
+                let read = pread(source, bytes.baseAddress, packet.byteCount, off_t(packet.position))
+                guard read == packet.byteCount else { throw FFmpegError(jaq_averror_invaliddata(), "reading \(path)") }
+                try rewrite.write(UnsafeRawBufferPointer(rebasing: bytes[..<packet.byteCount]), frames: frames)
+            }
+            try rewrite.finish(remainderFrames: 0)
+            let written = Glibc.open(temporary, O_RDONLY | O_CLOEXEC)
+            let synced = written >= 0 && fsync(written) == 0
+            if written >= 0 { Glibc.close(written) }
+            guard synced, rename(temporary, path) == 0 else { throw FFmpegError(-errno, "replacing \(path)") }
+        } catch {
+            rewrite.close()
+            unlink(temporary)
+            throw error
+        }
+        // The rename is durable once the directory is.
+        let folder = Glibc.open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            fsync(folder)
+            Glibc.close(folder)
+        }
     }
 
     private func send(_ bytes: [UInt8], frames: Int64) throws(FFmpegError) {
@@ -124,6 +204,17 @@ public final class MediaFileWriter {
         nextTimestamp += frames
         status = av_write_frame(context, packet)
         guard status >= 0 else { throw FFmpegError(status, "av_write_frame") }
+        guard isCrashSafe else { return }
+        packetFrames.append(frames)
+        unflushedFrames += frames
+        // About a second a fragment: a killed writer loses at most that (and the held packet).
+        if unflushedFrames >= Int64(stream?.format.sampleRate ?? 0) {
+            unflushedFrames = 0
+            status = av_write_frame(context, nil)
+            guard status >= 0 else { throw FFmpegError(status, "av_write_frame (a fragment)") }
+            avio_flush(context.pointee.pb)
+            if syncDescriptor >= 0 { fsync(syncDescriptor) }
+        }
     }
 
     /// Frees the muxer and closes the file (without an index if `finish` was not called).
@@ -134,6 +225,8 @@ public final class MediaFileWriter {
             self.context = nil
         }
         if packet != nil { av_packet_free(&packet) }
+        if syncDescriptor >= 0 { Glibc.close(syncDescriptor) }
+        syncDescriptor = -1
         heldBack = nil
     }
 }

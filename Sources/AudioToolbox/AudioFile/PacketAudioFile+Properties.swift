@@ -1,4 +1,5 @@
 import CAudioToolbox
+import AudioCodec
 import QueueCore
 
 // The properties of files of packets: what the guides' player and recorder read
@@ -60,6 +61,17 @@ extension PacketAudioFile {
                 }
                 state.index.primingFrames = info.mPrimingFrames
                 state.index.remainderFrames = info.mRemainderFrames
+            case kAudioFilePropertyJaqCrashSafeWrites:
+                let crashSafe: UInt32 = try AudioFileObject.load(bytes)
+                guard case .mpeg4(let muxer) = state.container, let writer = state.mediaWriter else {
+                    throw AudioToolboxError(kAudioFileUnsupportedPropertyError, "crash-safe writes are for MPEG-4 files being created")
+                }
+                guard !started || (crashSafe != 0) == writer.isCrashSafe else {
+                    throw AudioToolboxError(kAudioFileOperationNotSupportedError, "an MPEG-4 file is made crash-safe before its first packet")
+                }
+                if (crashSafe != 0) != writer.isCrashSafe {
+                    state.mediaWriter = MediaFileWriter(path: state.path, formatName: muxer, crashSafe: crashSafe != 0)
+                }
             default: // kAudioFilePropertyDeferSizeUpdates: sizes are written at close anyway.
                 let _: UInt32 = try AudioFileObject.load(bytes)
             }
@@ -68,7 +80,7 @@ extension PacketAudioFile {
 
     private static let settable: Set<AudioFilePropertyID> = [
         kAudioFilePropertyMagicCookieData, kAudioFilePropertyChannelLayout, kAudioFilePropertyPacketTableInfo,
-        kAudioFilePropertyDeferSizeUpdates,
+        kAudioFilePropertyDeferSizeUpdates, kAudioFilePropertyJaqCrashSafeWrites,
     ]
 
     private static func isWritable(_ id: AudioFilePropertyID, _ state: State) -> Bool {

@@ -116,6 +116,15 @@ CF_ENUM(AudioFilePropertyID) {
     kAudioFilePropertyUseAudioTrack = 0x7561746B          /* 'uatk' */
 };
 
+CF_ENUM(AudioFilePropertyID) {
+    /** jaq's own (not Apple's): UInt32, write-only, MPEG-4 files (.m4a, .mp4) being created,
+        before the first packet. Non-zero writes the file crash-safe: fragmented MPEG-4, a
+        fragment about every second, so that a writer killed mid-file leaves a file that opens
+        up to its last second (its priming not trimmed); AudioFileClose then rewrites it,
+        packets copied, into a regular MPEG-4 file with its exact length. jaq record sets it. */
+    kAudioFilePropertyJaqCrashSafeWrites = 0x6A716373     /* 'jqcs' */
+};
+
 /** Value of kAudioFilePropertyPacketToFrame / FrameToPacket. */
 typedef struct AudioFramePacketTranslation {
     SInt64 mFrame;
