@@ -43,8 +43,7 @@ final class FilePlayer: @unchecked Sendable {
     deinit { AudioFileClose(file) }
 
     var durationSeconds: Double {
-        let frames = Double(totalPackets) * Double(max(format.mFramesPerPacket, 1))
-        return (frames - Double((packetPlayback?.primingFrames ?? 0) + (packetPlayback?.remainderFrames ?? 0))) / format.mSampleRate
+        Double(packetPlayback?.validFrames(packets: totalPackets, format: format) ?? totalPackets) / format.mSampleRate
     }
 
     /// Fills `buffer` with the next packets (from the start again when looping); false at the end.
