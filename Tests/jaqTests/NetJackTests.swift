@@ -75,7 +75,13 @@ struct NetJackTests {
         let play = try slaveJaq(pair, ["play", "--to", "1:system:playback_1", "--to", "2:system:playback_2", "a.wav", "b.wav"],
                                 directory: dir)
         #expect(play.status == 0, "\(play.error)")
-        #expect(waitForExit(record, timeout: 30) == 0, "\(log("\(dir)/record.log"))")
+        let recorded = waitForExit(record, timeout: 30)
+        // A loaded machine can stall the master's cycles (the servers log xruns); jaq record then
+        // ends its take after 10 s without cycles, and says so.
+        let stalls = xruns(pair)
+        withKnownIssue(Comment(rawValue: "the servers logged \(stalls) xruns"), isIntermittent: true) {
+            #expect(recorded == 0, "\(log("\(dir)/record.log"))")
+        } when: { stalls > 0 }
         let recordLog = log("\(dir)/record.log")
         // Latency compensation: the network tracks are read later by the difference the ports report.
         #expect(recordLog.contains("from_slave_1 +\(recordedLatency - localLatency)"), "\(recordLog)")
