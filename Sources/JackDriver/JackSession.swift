@@ -150,6 +150,27 @@ public final class JackSession: @unchecked Sendable {
         }
     }
 
+    /// Of the ports `names`, those that exist now, each with its connections: a lookup of
+    /// those ports alone (no listing, sorting or latencies of every port), cheap enough to
+    /// call ten times a second while recording.
+    public func connections(ofPresent names: [String]) -> [String: [String]] {
+        var result: [String: [String]] = [:]
+        for name in names {
+            guard let port = jack_port_by_name(client, name) else { continue }
+            var connections: [String] = []
+            if let list = jack_port_get_all_connections(client, port) {
+                var i = 0
+                while let connection = list[i] {
+                    connections.append(String(cString: connection))
+                    i += 1
+                }
+                jack_free(list)
+            }
+            result[name] = connections
+        }
+        return result
+    }
+
     /// The transport: rolling or not, and its frame.
     public func transport() -> (rolling: Bool, frame: UInt32) {
         if JackLibrary.isPipeWire { waitForClock() }

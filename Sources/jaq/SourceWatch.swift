@@ -38,27 +38,24 @@ final class SourceWatch {
         self.sources = sources
         self.physical = physical
         self.interval = interval
-        for port in session.ports() where sources.contains(port.name) {
-            destinations[port.name] = port.connections
-        }
+        destinations = session.connections(ofPresent: sources)
     }
 
     /// Looks at the ports (at most every `interval`); `now` is the JACK frame now.
     func poll(now: Int64) -> [Event] {
         guard Date().timeIntervalSince(lastPoll) >= interval else { return [] }
         lastPoll = Date()
-        let present = Dictionary(session.ports().filter { sources.contains($0.name) }.map { ($0.name, $0) },
-                                 uniquingKeysWith: { first, _ in first })
+        let present = session.connections(ofPresent: sources)
         var events: [Event] = []
         for source in sources {
-            if let port = present[source] {
+            if let connections = present[source] {
                 if let since = missingSince[source] {
                     // Back: connect it again to the queue's ports it fed.
                     for destination in destinations[source] ?? [] { try? session.connect(source, destination) }
                     missingSince[source] = nil
                     events.append(.back(port: source, frame: now, since: since))
-                } else if !port.connections.isEmpty {
-                    destinations[source] = port.connections
+                } else if !connections.isEmpty {
+                    destinations[source] = connections
                 }
             } else if missingSince[source] == nil {
                 missingSince[source] = now
