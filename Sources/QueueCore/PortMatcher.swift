@@ -21,11 +21,18 @@ public enum PortMatcher {
             }
             return names
         }
-        let regex: Regex<AnyRegexOutput>
-        do { regex = try Regex(trimmed) } catch {
-            throw QueueError.invalidDevice("no port named \(trimmed), and it is not a regular expression")
+        let matched: [String]
+        if let literal = LiteralPattern(trimmed) {
+            // No regular-expression syntax besides the anchors: the same matches, without
+            // compiling and running a regex per port (64 patterns over 200 ports add up).
+            matched = candidates.filter { literal.matches($0) }
+        } else {
+            let regex: Regex<AnyRegexOutput>
+            do { regex = try Regex(trimmed) } catch {
+                throw QueueError.invalidDevice("no port named \(trimmed), and it is not a regular expression")
+            }
+            matched = candidates.filter { (try? regex.firstMatch(in: $0)) != nil }
         }
-        let matched = candidates.filter { (try? regex.firstMatch(in: $0)) != nil }
         guard !matched.isEmpty else { throw QueueError.invalidDevice("no port matches \(trimmed)") }
         return naturalSorted(matched)
     }
@@ -47,6 +54,17 @@ public enum PortMatcher {
     }
 
     static func naturalLess(_ a: String, _ b: String) -> Bool {
+        // Port names are ASCII almost always: compare their bytes, digits as numbers.
+        if let ascii = a.utf8.withContiguousStorageIfAvailable({ x in
+            b.utf8.withContiguousStorageIfAvailable { y in asciiNaturalLess(x, y) } ?? nil
+        }) ?? nil {
+            return ascii
+        }
+        return unicodeNaturalLess(a, b)
+    }
+
+    /// `naturalLess` for any names: Unicode digits (of any script) compare as numbers.
+    static func unicodeNaturalLess(_ a: String, _ b: String) -> Bool {
         var i = a.unicodeScalars.makeIterator()
         var j = b.unicodeScalars.makeIterator()
         var x = i.next()
@@ -64,6 +82,60 @@ public enum PortMatcher {
             y = j.next()
         }
         return x == nil && y != nil
+    }
+
+    /// `naturalLess` on two ASCII names; nil when either is not ASCII.
+    static func asciiNaturalLess(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool? {
+        func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+        var i = 0, j = 0
+        while i < a.count && j < b.count {
+            let cx = a[i], cy = b[j]
+            if cx >= 0x80 || cy >= 0x80 { return nil }
+            if isDigit(cx) && isDigit(cy) {
+                var nx = 0, ny = 0
+                while i < a.count && isDigit(a[i]) { nx = nx &* 10 &+ Int(a[i] - 0x30); i += 1 }
+                while j < b.count && isDigit(b[j]) { ny = ny &* 10 &+ Int(b[j] - 0x30); j += 1 }
+                if nx != ny { return nx < ny }
+                continue
+            }
+            if cx != cy { return cx < cy }
+            i += 1
+            j += 1
+        }
+        if a[i...].contains(where: { $0 >= 0x80 }) || b[j...].contains(where: { $0 >= 0x80 }) { return nil }
+        return i == a.count && j < b.count
+    }
+}
+
+/// A port pattern with no regular-expression syntax except a leading `^` and a trailing `$`:
+/// matched as the regex would (a substring, a prefix, a suffix or the whole name).
+struct LiteralPattern {
+    let text: String
+    let anchoredStart: Bool
+    let anchoredEnd: Bool
+
+    init?(_ pattern: String) {
+        var body = Substring(pattern)
+        anchoredStart = body.hasPrefix("^")
+        if anchoredStart { body = body.dropFirst() }
+        anchoredEnd = body.hasSuffix("$")
+        if anchoredEnd { body = body.dropLast() }
+        // ASCII letters, digits and punctuation that means itself in a regex (`-` does,
+        // outside brackets); anything else goes to the regex engine.
+        let literal = body.unicodeScalars.allSatisfy { c in
+            c.isASCII && (c.properties.isAlphabetic || ("0"..."9").contains(c) || "_-:/@#%=,;'\"<>!~` ".unicodeScalars.contains(c))
+        }
+        guard literal, !body.isEmpty else { return nil }
+        text = String(body)
+    }
+
+    func matches(_ name: String) -> Bool {
+        switch (anchoredStart, anchoredEnd) {
+        case (true, true): name == text
+        case (true, false): name.hasPrefix(text)
+        case (false, true): name.hasSuffix(text)
+        case (false, false): name.contains(text)
+        }
     }
 }
 
