@@ -308,7 +308,8 @@ struct PlayCommand: ParsableCommand {
                 print("playing: \(TimeSpec.clock(Int64(elapsed * 1000), rate: 1000))")
                 fflush(nil)  // a log line for a pipe, a file or journald: now, not at exit
             }
-            usleep(20_000)
+            // A live display redraws ten times a second; with none, a slower pace costs less.
+            usleep(display.enabled ? 20_000 : 100_000)
         }
         display.finish()
         // Frames the server's skipped cycles (xruns) or a slow disk kept from being played.
@@ -334,10 +335,11 @@ final class ProgressLine {
 
     init(enabled: Bool) { self.enabled = enabled }
 
-    func update(_ text: String) {
+    /// Redraws with `text` at most ten times a second; builds the text only then.
+    func update(_ text: @autoclosure () -> String) {
         guard enabled, Date().timeIntervalSince(last) > 0.1 else { return }
         last = Date()
-        FileHandle.standardOutput.write(Data("\r\u{1B}[K\(text)".utf8))
+        FileHandle.standardOutput.write(Data("\r\u{1B}[K\(text())".utf8))
     }
 
     func finish() {
