@@ -52,20 +52,39 @@ public struct SampleCodec: Sendable {
     ///   - planeStride: bytes between the client's channel planes (non-interleaved only).
     public func decode(_ source: UnsafeRawPointer, frames: Int, into planes: UnsafePointer<UnsafeMutablePointer<Float>>,
                        planeStride: Int = 0) {
-        let channels = format.channelCount
         let (stride, channelStep) = steps(planeStride: planeStride)
+        guard !format.isNonInterleaved, format.channelCount > 1 else {
+            decodeBlock(source, frames: frames, into: planes, at: 0, stride: stride, channelStep: channelStep)
+            return
+        }
+        // Interleaved: in blocks of frames, channel by channel within a block, so the block's
+        // input stays in cache across the channels (a pass per channel over the whole buffer
+        // would read it from memory once per channel: 64 times for 64 channels).
+        let block = 256
+        var first = 0
+        while first < frames {
+            let count = min(block, frames - first)
+            decodeBlock(source + first * stride, frames: count, into: planes, at: first, stride: stride, channelStep: channelStep)
+            first += count
+        }
+    }
+
+    /// Decodes `frames` frames into the planes from frame `offset` on.
+    private func decodeBlock(_ source: UnsafeRawPointer, frames: Int, into planes: UnsafePointer<UnsafeMutablePointer<Float>>,
+                             at offset: Int, stride: Int, channelStep: Int) {
+        let channels = format.channelCount
         switch kind {
         case .float32(let bigEndian):
-            Self.decodeFloats(source, frames: frames, channels: channels, into: planes, stride: stride, channelStep: channelStep,
+            Self.decodeFloats(source, frames: frames, channels: channels, into: planes, offset: offset, stride: stride, channelStep: channelStep,
                               bigEndian: bigEndian) { (bits: UInt32) in Float(bitPattern: bits) }
         case .float64(let bigEndian):
-            Self.decodeFloats(source, frames: frames, channels: channels, into: planes, stride: stride, channelStep: channelStep,
+            Self.decodeFloats(source, frames: frames, channels: channels, into: planes, offset: offset, stride: stride, channelStep: channelStep,
                               bigEndian: bigEndian) { (bits: UInt64) in Float(Double(bitPattern: bits)) }
         case .integer(let bytes, let bigEndian, let signed, let shift, let bits):
             let scale = 1 / Float(sign: .plus, exponent: bits - 1, significand: 1)
             let scaleD = 1 / Double(sign: .plus, exponent: bits - 1, significand: 1)
             for c in 0..<channels {
-                let out = planes[c]
+                let out = planes[c] + offset
                 var p = source + c * channelStep
                 switch (bytes, bigEndian) {
                 case (2, false) where shift == 0:
@@ -88,13 +107,13 @@ public struct SampleCodec: Sendable {
             }
         case .muLaw:
             for c in 0..<channels {
-                let out = planes[c]
+                let out = planes[c] + offset
                 let p = source.assumingMemoryBound(to: UInt8.self) + c * channelStep
                 for i in 0..<frames { out[i] = Float(G711.muLawToLinear[Int(p[i * stride])]) / 32768 }
             }
         case .aLaw:
             for c in 0..<channels {
-                let out = planes[c]
+                let out = planes[c] + offset
                 let p = source.assumingMemoryBound(to: UInt8.self) + c * channelStep
                 for i in 0..<frames { out[i] = Float(G711.aLawToLinear[Int(p[i * stride])]) / 32768 }
             }
@@ -165,7 +184,13 @@ public struct SampleCodec: Sendable {
                 for c in 0..<channels {
                     let input = planes[c]
                     let out = destination + c &* channelStep
-                    for i in first..<end {
+                    var from = first
+                    if bytes == 3 && !bigEndian && stride == 3 {
+                        // A plane of little-endian 24-bit samples: four at a time, rounded and
+                        // clipped in SIMD, packed into three 32-bit stores.
+                        from = Self.encodeInt24Plane(input, from: first, to: end, into: out)
+                    }
+                    for i in from..<end {
                         let scaled = (input[i] * full).rounded(.toNearestOrEven)
                         let value = Int32(scaled.isNaN ? 0 : scaled < -full ? -full : scaled > maxValue ? maxValue : scaled)
                         let p = out + i &* stride
@@ -216,6 +241,33 @@ public struct SampleCodec: Sendable {
         }
     }
 
+    /// Little-endian packed 24-bit samples [first, end) of one contiguous plane, four at a
+    /// time packed into three 32-bit stores (the same integers as the scalar loop); returns
+    /// where the scalar loop takes over.
+    @inline(__always)
+    private static func encodeInt24Plane(_ input: UnsafePointer<Float>, from first: Int, to end: Int,
+                                         into out: UnsafeMutableRawPointer) -> Int {
+        // Clipped first, then rounded (the same integers as rounding first: the bounds are
+        // integers); rounded to nearest even by adding 1.5 × 2^52 in Double, whose bit pattern
+        // then holds the integer in its low bits (baseline x86-64 has no rounding instruction:
+        // `rounded(.toNearestOrEven)` is a call to rintf per sample).
+        @inline(__always) func sample(_ x: Float) -> UInt32 {
+            let scaled = Double(x) * 8_388_608
+            let clipped = scaled > 8_388_607 ? 8_388_607 : scaled >= -8_388_608 ? scaled : scaled < -8_388_608 ? -8_388_608 : 0
+            return UInt32(truncatingIfNeeded: (clipped + 6_755_399_441_055_744).bitPattern)
+        }
+        var i = first
+        while i &+ 4 <= end {
+            let v0 = sample(input[i]), v1 = sample(input[i &+ 1]), v2 = sample(input[i &+ 2]), v3 = sample(input[i &+ 3])
+            let p = out + i &* 3
+            p.storeBytes(of: (v0 & 0xFF_FFFF) | (v1 << 24), as: UInt32.self)
+            p.storeBytes(of: ((v1 >> 8) & 0xFFFF) | (v2 << 16), toByteOffset: 4, as: UInt32.self)
+            p.storeBytes(of: ((v2 >> 16) & 0xFF) | (v3 << 8), toByteOffset: 8, as: UInt32.self)
+            i &+= 4
+        }
+        return i
+    }
+
     private static func int16(_ sample: Float) -> Int16 {
         let scaled = (Double(sample) * 32768).rounded(.toNearestOrEven)
         return scaled.isNaN ? 0 : Int16(min(max(scaled, -32768), 32767))
@@ -226,10 +278,10 @@ public struct SampleCodec: Sendable {
     @inline(__always)
     private static func decodeFloats<Bits: FixedWidthInteger & UnsignedInteger>(
         _ source: UnsafeRawPointer, frames: Int, channels: Int, into planes: UnsafePointer<UnsafeMutablePointer<Float>>,
-        stride: Int, channelStep: Int, bigEndian: Bool, _ toFloat: (Bits) -> Float
+        offset: Int, stride: Int, channelStep: Int, bigEndian: Bool, _ toFloat: (Bits) -> Float
     ) {
         for c in 0..<channels {
-            let out = planes[c]
+            let out = planes[c] + offset
             var p = source + c * channelStep
             for i in 0..<frames {
                 let bits = p.loadUnaligned(as: Bits.self)
