@@ -177,9 +177,11 @@ import SoundFile
         // both tracks have the take's length.
         let ramp = try readSamples24("\(dir)/comp-02.wav").samples
         #expect(ramp.count == 48000 && readSamples24Count("\(dir)/comp-01.wav") == 48000)
-        #expect(ramp.indices.allSatisfy { ramp[$0] == rampValue($0, offset: 1) }, "ramp track starts on frame \(at)")
         let rawRamp = try readSamples24("\(dir)/raw-02.wav").samples
-        #expect(rawRamp.count == 24000 && rawRamp.indices.allSatisfy { rawRamp[$0] == rampValue($0, offset: 1) })
+        exactUnlessCyclesRanLate(server) {
+            #expect(ramp.indices.allSatisfy { ramp[$0] == rampValue($0, offset: 1) }, "ramp track starts on frame \(at)")
+            #expect(rawRamp.count == 24000 && rawRamp.indices.allSatisfy { rawRamp[$0] == rampValue($0, offset: 1) })
+        }
     }
 
     /// Reads a float file as 24-bit integers (value × 2^23), interleaved.
