@@ -16,10 +16,13 @@ let package = Package(
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
-        // FFmpeg: libavcodec (codecs), libavformat (containers), libavutil, libswresample.
-        // Sources/CFFmpeg/shim.h spells the error macros Swift cannot import.
-        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
-                       providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libswresample-dev"])]),
+        // FFmpeg: libavcodec (codecs), libavformat (containers), libavutil. Headers only:
+        // Sources/CFFmpeg/shim.h spells the error macros Swift cannot import; CFFmpegLoad
+        // defines the functions jaq calls and opens FFmpeg (dlopen) on the first call, so that
+        // the processes that never decode a compressed file do not load its ~130 libraries.
+        .systemLibrary(name: "CFFmpeg",
+                       providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev"])]),
+        .target(name: "CFFmpegLoad"),
 
         // The Apple-compatible C API: headers, layout checks, CoreFoundation forwarders.
         .target(name: "CAudioToolbox", linkerSettings: [.linkedLibrary("Foundation")]),
@@ -41,7 +44,7 @@ let package = Package(
         .target(name: "JackDriver", dependencies: ["CJack", "QueueCore"]),
 
         // Compressed audio through FFmpeg's libavcodec: Apple's format IDs, packets, magic cookies.
-        .target(name: "AudioCodec", dependencies: ["CFFmpeg", "QueueCore"]),
+        .target(name: "AudioCodec", dependencies: ["CFFmpeg", "CFFmpegLoad", "QueueCore"]),
 
         // Typed Swift wrapper of libsndfile.
         .target(name: "SoundFile", dependencies: ["CSndFile"]),

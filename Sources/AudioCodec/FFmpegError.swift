@@ -1,4 +1,5 @@
 import CFFmpeg
+import CFFmpegLoad
 
 /// An FFmpeg result code (a negative AVERROR) with FFmpeg's own words for it.
 public struct FFmpegError: Error, CustomStringConvertible, Sendable {
@@ -11,6 +12,8 @@ public struct FFmpegError: Error, CustomStringConvertible, Sendable {
     }
 
     public var description: String {
+        // FFmpeg could not be opened (CFFmpegLoad): say why rather than "Function not implemented".
+        if let reason = jaq_ffmpeg_error() { return "\(operation): \(String(cString: reason))" }
         var text = [CChar](repeating: 0, count: 128)
         av_strerror(code, &text, text.count)
         let bytes = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }

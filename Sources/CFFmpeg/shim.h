@@ -1,5 +1,5 @@
 /*
- * FFmpeg (libavcodec, libavformat, libavutil, libswresample) for Swift.
+ * FFmpeg (libavcodec, libavformat, libavutil) for Swift: the headers (CFFmpegLoad opens the libraries).
  *
  * Swift imports FFmpeg's functions and structs as they are; the error codes are function-like
  * macros (AVERROR(e), FFERRTAG) that Swift cannot import, so they are spelled here as static
@@ -19,7 +19,6 @@
 #include <libavutil/mem.h>
 #include <libavutil/opt.h>
 #include <libavutil/samplefmt.h>
-#include <libswresample/swresample.h>
 
 /* AVERROR(EAGAIN): the codec wants input (receive) or output to be drained (send). */
 static inline int jaq_averror_eagain(void) { return AVERROR(EAGAIN); }
