@@ -75,7 +75,9 @@ final class FilePeaks {
                 return AudioConverterFillComplexBuffer(converter, readPackets, user, &produced, &list, nil)
             }
             if let failure = reader.failure { throw failure }
-            guard status == noErr else { throw InfoFailure(status, "cannot decode packet \(reader.nextPacket)") }
+            guard status == noErr else {
+                throw InfoFailure(kAudioFileInvalidFileError, "packet \(max(0, reader.nextPacket - 1)) does not decode (\(fourCharacterCode(status)))")
+            }
             if produced == 0 { break }
             let first = max(0, skip - frame), last = min(Int64(produced), end - frame)
             if first < last {
