@@ -91,6 +91,20 @@ enum SampleTransfer: Equatable, Sendable {
 
     /// Unpacks `bits`-bit integers of the given byte order into left-justified samples.
     static func unpack(_ bytes: UnsafeRawPointer, samples: Int, bits: Int, bigEndian: Bool, into scratch: UnsafeMutableBufferPointer<Int32>) {
+        // Little-endian 16 and 24 bits (FLAC takes) without the byte loop.
+        switch (bits, bigEndian) {
+        case (16, false):
+            for index in 0..<samples { scratch[index] = Int32(Int16(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 * index, as: Int16.self))) << 16 }
+            return
+        case (24, false):
+            for index in 0..<samples {
+                let p = bytes + 3 * index
+                scratch[index] = (Int32(p.load(as: UInt8.self)) << 8 | Int32(p.load(fromByteOffset: 1, as: UInt8.self)) << 16
+                    | Int32(p.load(fromByteOffset: 2, as: UInt8.self)) << 24)
+            }
+            return
+        default: break
+        }
         let width = bits / 8
         for index in 0..<samples {
             var value: UInt32 = 0
