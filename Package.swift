@@ -52,10 +52,11 @@ let package = Package(
         // Apple's AudioToolbox API, implemented in Swift and exported with @_cdecl.
         .target(name: "AudioToolbox", dependencies: ["CAudioToolbox", "SoundFile", "QueueCore", "JackDriver", "AudioCodec"]),
 
-        // The command line tool.
+        // The command line tool: a client of the public API (AudioToolbox), and of JackDriver
+        // for the server itself (ports, transport, time). LayeringTests keeps it so.
         .executableTarget(
             name: "jaq",
-            dependencies: ["AudioToolbox", "AudioCodec", "SoundFile", "JackDriver",
+            dependencies: ["AudioToolbox", "JackDriver",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 

@@ -24,6 +24,8 @@ final class AudioConverterObject: @unchecked Sendable {
     private var inputEnded = false
     /// Decoded (or converted) frames not yet handed out, from `pendingStart`.
     private let pending: GrowablePlanes
+    /// The codec's result for a packet it refused in the current FillComplexBuffer call.
+    private var decodeError: OSStatus?
     private var pendingStart = 0
     private var pendingCount = 0
     private let table: UnsafeMutablePointer<UnsafePointer<Float>>
@@ -282,6 +284,10 @@ final class AudioConverterObject: @unchecked Sendable {
             ioPackets.pointee = UInt32(produced)
             outList.pointee.mBuffers.mDataByteSize = UInt32(produced * bytesPerFrame)
             if status != noErr { throw AudioToolboxError(status, "the input proc's result") }
+            if let error = decodeError {
+                decodeError = nil
+                throw AudioToolboxError(error, "a packet did not decode (its frames are silence)")
+            }
         case .encode:
             guard let encoder else { throw AudioToolboxError(kAudioConverterErr_UnspecifiedError, "no encoder") }
             let constant = CompressedFormat.constantBytesPerPacket(output.mFormatID, channels: channels)
@@ -333,7 +339,8 @@ final class AudioConverterObject: @unchecked Sendable {
     }
 
     /// Decodes the packets an input proc gave into `pending`; a packet the codec refuses is
-    /// a packet of silence (as in output queues).
+    /// a packet of silence (as in output queues), and the codec's result ('bada' for a
+    /// corrupt packet) is what the FillComplexBuffer call that decoded it returns.
     private func decodePackets(_ data: UnsafeMutableRawPointer, count: Int, bytes: Int,
                                descriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?) throws {
         if decoder == nil, let codec = codecFormat(input) {
@@ -355,8 +362,9 @@ final class AudioConverterObject: @unchecked Sendable {
             guard offset >= 0, size > 0, offset <= bytes - size else {
                 throw AudioToolboxError(kAudioConverterErr_InvalidInputSize, "packet \(i) lies outside the \(bytes) bytes given")
             }
-            let (frames, _) = decoder.decodePacket(UnsafeRawBufferPointer(start: data + offset, count: size))
+            let (frames, error) = decoder.decodePacket(UnsafeRawBufferPointer(start: data + offset, count: size))
             appendPending(decoder.planes, frames: frames)
+            if error != 0, decodeError == nil { decodeError = error }
         }
     }
 }

@@ -13,6 +13,17 @@ import QueueCore
 public enum AudioQueueDevices {
     /// The JACK server (`$JACK_DEFAULT_SERVER` or JACK's default): the C API's device.
     public static let jack: DeviceProvider = JackDriver.shared
+
+    /// A device with no server (a jaq extension): for queues that only render offline
+    /// (AudioQueueSetOfflineRenderFormat, AudioQueueOfflineRender), as `jaq render` makes them.
+    /// Its clock runs only when a render advances it; it has no physical ports, so a queue
+    /// made on it and started without an offline render format plays into nothing.
+    /// - Parameters:
+    ///   - sampleRate: the device's rate (a queue of another rate is resampled to it).
+    ///   - periodFrames: frames per device cycle.
+    public static func offline(sampleRate: Double, periodFrames: Int = 1024) -> DeviceProvider {
+        ManualDriver(sampleRate: sampleRate, periodFrames: periodFrames, physicalPortCount: 0)
+    }
 }
 
 /// The object behind an AudioQueueRef: the engine, the Apple callback, listeners,

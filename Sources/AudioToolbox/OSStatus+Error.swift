@@ -1,6 +1,12 @@
 import CAudioToolbox
 import QueueCore
 
+// `fourCharacterCode(_:quoted:)`, a jaq extension (Apple has none): a format ID, file type,
+// property ID or result code as Apple's tools print it, `'fmt?'` or `-50`. Re-exported from
+// the engine, so that a program that imports AudioToolbox alone (the `jaq` tool) prints codes
+// with the same renderer as the library's messages.
+@_exported import func QueueCore.fourCharacterCode
+
 /// An error of the AudioToolbox layer: Apple's result code and a reason.
 ///
 /// Lower layers throw their own error types (`SoundFileError`, `QueueError`);

@@ -2,7 +2,6 @@ import ArgumentParser
 import AudioToolbox
 import Foundation
 import JackDriver
-import QueueCore
 import Synchronization
 
 /// `jaq record -f m4a` (AAC, or ALAC with --codec alac) and `-f caf --codec aac|alac`: the

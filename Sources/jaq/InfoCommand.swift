@@ -1,8 +1,6 @@
 import ArgumentParser
 import AudioToolbox
 import Foundation
-import QueueCore
-import SoundFile
 
 /// `jaq info FILE...`: what a file holds, through Audio File Services.
 struct InfoCommand: ParsableCommand {
@@ -117,7 +115,7 @@ struct FileReport: Encodable {
 
         self.path = path
         self.fileType = fourCharacterCode(fileType, quoted: false)
-        container = Self.containerName(fileType, path: path)
+        container = Self.containerName(fileType, file: file)
         format = dataFormat.mBytesPerFrame == 0 && dataFormat.mFormatID != kAudioFormatLinearPCM
             ? PacketInfo.codecText(dataFormat, bitRate: Self.bitRate(file)) : Self.describe(dataFormat, fileType: fileType)
         formatID = fourCharacterCode(dataFormat.mFormatID, quoted: false)
@@ -132,7 +130,9 @@ struct FileReport: Encodable {
         if let info = self.packets {
             linearPeaks = try info.peaks(file, format: dataFormat)
         } else {
-            linearPeaks = try Self.peaks(path: path, channels: channels)
+            let largest: UInt32 = try Self.property(file, kAudioFilePropertyMaximumPacketSize)
+            linearPeaks = try FilePeaks.measure(file, format: dataFormat, packetCount: Int64(packets),
+                                                maximumPacketSize: Int(largest), cookie: [])
         }
         peaks = linearPeaks.map { Peak(linear: $0, dBFS: $0 > 0 ? 20 * log10($0) : nil) }
     }
@@ -177,23 +177,6 @@ struct FileReport: Encodable {
         return value.pointee
     }
 
-    /// The largest absolute value per channel, read as normalised doubles (1.0 is full scale).
-    private static func peaks(path: String, channels: Int) throws(InfoFailure) -> [Double] {
-        let sound: SoundFile
-        do { sound = try SoundFile(path: path, mode: .read) } catch { throw InfoFailure(ioErr, error.reason) }
-        var peaks = [Double](repeating: 0, count: channels)
-        var buffer = [Double](repeating: 0, count: 8192 * channels)
-        while true {
-            let moved = buffer.withUnsafeMutableBufferPointer { sound.readFrames(into: $0) }
-            if let error = moved.error { throw InfoFailure(ioErr, error.reason) }
-            if moved.count == 0 { break }
-            for index in 0..<moved.count * channels {
-                peaks[index % channels] = max(peaks[index % channels], abs(buffer[index]))
-            }
-        }
-        return peaks
-    }
-
     // MARK: Words
 
     /// "16-bit signed big-endian integer", "32-bit little-endian float", "8-bit µ-law"; for
@@ -219,7 +202,7 @@ struct FileReport: Encodable {
         return text
     }
 
-    private static func containerName(_ type: AudioFileTypeID, path: String) -> String {
+    private static func containerName(_ type: AudioFileTypeID, file: AudioFileID) -> String {
         let names: [AudioFileTypeID: String] = [
             kAudioFileWAVEType: "WAVE", kAudioFileAIFFType: "AIFF", kAudioFileAIFCType: "AIFC", kAudioFileCAFType: "CAF",
             kAudioFileWave64Type: "Wave64", kAudioFileRF64Type: "RF64", kAudioFileBW64Type: "BW64",
@@ -230,7 +213,11 @@ struct FileReport: Encodable {
         ]
         if let name = names[type] { return name }
         // A type Apple has no ID for: libsndfile's name of it.
-        return (try? SoundFile(path: path, mode: .read).info.format.majorName) ?? "unknown"
+        var size: UInt32 = 0
+        guard AudioFileGetPropertyInfo(file, kAudioFilePropertyJaqContainerName, &size, nil) == noErr, size > 0 else { return "unknown" }
+        var name = [UInt8](repeating: 0, count: Int(size))
+        guard AudioFileGetProperty(file, kAudioFilePropertyJaqContainerName, &size, &name) == noErr else { return "unknown" }
+        return String(decoding: name.prefix { $0 != 0 }, as: UTF8.self)
     }
 
     private static func clock(_ seconds: Double) -> String {

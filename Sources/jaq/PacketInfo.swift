@@ -1,6 +1,4 @@
-import AudioCodec
 import AudioToolbox
-import QueueCore
 
 /// What `jaq info` adds for files of compressed packets (AAC, ALAC... in .m4a, .caf, ADTS):
 /// the packet count, the encoder's priming and the last packet's padding (the file's
@@ -45,7 +43,7 @@ struct PacketInfo: Encodable {
         case kAudioFormatMPEG4AAC: return "AAC-LC\(rate)"
         case kAudioFormatMPEG4AAC_HE: return "HE-AAC\(rate)"
         case kAudioFormatAppleLossless:
-            let bits = AudioCodec.CompressedFormat.losslessBits(flags: format.mFormatFlags).map { " from \($0)-bit source" } ?? ""
+            let bits = Self.losslessSourceBits[format.mFormatFlags].map { " from \($0)-bit source" } ?? ""
             return "Apple Lossless (ALAC)\(bits)"
         case kAudioFormatMPEGLayer3: return "MP3\(rate)"
         case kAudioFormatFLAC: return "FLAC"
@@ -54,6 +52,12 @@ struct PacketInfo: Encodable {
         default: return fourCharacterCode(format.mFormatID)
         }
     }
+
+    /// The source depth an Apple Lossless format's flags name (kAppleLosslessFormatFlag_…).
+    private static let losslessSourceBits: [AudioFormatFlags: Int] = [
+        kAppleLosslessFormatFlag_16BitSourceData: 16, kAppleLosslessFormatFlag_20BitSourceData: 20,
+        kAppleLosslessFormatFlag_24BitSourceData: 24, kAppleLosslessFormatFlag_32BitSourceData: 32,
+    ]
 
     /// The largest absolute sample per channel of the decoded audio, priming and padding left
     /// out (1.0 is full scale).
@@ -64,49 +68,7 @@ struct PacketInfo: Encodable {
             cookie = [UInt8](repeating: 0, count: Int(size))
             AudioFileGetProperty(file, kAudioFilePropertyMagicCookieData, &size, &cookie)
         }
-        let channels = Int(format.mChannelsPerFrame)
-        let decoder: PacketDecoder
-        do {
-            decoder = try PacketDecoder(format: CodecFormat(formatID: format.mFormatID, formatFlags: format.mFormatFlags,
-                                                            sampleRate: format.mSampleRate, channelCount: channels,
-                                                            framesPerPacket: Int(format.mFramesPerPacket),
-                                                            bytesPerPacket: Int(format.mBytesPerPacket)),
-                                        cookie: cookie)
-        } catch {
-            throw InfoFailure(kAudioFileUnsupportedDataFormatError, "cannot decode: \(error)")
-        }
-        var peaks = [Double](repeating: 0, count: channels)
-        let batch = 64
-        var buffer = [UInt8](repeating: 0, count: max(Int(maximumPacketSize), 1) * batch)
-        var descriptions = [AudioStreamPacketDescription](repeating: .init(), count: batch)
-        var packet: Int64 = 0
-        var frame: Int64 = 0
-        let end = Int64(primingFrames) + validFrames
-        while packet < Int64(packets) {
-            var bytes = UInt32(buffer.count)
-            var count = UInt32(batch)
-            let status = AudioFileReadPacketData(file, false, &bytes, &descriptions, packet, &count, &buffer)
-            guard status == noErr || status == kAudioFileEndOfFileError, count > 0 else {
-                throw InfoFailure(status, "cannot read packet \(packet)")
-            }
-            for description in descriptions.prefix(Int(count)) {
-                let start = Int(description.mStartOffset)
-                let decoded: Int
-                do {
-                    decoded = try buffer[start..<start + Int(description.mDataByteSize)].withUnsafeBytes { bytes throws(CodecError) in
-                        try decoder.decode(bytes)
-                    }
-                } catch {
-                    throw InfoFailure(kAudioFileInvalidFileError, "packet \(packet) does not decode: \(error)")
-                }
-                let planes = decoder.planes
-                for index in 0..<decoded where frame + Int64(index) >= Int64(primingFrames) && frame + Int64(index) < end {
-                    for channel in 0..<channels { peaks[channel] = max(peaks[channel], Double(abs(planes[channel][index]))) }
-                }
-                frame += Int64(decoded)
-                packet += 1
-            }
-        }
-        return peaks
+        return try FilePeaks.measure(file, format: format, packetCount: Int64(packets), maximumPacketSize: Int(maximumPacketSize),
+                                     cookie: cookie, skip: Int64(primingFrames), frames: validFrames)
     }
 }

@@ -2,7 +2,6 @@ import ArgumentParser
 import AudioToolbox
 import Foundation
 import JackDriver
-import QueueCore
 import Synchronization
 
 /// One file played by its own output queue (its own JACK client).

@@ -1,8 +1,6 @@
 import ArgumentParser
 import AudioToolbox
 import Foundation
-import QueueCore
-import SoundFile
 import Synchronization
 
 /// One input of a render: a file played by its own output queue in offline mode.
@@ -187,7 +185,7 @@ struct RenderCommand: ParsableCommand {
         let chunk = 4096
 
         // No server: each queue runs on a clock of its own, advanced by its renders.
-        let driver = ManualDriver(sampleRate: mixRate, periodFrames: 1024, physicalPortCount: 0)
+        let driver = AudioQueueDevices.offline(sampleRate: mixRate)
         var renderFormat = AudioStreamBasicDescription(
             mSampleRate: mixRate, mFormatID: kAudioFormatLinearPCM,
             mFormatFlags: kAudioFormatFlagIsFloat | kAudioFormatFlagIsPacked, mBytesPerPacket: UInt32(4 * channels),
@@ -225,17 +223,7 @@ struct RenderCommand: ParsableCommand {
             guard result == noErr else { throw CLIError("\(track.path): cannot render offline (\(describe(result, file: false)))") }
         }
 
-        let encoding: SoundFile.Subtype = switch bits {
-        case "16": .pcm16
-        case "24": .pcm24
-        case "32": .pcm32
-        default: .float
-        }
-        let info = SoundFile.Info(sampleRate: Int(mixRate.rounded()), channelCount: channels, format: SoundFile.Format(.wav, encoding))
-        let out: SoundFile
-        do { out = try SoundFile(path: output, mode: .write, format: info) } catch {
-            throw CLIError("\(output): \(error)")
-        }
+        let out = try MixFile(path: output, bits: bits, sampleRate: mixRate, channels: channels, frames: chunk)
         // The mix ends with its longest track: offset plus duration, at the mix rate (and the
         // play rate: offsets are queue time, which the time/pitch unit plays at that rate too).
         let speed = Double(timePitch.rate)
@@ -261,14 +249,91 @@ struct RenderCommand: ParsableCommand {
                 let samples = capture.pointee.mAudioData.assumingMemoryBound(to: Float.self)
                 for i in 0..<(frames * channels) { mix[i] += samples[i] }
             }
-            let transfer = mix.withUnsafeBufferPointer { out.writeFrames(UnsafeBufferPointer(rebasing: $0[0..<(frames * channels)])) }
-            guard transfer.count == frames else { throw CLIError("\(output): write failed (disk full?)") }
+            try out.write(mix, frames: frames)
             written += frames
             if written == total && timePitch.isActive && total < limit && tracks.contains(where: { isRunning($0.queue) }) {
                 total = min(limit, total + chunk)
             }
         }
-        do { try out.close() } catch { throw CLIError("\(output): \(error)") }
+        try out.close()
         Log.info("\(output): \(written) frames, \(channels) channels at \(Int(mixRate)) Hz from \(files.count) file(s)")
+    }
+}
+
+/// The file `jaq render` writes: a WAVE file through Audio File Services, the float mix
+/// converted to its sample format by an AudioConverter (integers rounded and clipped: a
+/// 16-bit file at unity gain comes out with the samples it went in with).
+private final class MixFile {
+    let path: String
+    let file: AudioFileID
+    let converter: AudioConverterRef?
+    let mixBytesPerFrame: Int
+    let fileBytesPerFrame: Int
+    /// The converted samples of one chunk.
+    private var converted: [UInt8]
+    private var packet: Int64 = 0
+
+    /// Creates (or replaces) `path` for `bits` ("float", "16", "24", "32") samples.
+    init(path: String, bits: String, sampleRate: Double, channels: Int, frames: Int) throws {
+        self.path = path
+        let isFloat = bits == "float"
+        let width = isFloat ? 4 : Int(bits)! / 8
+        func format(float: Bool, width: Int) -> AudioStreamBasicDescription {
+            AudioStreamBasicDescription(
+                mSampleRate: sampleRate, mFormatID: kAudioFormatLinearPCM,
+                mFormatFlags: (float ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger) | kAudioFormatFlagIsPacked,
+                mBytesPerPacket: UInt32(width * channels), mFramesPerPacket: 1, mBytesPerFrame: UInt32(width * channels),
+                mChannelsPerFrame: UInt32(channels), mBitsPerChannel: UInt32(width * 8), mReserved: 0)
+        }
+        var mixFormat = format(float: true, width: 4)
+        var fileFormat = format(float: isFloat, width: width)
+        mixBytesPerFrame = 4 * channels
+        fileBytesPerFrame = width * channels
+        var made: AudioFileID?
+        let status = AudioFileCreateWithURL(URL(fileURLWithPath: path) as CFURL, kAudioFileWAVEType, &fileFormat, .eraseFile, &made)
+        guard status == noErr, let made else { throw CLIError("\(path): cannot create it: \(describe(status, file: false))") }
+        file = made
+        if isFloat {
+            converter = nil
+        } else {
+            var converter: AudioConverterRef?
+            let result = AudioConverterNew(&mixFormat, &fileFormat, &converter)
+            guard result == noErr, let converter else {
+                AudioFileClose(made)
+                throw CLIError("\(path): cannot convert to \(bits)-bit samples: \(describe(result, file: false))")
+            }
+            self.converter = converter
+        }
+        converted = [UInt8](repeating: 0, count: isFloat ? 0 : frames * fileBytesPerFrame)
+    }
+
+    deinit {
+        if let converter { AudioConverterDispose(converter) }
+    }
+
+    /// Appends the first `frames` frames of `mix` (interleaved float).
+    func write(_ mix: [Float], frames: Int) throws {
+        var packets = UInt32(frames)
+        let status: OSStatus = mix.withUnsafeBytes { floats in
+            guard let converter else {
+                return AudioFileWritePackets(file, false, UInt32(frames * mixBytesPerFrame), nil, packet, &packets, floats.baseAddress!)
+            }
+            return converted.withUnsafeMutableBytes { bytes in
+                var size = UInt32(frames * fileBytesPerFrame)
+                let result = AudioConverterConvertBuffer(converter, UInt32(frames * mixBytesPerFrame), floats.baseAddress!, &size, bytes.baseAddress!)
+                guard result == noErr else { return result }
+                return AudioFileWritePackets(file, false, size, nil, packet, &packets, bytes.baseAddress!)
+            }
+        }
+        guard status == noErr, packets == UInt32(frames) else {
+            throw CLIError("\(path): write failed at frame \(packet): \(describe(status == noErr ? ioErr : status, file: false))")
+        }
+        packet += Int64(frames)
+    }
+
+    /// Completes the header and closes the file.
+    func close() throws {
+        let status = AudioFileClose(file)
+        guard status == noErr else { throw CLIError("\(path): cannot complete it: \(describe(status, file: false))") }
     }
 }

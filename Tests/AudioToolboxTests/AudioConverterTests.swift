@@ -172,6 +172,44 @@ import AudioToolbox
         #expect(decoded == signal)
     }
 
+    /// A packet the codec refuses decodes as a packet of silence, and the FillComplexBuffer
+    /// call that met it returns the codec's result, so a caller (jaq info) can say so.
+    @Test func aPacketTheCodecRefusesIsSilenceAndFillComplexBufferSaysSo() throws {
+        let pcm = Self.pcm(bits: 16)
+        let signal = Self.integerSignal(bits: 16)
+        let encoded = try Self.encode(signal, from: pcm, to: Self.compressed(kAudioFormatFLAC, flags: CompressedFormat.losslessFlags(bits: 16)))
+        var data = encoded.data
+        let (offset, size) = encoded.packets[3]
+        for i in offset..<(offset + size) { data[i] = 0 }
+        var source = encoded.format, destination = pcm
+        var converter: AudioConverterRef?
+        #expect(AudioConverterNew(&source, &destination, &converter) == noErr)
+        let c = try #require(converter)
+        defer { AudioConverterDispose(c) }
+        #expect(AudioConverterSetProperty(c, kAudioConverterDecompressionMagicCookie, UInt32(encoded.cookie.count), encoded.cookie) == noErr)
+        let input = Source(data: data, bytesPerFrame: 1)
+        input.packets = encoded.packets
+        var out: [UInt8] = []
+        var failures: [OSStatus] = []
+        var buffer = [UInt8](repeating: 0, count: 3000 * 4)
+        while true {
+            var frames: UInt32 = 3000
+            var list = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 2, mDataByteSize: UInt32(buffer.count), mData: nil))
+            let status = buffer.withUnsafeMutableBytes { bytes in
+                list.mBuffers.mData = bytes.baseAddress
+                return AudioConverterFillComplexBuffer(c, Self.inputProc, Unmanaged.passUnretained(input).toOpaque(), &frames, &list, nil)
+            }
+            if status != noErr { failures.append(status) }
+            out += buffer.prefix(Int(frames) * 4)
+            if frames == 0 && status == noErr { break }
+        }
+        #expect(failures.count == 1, "one call says a packet did not decode: \(failures.map { fourCharacterCode($0) })")
+        #expect(out.count == signal.count, "every packet's frames are delivered")
+        let bad = (3 * 4096 * 4)..<(4 * 4096 * 4)
+        #expect(out[bad].allSatisfy { $0 == 0 }, "the refused packet is silence")
+        #expect(out[..<bad.lowerBound] == signal[..<bad.lowerBound] && out[bad.upperBound...] == signal[bad.upperBound...])
+    }
+
     @Test func aacAt128kIsWithinThirtyDecibelsAfterThePriming() throws {
         let float = Self.pcm(bits: 32, float: true)
         let frames = 96000

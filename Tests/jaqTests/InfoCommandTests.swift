@@ -1,5 +1,6 @@
 import AudioToolbox
 import Foundation
+import SoundFile
 import Testing
 
 /// `jaq info`, run as a user runs it: the built binary, its output and its exit status.
@@ -134,5 +135,31 @@ import Testing
         #expect(result.stdout.contains("jaq info --json"))
         let root = try run(["--help"])
         #expect(root.stdout.contains("info"))
+    }
+
+    /// A container Apple has no type ID for (FileFormat 0) is named as libsndfile names it,
+    /// through jaq's kAudioFilePropertyJaqContainerName; files of Apple's types have no such
+    /// property ('pty?').
+    @Test func aContainerAppleHasNoIDForIsNamedAsLibsndfileNamesIt() throws {
+        let voc = directory.appendingPathComponent("old.voc").path
+        let file = try SoundFile(path: voc, mode: .write,
+                                 format: SoundFile.Info(sampleRate: 8000, channelCount: 1, format: SoundFile.Format(.voc, .pcm16)))
+        let samples = [Int16](repeating: 16384, count: 800)
+        _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+        try file.close()
+        let text = try run(["info", voc])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("container:   VOC"), "\(text.stdout)")
+        #expect(text.stdout.contains("ch1 -6.02 dBFS (0.5000)"), "\(text.stdout)")
+
+        let wav = directory.appendingPathComponent("new.wav")
+        var format = AudioStreamBasicDescription(
+            mSampleRate: 8000, mFormatID: kAudioFormatLinearPCM, mFormatFlags: kAudioFormatFlagIsSignedInteger | kAudioFormatFlagIsPacked,
+            mBytesPerPacket: 2, mFramesPerPacket: 1, mBytesPerFrame: 2, mChannelsPerFrame: 1, mBitsPerChannel: 16, mReserved: 0)
+        var made: AudioFileID?
+        #expect(AudioFileCreateWithURL(wav as CFURL, kAudioFileWAVEType, &format, .eraseFile, &made) == noErr)
+        var size: UInt32 = 0
+        #expect(AudioFileGetPropertyInfo(made!, kAudioFilePropertyJaqContainerName, &size, nil) == kAudioFileUnsupportedPropertyError)
+        AudioFileClose(made!)
     }
 }

@@ -86,4 +86,23 @@ import SoundFile
         let noFile3 = try jaq(["render", "-o", "x.wav", "--volume", "3:0.5", "a.wav"], server: nil, directory: dir)
         #expect(noFile3.status != 0 && noFile3.error.contains("no file 3"), "\(noFile3.error)")
     }
+
+    /// The mix is converted to integers by an AudioConverter (x × 2^(n-1), rounded, clipped):
+    /// a 16-bit file rendered alone at unity gain to 16 bits has its own samples. (libsndfile's
+    /// float-to-int16 scaling by 32767, used before, changed every sample but 0.)
+    @Test func aSixteenBitRenderOfASixteenBitFileAtUnityGainHasItsSamples() throws {
+        let dir = scratchDirectory("render-bits")
+        defer { removeScratch(dir) }
+        let samples = try writeTrack("\(dir)/a.wav", frames: 10000, channels: 2, seed: 5)
+        let result = try jaq(["render", "-o", "out.wav", "--bits", "16", "a.wav"], server: nil, directory: dir)
+        #expect(result.status == 0, "\(result.error)")
+        let out = try SoundFile(path: "\(dir)/out.wav", mode: .read)
+        defer { try? out.close() }
+        #expect(out.info.format.subtype == .pcm16 && out.info.channelCount == 2)
+        var read = [Int16](repeating: 0, count: samples.count)
+        let moved = read.withUnsafeMutableBufferPointer { out.readFrames(into: $0) }
+        #expect(moved.count == 10000)
+        let first = read.indices.first { read[$0] != samples[$0] }
+        #expect(first == nil, "sample \(first ?? 0): \(first.map { read[$0] } ?? 0), not \(first.map { samples[$0] } ?? 0)")
+    }
 }

@@ -54,15 +54,18 @@ enum WritableContainer: CaseIterable, Sendable {
         }
     }
 
+    /// Whether libsndfile encodes the samples (typed frames in, a codec's stream out).
+    var isEncoded: Bool {
+        switch self {
+        case .wave, .rf64, .wave64, .aiff, .aifc, .caf, .next: false
+        case .flac, .oggVorbis, .oggOpus, .mp3: true
+        }
+    }
+
     /// Whether libsndfile can rewrite the header after every write (SFC_SET_UPDATE_HEADER_AUTO).
     /// The encoded types finish their streams at close; rewriting an Ogg header mid-stream
     /// would start a second logical stream.
-    var updatesHeaderWhileWriting: Bool {
-        switch self {
-        case .wave, .rf64, .wave64, .aiff, .aifc, .caf, .next: true
-        case .flac, .oggVorbis, .oggOpus, .mp3: false
-        }
-    }
+    var updatesHeaderWhileWriting: Bool { !isEncoded }
 
     /// The libsndfile format and the sample transfer for data in `layout`.
     /// - Throws: 'fmt?' with the reason when this container cannot hold `layout`;

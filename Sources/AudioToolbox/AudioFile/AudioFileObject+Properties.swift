@@ -92,6 +92,8 @@ extension AudioFileObject {
         case kAudioFilePropertyBitRate: return bytes(of: bitRate(state))
         case kAudioFilePropertyDataOffset: return bytes(of: try dataOffset(&state))
         case kAudioFilePropertySourceBitDepth: return bytes(of: try sourceBitDepth(state))
+        case kAudioFilePropertyJaqContainerName where state.fileType == 0:
+            return Array(try state.openSound().info.format.majorName.utf8) + [0]
         case kAudioFilePropertyChannelLayout:
             let layout = try state.channelLayout ?? state.openSound().channelMap.map(ChannelLayoutValue.init(channelMap:))
                 ?? .default(channelCount: state.layout.channelCount)

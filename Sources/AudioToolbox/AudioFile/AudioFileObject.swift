@@ -19,6 +19,8 @@ final class AudioFileObject: Sendable {
         let fileType: AudioFileTypeID
         /// The container rules, for files this API may (re)write.
         let container: WritableContainer?
+        /// The most audio the container's header can count (nil: no limit).
+        var audioByteLimit: Int64? { container.flatMap { ContainerFile.audioByteLimit($0, path: path) } }
         var layout: PCMLayout
         var transfer: SampleTransfer
         var soundFormat: SoundFile.Format
@@ -91,15 +93,13 @@ extension AudioFileObject {
         }
     }
 
-    /// Creates (or re-creates) the libsndfile file of a writable container.
+    /// Creates (or re-creates) the libsndfile file of a writable container, its header
+    /// brought up to date after every write (unless DeferSizeUpdates says otherwise).
     fileprivate static func openForWriting(path: String, container: WritableContainer, layout: PCMLayout,
                                            format: SoundFile.Format, replacing: Bool) throws -> SoundFile {
-        let info = SoundFile.Info(sampleRate: Int(layout.sampleRate), channelCount: layout.channelCount, format: format)
         do {
-            let sound = try SoundFile(path: path, mode: container.opensForReadWrite ? .readWrite : .write,
-                                      format: info, replacing: replacing)
-            if container.updatesHeaderWhileWriting { sound.setUpdatesHeaderAutomatically(true) }
-            return sound
+            return try ContainerFile.create(path: path, container: container, layout: layout, format: format,
+                                            replacing: replacing, readable: true, headerUpdates: .everyWrite)
         } catch {
             guard error.errno == nil else { throw error }
             throw AudioToolboxError(kAudioFileUnsupportedDataFormatError, "libsndfile cannot write this format: \(error.reason)")
@@ -306,8 +306,16 @@ extension AudioFileObject {
     /// - Throws: when nothing could be attempted (seek failed, order required).
     fileprivate static func writeFrames(_ state: inout State, _ sound: SoundFile, at start: Int64,
                                         bytes: UnsafeRawBufferPointer) throws -> (packets: Int, error: Error?) {
-        let count = bytes.count / state.bytesPerFrame
-        guard count > 0 else { return (0, nil) }
+        let wanted = bytes.count / state.bytesPerFrame
+        guard wanted > 0 else { return (0, nil) }
+        // A header that counts bytes in 32 bits takes what fits; the rest is refused, not
+        // wrapped around (libsndfile would write sizes modulo 4 GiB: a file that opens short).
+        let limit = state.audioByteLimit
+        let count = ContainerFile.framesWithin(limit, start: start, frames: wanted, bytesPerFrame: state.bytesPerFrame)
+        let full = count < wanted ? AudioToolboxError(
+            kAudioFileDoesNotAllow64BitDataSizeError,
+            "\(state.container?.name ?? "these") files hold at most \(limit ?? 0) bytes of audio: use RF64, Wave64 or CAF for longer audio") : nil
+        guard count > 0 else { return (0, full) }
         if state.writePosition != start {
             guard sound.mode == .readWrite else {
                 throw AudioToolboxError(kAudioFileOperationNotSupportedError,
@@ -324,7 +332,8 @@ extension AudioFileObject {
             state.frameCount = end
             state.pendingTail = []
         }
-        return (moved.count, moved.count < count ? moved.error ?? SoundFileError.system(EIO, "short write") : nil)
+        if moved.count < count { return (moved.count, moved.error ?? SoundFileError.system(EIO, "short write")) }
+        return (moved.count, full)
     }
 }
 

@@ -5,6 +5,9 @@ import SoundFile
 /// A file a recorder writes as a take, one track or several (a jaq extension, Swift only):
 /// what `jaq record` writes and everything that keeps a take safe, in one place.
 ///
+/// - The container rules are Audio File Services' own (`WritableContainer`), the file is
+///   created by the same function as AudioFileCreateWithURL's (`ContainerFile`) and the
+///   samples go in through the same transfer as AudioFileWritePackets (`SampleTransfer`).
 /// - WAV grows into RF64 past 4 GiB (and stays plain WAV below); CAF samples are written
 ///   little-endian (flagged so in the header); AIFF big-endian, as its queue format says.
 /// - `makeDurable` brings every header up to date and flushes the files to the disk with one
@@ -23,9 +26,10 @@ public final class AudioTakeFile {
         /// Samples big-endian in the file (and so in the queue's buffers): AIFF.
         public let bigEndian: Bool
         /// Compressed containers take typed frames (libsndfile encodes); others raw bytes.
-        public let isCompressed: Bool
+        public var isCompressed: Bool { container.isEncoded }
         public let fileExtension: String
-        let major: SoundFile.MajorFormat
+        /// The container, whose rules (`WritableContainer.storage`) Audio File Services' writes follow too.
+        let container: WritableContainer
 
         /// Bytes of one sample of one channel in the queue's buffers.
         public var bytesPerSample: Int {
@@ -38,21 +42,21 @@ public final class AudioTakeFile {
 
         /// Whether the header can be rewritten mid-take (crash-safe takes, once a second).
         /// Compressed containers can't: Ogg would gain a new stream per rewrite.
-        var rewritesHeader: Bool { !isCompressed }
+        var rewritesHeader: Bool { container.updatesHeaderWhileWriting }
 
-        /// The byte order libsndfile is told the raw samples have: the container's own, except
-        /// CAF (big-endian by default), which is written little-endian like the samples.
-        var fileEndianness: SoundFile.Endianness { major == .caf ? .little : .file }
+        /// `wav` takes grow into RF64 past 4 GiB.
+        var growsIntoRF64: Bool { container == .wave }
 
-        var subtype: SoundFile.Subtype {
-            switch (major, samples) {
-            case (.ogg, _): name == "opus" ? .opus : .vorbis
-            case (.mpeg, _): .mpegLayerIII
-            case (_, .int16): .pcm16
-            case (_, .int24): .pcm24
-            case (_, .int32): .pcm32
-            case (_, .float32): .float
+        /// One track's (or one file's) samples as Audio File Services describes them:
+        /// interleaved, in the byte order of the queue's buffers.
+        func layout(channelCount: Int, sampleRate: Int) -> PCMLayout {
+            let encoding: SampleEncoding = switch samples {
+            case .int16: .signedInteger(bits: 16)
+            case .int24: .signedInteger(bits: 24)
+            case .int32: .signedInteger(bits: 32)
+            case .float32: .float32
             }
+            return PCMLayout(encoding: encoding, isBigEndian: bigEndian, channelCount: channelCount, sampleRate: Double(sampleRate))
         }
 
         /// The queue format that records straight into this layout: linear PCM, packed, one
@@ -76,87 +80,58 @@ public final class AudioTakeFile {
     /// Frames written so far.
     public private(set) var framesWritten: Int64 = 0
     private let file: SoundFile
-    /// Integers handed to libsndfile for a compressed integer format (it encodes int32).
-    private let integers: UnsafeMutableBufferPointer<Int32>
-    private static let integerFrames = 4096
+    /// How the samples go to libsndfile, and the most audio the header can count.
+    private let transfer: SampleTransfer
+    private let bytesPerFrame: Int
+    private let audioByteLimit: Int64?
 
     /// Creates the file; it must not exist.
-    /// - Throws: `AudioTakeFileError` naming the file and why (no such directory, exists, ...).
+    /// - Throws: `AudioTakeFileError` naming the file and why (no such directory, exists, a
+    ///   rate or channel count the container cannot hold...).
     public init(path: String, format: Format, sampleRate: Int, channelCount: Int) throws(AudioTakeFileError) {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         if !FileManager.default.fileExists(atPath: directory) {
             throw AudioTakeFileError(path: path, reason: "the directory \(directory) does not exist")
         }
-        let info = SoundFile.Info(sampleRate: sampleRate, channelCount: channelCount,
-                                  format: SoundFile.Format(format.major, format.subtype, format.fileEndianness))
+        let layout = format.layout(channelCount: channelCount, sampleRate: sampleRate)
+        let storage: (format: SoundFile.Format, transfer: SampleTransfer)
         do {
-            file = try SoundFile(path: path, mode: .write, format: info, replacing: false)
+            storage = try format.container.storage(for: layout)
+        } catch {
+            throw AudioTakeFileError(path: path, reason: error.reason)
+        }
+        do {
+            file = try ContainerFile.create(path: path, container: format.container, layout: layout, format: storage.format,
+                                            replacing: false, readable: false, headerUpdates: .onRequest,
+                                            growsIntoRF64: format.growsIntoRF64)
         } catch {
             throw AudioTakeFileError(path: path, reason: "cannot create it: " + Self.reason(error))
         }
-        if format.major == .rf64 && format.name == "wav" { file.setRF64AutoDowngrade(true) }
         self.path = path
         self.format = format
         self.channelCount = channelCount
-        integers = .allocate(capacity: format.isCompressed ? Self.integerFrames * channelCount : 0)
+        transfer = storage.transfer
+        bytesPerFrame = layout.bytesPerFrame
+        audioByteLimit = ContainerFile.audioByteLimit(format.container, growsIntoRF64: format.growsIntoRF64, path: path)
     }
 
     deinit {
-        integers.deallocate()
         try? file.close()
     }
 
-    /// Writes `frames` frames in the format's sample layout (interleaved when several channels).
-    /// - Throws: `AudioTakeFileError` (disk full, I/O error); some of the frames may be written.
+    /// Writes `frames` frames in the format's sample layout (interleaved when several channels),
+    /// through the same transfer as AudioFileWritePackets.
+    /// - Throws: `AudioTakeFileError` (disk full, I/O error, a WAVE-less container's 4 GiB
+    ///   limit); the frames before the failure are written.
     public func write(_ bytes: UnsafeRawBufferPointer, frames: Int) throws(AudioTakeFileError) {
         guard frames > 0, let base = bytes.baseAddress else { return }
-        let width = channelCount
-        if format.isCompressed {
-            var done = 0
-            while done < frames {
-                let transfer: SoundFile.Transfer
-                let count: Int
-                if format.samples == .float32 {
-                    count = frames - done
-                    transfer = file.writeFrames(UnsafeBufferPointer(
-                        start: (base + done * width * 4).assumingMemoryBound(to: Float.self), count: count * width))
-                } else {
-                    // Integer samples as int32 (libsndfile scales them to the file's depth exactly).
-                    count = min(frames - done, Self.integerFrames)
-                    let size = format.bytesPerSample
-                    let source = base + done * width * size
-                    for i in 0..<(count * width) {
-                        let p = source + i * size
-                        switch format.samples {
-                        case .int16: integers[i] = Int32(p.loadUnaligned(as: Int16.self)) << 16
-                        case .int24:
-                            let value = Int32(p.load(as: UInt8.self)) | Int32(p.load(fromByteOffset: 1, as: UInt8.self)) << 8
-                                | Int32(Int8(bitPattern: p.load(fromByteOffset: 2, as: UInt8.self))) << 16
-                            integers[i] = value << 8
-                        default: integers[i] = p.loadUnaligned(as: Int32.self)
-                        }
-                    }
-                    transfer = file.writeFrames(UnsafeBufferPointer(rebasing: integers[0..<(count * width)]))
-                }
-                if transfer.count < count { throw failure(transfer.error) }
-                done += count
-            }
-        } else {
-            // In pieces of at most 256 KiB (whole frames): one huge write costs the kernel far
-            // more per byte than several cache-sized ones (measured with 6 MiB writes: 3.5× the
-            // system time: 0.57 s against 0.16 s for 20 s of 64 tracks).
-            let frameBytes = width * format.bytesPerSample
-            let piece = max(frameBytes, (256 << 10) / frameBytes * frameBytes)
-            var offset = 0
-            let total = frames * frameBytes
-            while offset < total {
-                let length = min(piece, total - offset)
-                let transfer = file.writeRaw(UnsafeRawBufferPointer(start: base + offset, count: length))
-                if transfer.count < length { throw failure(transfer.error) }
-                offset += length
-            }
+        let count = ContainerFile.framesWithin(audioByteLimit, start: framesWritten, frames: frames, bytesPerFrame: bytesPerFrame)
+        let moved = transfer.write(file, frames: count, bytesPerFrame: bytesPerFrame, from: base)
+        framesWritten += Int64(moved.count)
+        if moved.count < count { throw failure(moved.error) }
+        if count < frames {
+            throw AudioTakeFileError(path: path, reason: "\(format.container.name) files hold at most \(audioByteLimit ?? 0) bytes of audio (record wav, w64 or caf for longer takes)")
         }
-        framesWritten += Int64(frames)
     }
 
     /// Reserves the disk space of the next `frames` frames (plus a little for a header that
@@ -233,14 +208,14 @@ extension AudioTakeFile.Format {
         case "float", "f32", "32f": samples = .float32
         default: throw AudioTakeFileError(path: nil, reason: "--bits \(bits): use 16, 24, 32 or float")
         }
-        func make(_ name: String, _ major: SoundFile.MajorFormat, _ samples: Samples, bigEndian: Bool = false,
-                  compressed: Bool = false, ext: String) -> AudioTakeFile.Format {
-            AudioTakeFile.Format(name: name, samples: samples, bigEndian: bigEndian, isCompressed: compressed, fileExtension: ext, major: major)
+        func make(_ name: String, _ container: WritableContainer, _ samples: Samples, bigEndian: Bool = false,
+                  ext: String) -> AudioTakeFile.Format {
+            AudioTakeFile.Format(name: name, samples: samples, bigEndian: bigEndian, fileExtension: ext, container: container)
         }
         switch format.lowercased() {
-        case "wav": self = make("wav", .rf64, samples, ext: "wav")
+        case "wav": self = make("wav", .wave, samples, ext: "wav")
         case "rf64": self = make("rf64", .rf64, samples, ext: "rf64")
-        case "w64": self = make("w64", .w64, samples, ext: "w64")
+        case "w64": self = make("w64", .wave64, samples, ext: "w64")
         case "aiff", "aif":
             guard samples != .float32 else {
                 throw AudioTakeFileError(path: nil, reason: "AIFF holds integer samples: use --format caf or wav for float")
@@ -249,10 +224,10 @@ extension AudioTakeFile.Format {
         case "caf": self = make("caf", .caf, samples, ext: "caf")
         case "flac":
             guard samples == .int16 || samples == .int24 else { throw AudioTakeFileError(path: nil, reason: "FLAC holds 16- or 24-bit samples") }
-            self = make("flac", .flac, samples, compressed: true, ext: "flac")
-        case "ogg", "vorbis": self = make("ogg", .ogg, .float32, compressed: true, ext: "ogg")
-        case "opus": self = make("opus", .ogg, .float32, compressed: true, ext: "opus")
-        case "mp3": self = make("mp3", .mpeg, .float32, compressed: true, ext: "mp3")
+            self = make("flac", .flac, samples, ext: "flac")
+        case "ogg", "vorbis": self = make("ogg", .oggVorbis, .float32, ext: "ogg")
+        case "opus": self = make("opus", .oggOpus, .float32, ext: "opus")
+        case "mp3": self = make("mp3", .mp3, .float32, ext: "mp3")
         default:
             throw AudioTakeFileError(path: nil, reason: "--format \(format): use wav, w64, rf64, aiff, caf, flac, ogg, opus or mp3")
         }

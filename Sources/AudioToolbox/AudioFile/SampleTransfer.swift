@@ -34,16 +34,38 @@ enum SampleTransfer: Equatable, Sendable {
         }
     }
 
-    /// Writes `frames` frames of packed data-format bytes.
+    /// Writes `frames` frames of packed data-format bytes: Audio File Services' writes and take
+    /// files' alike. Stored bytes go in pieces of at most 256 KiB (whole frames): one huge
+    /// write costs the kernel far more per byte than several cache-sized ones (measured with
+    /// 6 MiB writes: 3.5× the system time, 0.57 s against 0.16 s for 20 s of 64 tracks).
+    /// Encoded files take typed frames through a scratch buffer of at most 4096 frames.
+    /// - Returns: frames written; the error that stopped a short write.
     func write(_ file: SoundFile, frames: Int, bytesPerFrame: Int, from bytes: UnsafeRawPointer) -> SoundFile.Transfer {
+        let piece = self == .raw ? max(1, (256 << 10) / bytesPerFrame) : Self.scratchFrames
+        var done = 0
+        while done < frames {
+            let count = min(piece, frames - done)
+            let moved = writePiece(file, frames: count, bytesPerFrame: bytesPerFrame, from: bytes + done * bytesPerFrame)
+            done += moved.count
+            if moved.count < count { return SoundFile.Transfer(count: done, error: moved.error) }
+        }
+        return SoundFile.Transfer(count: done, error: nil)
+    }
+
+    /// Frames an encoded write converts at a time.
+    static let scratchFrames = 4096
+
+    private func writePiece(_ file: SoundFile, frames: Int, bytesPerFrame: Int, from bytes: UnsafeRawPointer) -> SoundFile.Transfer {
         let samples = frames * file.info.channelCount
         switch self {
         case .raw:
             let moved = file.writeRaw(UnsafeRawBufferPointer(start: bytes, count: frames * bytesPerFrame))
             return SoundFile.Transfer(count: moved.count / bytesPerFrame, error: moved.error)
         case .integer(let bits, let bigEndian):
-            let scratch = Self.unpack(bytes, samples: samples, bits: bits, bigEndian: bigEndian)
-            return scratch.withUnsafeBufferPointer { file.writeFrames($0) }
+            return withUnsafeTemporaryAllocation(of: Int32.self, capacity: samples) { scratch in
+                Self.unpack(bytes, samples: samples, bits: bits, bigEndian: bigEndian, into: scratch)
+                return file.writeFrames(UnsafeBufferPointer(scratch))
+            }
         case .float32(let bigEndian):
             return Self.writeFloating(Float.self, file, samples: samples, bigEndian: bigEndian, from: bytes)
         case .float64(let bigEndian):
@@ -68,15 +90,29 @@ enum SampleTransfer: Equatable, Sendable {
     }
 
     /// Unpacks `bits`-bit integers of the given byte order into left-justified samples.
-    static func unpack(_ bytes: UnsafeRawPointer, samples: Int, bits: Int, bigEndian: Bool) -> [Int32] {
+    static func unpack(_ bytes: UnsafeRawPointer, samples: Int, bits: Int, bigEndian: Bool, into scratch: UnsafeMutableBufferPointer<Int32>) {
+        // Little-endian 16 and 24 bits (FLAC takes) without the byte loop.
+        switch (bits, bigEndian) {
+        case (16, false):
+            for index in 0..<samples { scratch[index] = Int32(Int16(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 * index, as: Int16.self))) << 16 }
+            return
+        case (24, false):
+            for index in 0..<samples {
+                let p = bytes + 3 * index
+                scratch[index] = (Int32(p.load(as: UInt8.self)) << 8 | Int32(p.load(fromByteOffset: 1, as: UInt8.self)) << 16
+                    | Int32(p.load(fromByteOffset: 2, as: UInt8.self)) << 24)
+            }
+            return
+        default: break
+        }
         let width = bits / 8
-        return (0..<samples).map { index in
+        for index in 0..<samples {
             var value: UInt32 = 0
             for byte in 0..<width {
                 let shift = bigEndian ? (width - 1 - byte) * 8 : byte * 8
                 value |= UInt32(bytes.load(fromByteOffset: index * width + byte, as: UInt8.self)) << UInt32(shift)
             }
-            return Int32(bitPattern: value << UInt32(32 - bits))
+            scratch[index] = Int32(bitPattern: value << UInt32(32 - bits))
         }
     }
 
@@ -95,18 +131,17 @@ enum SampleTransfer: Equatable, Sendable {
     private static func writeFloating<Sample: SoundFileSample & BinaryFloatingPoint>(
         _: Sample.Type, _ file: SoundFile, samples: Int, bigEndian: Bool, from bytes: UnsafeRawPointer
     ) -> SoundFile.Transfer {
-        var scratch = [Sample](repeating: 0, count: samples)
-        scratch.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: $0.count)) }
-        if bigEndian {
-            scratch.withUnsafeMutableBytes { swapBytes($0.baseAddress!, count: samples, width: MemoryLayout<Sample>.size) }
+        withUnsafeTemporaryAllocation(of: Sample.self, capacity: samples) { scratch in
+            UnsafeMutableRawBufferPointer(scratch).copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: samples * MemoryLayout<Sample>.size))
+            if bigEndian { swapBytes(scratch.baseAddress!, count: samples, width: MemoryLayout<Sample>.size) }
+            // Float samples go to the lossy encoders only (MP3, Vorbis, Opus), which abort
+            // (libmp3lame: "calc_energy: Assertion `el >= 0'") or write noise on NaN, infinity
+            // and values whose energy overflows a float (FLT_MAX).
+            for index in scratch.indices {
+                scratch[index] = Self.encodable(scratch[index])
+            }
+            return file.writeFrames(UnsafeBufferPointer(scratch))
         }
-        // Float samples go to the lossy encoders only (MP3, Vorbis, Opus), which abort
-        // (libmp3lame: "calc_energy: Assertion `el >= 0'") or write noise on NaN, infinity
-        // and values whose energy overflows a float (FLT_MAX).
-        for index in scratch.indices {
-            scratch[index] = Self.encodable(scratch[index])
-        }
-        return scratch.withUnsafeBufferPointer { file.writeFrames($0) }
     }
 
     /// The most a sample given to a lossy encoder may be: +24 dBFS, room for over-range

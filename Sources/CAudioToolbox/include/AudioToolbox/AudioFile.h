@@ -122,7 +122,11 @@ CF_ENUM(AudioFilePropertyID) {
         fragment about every second, so that a writer killed mid-file leaves a file that opens
         up to its last second (its priming not trimmed); AudioFileClose then rewrites it,
         packets copied, into a regular MPEG-4 file with its exact length. jaq record sets it. */
-    kAudioFilePropertyJaqCrashSafeWrites = 0x6A716373     /* 'jqcs' */
+    kAudioFilePropertyJaqCrashSafeWrites = 0x6A716373,    /* 'jqcs' */
+    /** jaq's own (not Apple's): read-only, files libsndfile reads whose container Apple has no
+        type ID for (kAudioFilePropertyFileFormat is 0: VOC, IRCAM, NIST...): the container's
+        name as libsndfile gives it, NUL-terminated UTF-8 ("VOC (Creative Labs)"). */
+    kAudioFilePropertyJaqContainerName = 0x6A71636E       /* 'jqcn' */
 };
 
 /** Value of kAudioFilePropertyPacketToFrame / FrameToPacket. */
