@@ -143,10 +143,10 @@ struct RecordCommand: ParsableCommand {
         }
 
         let (sources, physical) = try resolveSources(server)
-        // The control client only follows the transport; otherwise it goes now, so the server
-        // has one client fewer to tell about every connection the queue makes.
+        // The control client follows the transport (--transport) and watches the sources
+        // (SourceWatch) for the whole take: one client for both, and kept open, so libjack's
+        // shared memory stays mapped and locked once for the process.
         let session: JackSession! = transport ? server.session : nil
-        if !transport { server.closeSession() }
 
         // Files: create them all before recording (and remove them again if one fails).
         let files = try createFiles(format: takeFormat, tracks: sources, rate: fileRate)
@@ -176,9 +176,8 @@ struct RecordCommand: ParsableCommand {
             throw CLIError("cannot connect to \(sources.joined(separator: ", ")): \(describe(connected, file: false))")
         }
         // Ports whose client leaves (a netjack2 slave, a DAW): a gap in their track, or the end of
-        // the take when the server's own device went (a netjack2 master left its slave). Opened
-        // here, while the startup watchdog still guards a server that does not answer.
-        let sourceWatch = SourceWatch(server: server.name, sources: sources, physical: Set(physical))
+        // the take when the server's own device went (a netjack2 master left its slave).
+        let sourceWatch: SourceWatch? = SourceWatch(session: server.session, sources: sources, physical: Set(physical))
         // Meters only for the live display: they cost the realtime side a pass over the samples.
         let showMeters = !quiet && stdoutIsTerminal
         var on: UInt32 = showMeters ? 1 : 0

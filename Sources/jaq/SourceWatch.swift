@@ -31,9 +31,8 @@ final class SourceWatch {
     private var lastPoll = Date.distantPast
     private let interval: TimeInterval
 
-    /// Opens a control client of its own on `server` (none when it cannot: then nothing is watched).
-    init?(server: String?, sources: [String], physical: Set<String>, interval: TimeInterval = 0.1) {
-        guard let session = try? JackSession(serverName: server, clientName: "jaq-record-watch") else { return nil }
+    /// Watches through `session`, the command's own control client (one JACK client less).
+    init(session: JackSession, sources: [String], physical: Set<String>, interval: TimeInterval = 0.1) {
         self.session = session
         self.sources = sources
         self.physical = physical
