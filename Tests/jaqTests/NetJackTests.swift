@@ -93,6 +93,111 @@ struct NetJackTests {
         if let a, let b { #expect(a + 200_000 == b, "tracks aligned") }
     }
 
+    /// One start that both hosts resolve: `jaq clock` on the master sends its frame clock to the
+    /// slave on `to_slave_2`; the master plays a ramp `--at AT` into `to_slave_1` and records the
+    /// player's own port `--at AT`; the slave records its `system:capture_1` `--at AT --clock
+    /// system:capture_2`. The slave's take, shifted by the latency jaq reported (the capture
+    /// latency netjack2 reports on the clock port), equals the master's sample for sample; and
+    /// `jaq time --clock` on the slave names the master's frame now.
+    @Test func takesStartedTogetherOnBothHostsAlignThroughTheMastersClock() throws {
+        let (pair, dir) = try pairAndScratch("netjack-clock")
+        defer { pair.stop(); removeScratch(dir) }
+        try writeRamp("\(dir)/a.wav", frames: 96000, offset: 100_000)
+        let clock = try jaqInBackground(["clock", "--to", "\(pair.slaveName):to_slave_2"], server: pair.master,
+                                        log: "\(dir)/clock.log", directory: dir)
+        defer { kill(clock.processIdentifier, SIGTERM); _ = waitForExit(clock, timeout: 10) }
+        #expect(waitForPorts(pair.master, containing: "jaq-clock:clock") != nil, "\(log("\(dir)/clock.log"))")
+
+        // The master's frame now, as the slave reads it, between two readings on the master.
+        let period = 256
+        let before = try frameNow(pair.master)
+        let time = try slaveJaq(pair, ["time", "--clock", "system:capture_2"], directory: dir, timeout: 20)
+        let after = try frameNow(pair.master)
+        let read = Int64(time.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(time.status == 0 && read != nil, "jaq time --clock: \(time.output) \(time.error)")
+        if let read {
+            #expect(read >= before - Int64(period) && read <= after + Int64(period),
+                    "the slave names the master's frame now: \(before) ≤ \(read) ≤ \(after) (± a period)")
+        }
+
+        let at = try frameNow(pair.master) + 4 * 48000
+        let play = try jaqInBackground(["play", "--at", "\(at)", "--to", "\(pair.slaveName):to_slave_1", "a.wav"],
+                                       server: pair.master, log: "\(dir)/play.log", directory: dir)
+        #expect(waitForPorts(pair.master, containing: "jaq-1-a:out") != nil, "\(log("\(dir)/play.log"))")
+        let masterRecord = try jaqInBackground(["record", "--at", "\(at)", "-d", "3", "-o", "master.wav", "jaq-1-a:out_L$"],
+                                               server: pair.master, log: "\(dir)/master.log", directory: dir)
+        let slaveRecord = try slaveJaqInBackground(pair, ["record", "--at", "\(at)", "--clock", "system:capture_2", "-d", "3",
+                                                          "-o", "slave.wav", "system:capture_1$"],
+                                                   directory: dir, log: "\(dir)/slave.log")
+        #expect(waitForExit(play, timeout: 30) == 0, "\(log("\(dir)/play.log"))")
+        #expect(waitForExit(masterRecord, timeout: 30) == 0, "\(log("\(dir)/master.log")) MASTERLOG \(pair.master.logText.suffix(3000)) SLAVELOG \(pair.slave.logText.suffix(2000))")
+        #expect(waitForExit(slaveRecord, timeout: 30) == 0, "\(log("\(dir)/slave.log"))")
+        let slaveLog = log("\(dir)/slave.log")
+        let context = "\(slaveLog) \(log("\(dir)/master.log"))"
+
+        // The latency jaq took out is the capture latency netjack2 reports on the clock port.
+        let reported = slaveLog.firstMatch(of: #/its latency (\d+) frames taken out/#).flatMap { Int($0.1) }
+        let ports = try slaveJaq(pair, ["ports", "--json", "system:capture_2"], directory: dir, timeout: 20)
+        let captureLatency = latencyMaximum(ports.output)
+        #expect(reported != nil && reported == captureLatency && (captureLatency ?? 0) > 0,
+                "latency taken out \(String(describing: reported)), netjack2 reports \(String(describing: captureLatency)): \(slaveLog)")
+        #expect(!slaveLog.contains("network gap"), "a clean network reports no gaps: \(slaveLog)")
+
+        let master = try readSamples24("\(dir)/master.wav").samples
+        let slave = try readSamples24("\(dir)/slave.wav").samples
+        #expect(master.first == 100_000, "the master's take starts on the ramp's first frame: \(master.prefix(4))")
+        let shift = reported ?? 0
+        var differing = 0
+        var firstDifference: Int?
+        for n in 0..<max(0, min(master.count, slave.count - shift)) where slave[n + shift] != master[n] {
+            differing += 1
+            if firstDifference == nil { firstDifference = n }
+        }
+        let stalls = xruns(pair)
+        let where_ = firstDifference.map { "from frame \($0): slave \(Array(slave[($0 + shift)...].prefix(3))), master \(Array(master[$0...].prefix(3)))" } ?? ""
+        let message = "the slave's take, \(shift) frames later, is the master's: \(differing) frames differ \(where_)"
+        withKnownIssue(Comment(rawValue: "the servers logged \(stalls) xruns: \(context)"), isIntermittent: true) {
+            #expect(master.count == 3 * 48000 && slave.count == master.count, "both takes hold 3 s")
+            #expect(differing == 0 && slave.prefix(shift).allSatisfy { $0 == 0 }, "\(message)")
+        } when: { stalls > 0 }
+    }
+
+    /// `--clock` on a port that does not exist, on one that carries silence and on one that carries
+    /// a signal but no clock, and a start too far from the master's now: one line each, exit status
+    /// non-zero, within the time jaq gives the clock (5 s), no file left.
+    @Test func aClockThatIsNotThereIsOneLine() throws {
+        let (pair, dir) = try pairAndScratch("netjack-clock-bad")
+        defer { pair.stop(); removeScratch(dir) }
+        try writeRamp("\(dir)/a.wav", frames: 480_000, offset: 100_000)
+        let missing = try slaveJaq(pair, ["record", "--at", "1000", "--clock", "nosuch:port", "-d", "1", "-o", "t.wav", "system:capture_1$"],
+                                   directory: dir, timeout: 20)
+        #expect(missing.status != 0 && missing.error.contains("--clock nosuch:port") && missing.error.split(separator: "\n").count == 1,
+                "\(missing.error)")
+        let started = Date()
+        let silent = try slaveJaq(pair, ["record", "--at", "1000", "--clock", "system:capture_2", "-d", "1", "-o", "t.wav",
+                                         "system:capture_1$"], directory: dir, timeout: 20)
+        #expect(silent.status != 0 && silent.error.contains("no clock signal on it within 5 s") && silent.error.split(separator: "\n").count == 1,
+                "\(silent.error)")
+        #expect(Date().timeIntervalSince(started) < 12, "within the clock's timeout")
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/t.wav"), "no take is left")
+        // A signal that is no clock (a ramp of 24-bit samples).
+        let play = try jaqInBackground(["play", "--to", "\(pair.slaveName):to_slave_1", "a.wav"], server: pair.master,
+                                       log: "\(dir)/play.log", directory: dir)
+        defer { kill(play.processIdentifier, SIGTERM); _ = waitForExit(play, timeout: 10) }
+        #expect(waitForPorts(pair.master, containing: "jaq-1-a:out") != nil)
+        usleep(500_000)
+        let noClock = try slaveJaq(pair, ["time", "--clock", "system:capture_1"], directory: dir, timeout: 20)
+        #expect(noClock.status != 0 && noClock.error.contains("a signal, but no clock jaq can read"), "\(noClock.error)")
+        // A start 2^31 frames from the master's now names no one frame.
+        let clock = try jaqInBackground(["clock", "--to", "\(pair.slaveName):to_slave_2"], server: pair.master,
+                                        log: "\(dir)/clock.log", directory: dir)
+        defer { kill(clock.processIdentifier, SIGTERM); _ = waitForExit(clock, timeout: 10) }
+        #expect(waitForPorts(pair.master, containing: "jaq-clock:clock") != nil)
+        let far = try frameNow(pair.master) + (1 << 31)
+        let tooFar = try slaveJaq(pair, ["play", "--at", "\(far)", "--clock", "system:capture_2", "a.wav"], directory: dir, timeout: 20)
+        #expect(tooFar.status != 0 && tooFar.error.contains("too far from the master's frame now"), "\(tooFar.error)")
+    }
+
     /// `jaq play` on the master into `<slave>:to_slave_1`, `jaq record` on the slave of its
     /// `system:capture_1`: jaq on a slave records against the slave's server, bit-exact.
     @Test(.enabled(if: long, "a longer network test: make test-daw")) func masterPlaysSlaveRecordsBitExact() throws {
