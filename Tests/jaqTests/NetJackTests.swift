@@ -263,7 +263,7 @@ struct NetJackTests {
         let cleanXruns = xruns(pair)
         withKnownIssue(Comment(rawValue: "the servers logged \(cleanXruns) xruns"), isIntermittent: true) {
             #expect(!clean.log.contains("network gap"), "a clean network reports no gaps: \(clean.log)")
-            #expect(misaligned(clean.a, clean.b).isEmpty, "clean: the tracks agree")
+            #expect(misaligned(clean.a, clean.b).count == 0, "clean: the tracks agree")
         } when: { cleanXruns > 0 }
 
         try pair.dropPackets(percent: 1)
@@ -289,10 +289,20 @@ struct NetJackTests {
         withKnownIssue(Comment(rawValue: "netjack2 refilled lost packets from other cycles (\(missing) missing packets logged); "
                                + "\(wrong.count) frames disagree, \(unexplained.count) of them outside the reported gaps"),
                        isIntermittent: true) {
-            #expect(wrong.isEmpty, "frames where the tracks disagree: \(wrong.count)")
+            #expect(wrong.count == 0, "frames where the tracks disagree: \(wrong.count)")
         } when: { missing > 0 || xruns(pair) > 0 }
+        // The frames netjack2 filled from other cycles are the gaps jaq reported: every frame of the
+        // ramp off its timeline lies in one.
+        let line = timelines(lossy.a).max { $0.value < $1.value }?.key ?? 0
+        let offRamp = lossy.a.indices.filter { lossy.a[$0] != 0 && lossy.a[$0] - Int32($0) != line }
+        let offRampOutside = offRamp.filter { n in !gaps.contains { n >= $0.frame && n < $0.frame + $0.frames } }
+        let lossXruns = xruns(pair)
+        withKnownIssue(Comment(rawValue: "the servers logged \(lossXruns) xruns"), isIntermittent: true) {
+            #expect(offRampOutside.count == 0, "\(offRamp.count) frames of the ramp off its timeline, \(offRampOutside.count) outside the reported gaps")
+        } when: { lossXruns > 0 }
         print("packet loss: \(pair.droppedPackets()) packets dropped, \(gaps.count) gaps reported (\(gaps.reduce(0) { $0 + $1.frames }) frames), "
-              + "\(wrong.count) frames where the tracks disagree, \(unexplained.count) outside the gaps")
+              + "\(offRamp.count) ramp frames off its timeline (\(offRampOutside.count) outside the gaps), "
+              + "\(wrong.count) frames where the tracks disagree (\(unexplained.count) outside the gaps)")
     }
 
     /// The slave leaves the network during a take on the master and comes back: the take goes
