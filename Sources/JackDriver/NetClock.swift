@@ -288,20 +288,7 @@ public final class NetClockReader: @unchecked Sendable {
     }
 
     /// The events since the last call, oldest first.
-    public func events() -> [NetClockEvent] {
-        var result: [NetClockEvent] = []
-        let rt = state
-        var read = rt.pointee.readIndex.load(ordering: .relaxed)
-        let written = rt.pointee.writeIndex.load(ordering: .acquiring)
-        while read != written {
-            let raw = rt.pointee.ring[read % NetClockReaderRealtime.ringCapacity]
-            result.append(raw.isJump ? .jump(frame: raw.frame, by: Int32(truncatingIfNeeded: raw.value))
-                                     : .gap(frame: raw.frame, frames: raw.value))
-            read += 1
-        }
-        rt.pointee.readIndex.store(read, ordering: .releasing)
-        return result
-    }
+    public func events() -> [NetClockEvent] { drainNetClockEvents(state) }
 
     /// A gap still open (the clock has not come back yet): its first frame and frames so far.
     public var openGap: (frame: UInt32, frames: Int)? {
@@ -453,6 +440,22 @@ func readNetClockCycle(_ rt: UnsafeMutablePointer<NetClockReaderRealtime>, sampl
     }
 }
 
+/// Takes the events the process thread pushed (the ring's consumer side).
+func drainNetClockEvents(_ rt: UnsafeMutablePointer<NetClockReaderRealtime>) -> [NetClockEvent] {
+    var result: [NetClockEvent] = []
+    var read = rt.pointee.readIndex.load(ordering: .relaxed)
+    let written = rt.pointee.writeIndex.load(ordering: .acquiring)
+    while read != written {
+        let raw = rt.pointee.ring[read % NetClockReaderRealtime.ringCapacity]
+        result.append(raw.isJump ? .jump(frame: raw.frame, by: Int32(truncatingIfNeeded: raw.value))
+                                 : .gap(frame: raw.frame, frames: raw.value))
+        read += 1
+    }
+    rt.pointee.readIndex.store(read, ordering: .releasing)
+    return result
+}
+
+/// Pushes an event (the ring's producer side, the process thread); counts it lost when full.
 @_noLocks @inline(__always)
 func pushNetClockEvent(_ rt: UnsafeMutablePointer<NetClockReaderRealtime>, _ event: NetClockRawEvent) {
     let write = rt.pointee.writeIndex.load(ordering: .relaxed)
