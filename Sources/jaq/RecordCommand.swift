@@ -373,7 +373,7 @@ struct RecordCommand: ParsableCommand {
                             }
                         }
                     } else {
-                        Log.error("the clock on \(masterClock!.reader.source) jumped by \(by) frames at \(takeTime(device)) (JACK frame \(device)): "
+                        Log.error("the clock on \(masterClock!.reader.source) jumped by \(by) frames at \(takeTime(device)) (take frame \(takeFrame(device)), JACK frame \(device)): "
                                   + "the master's frames moved against this server's (a cycle one server skipped, or a restart); "
                                   + "the take goes on, on this server's frames")
                     }

@@ -291,18 +291,21 @@ struct NetJackTests {
                        isIntermittent: true) {
             #expect(wrong.count == 0, "frames where the tracks disagree: \(wrong.count)")
         } when: { missing > 0 || xruns(pair) > 0 }
-        // The frames netjack2 filled from other cycles are the gaps jaq reported: every frame of the
-        // ramp off its timeline lies in one.
-        let line = timelines(lossy.a).max { $0.value < $1.value }?.key ?? 0
-        let offRamp = lossy.a.indices.filter { lossy.a[$0] != 0 && lossy.a[$0] - Int32($0) != line }
-        let offRampOutside = offRamp.filter { n in !gaps.contains { n >= $0.frame && n < $0.frame + $0.frames } }
+        // The frames netjack2 filled from other cycles are the gaps jaq reported: every break in the
+        // ramp (a frame that does not follow the one before) is at a reported gap, or at a jump of
+        // the clock (the master's frames moved against the slave's: a cycle one server skipped).
+        let jumps = lossy.log.matches(of: #/jumped by -?\d+ frames at [0-9:.]+ \(take frame (-?\d+)/#).compactMap { Int($0.1) }
+        let breaks = lossy.a.indices.dropFirst().filter { lossy.a[$0] != 0 && lossy.a[$0 - 1] != 0 && lossy.a[$0] != lossy.a[$0 - 1] + 1 }
+        let unreported = breaks.filter { n in
+            !gaps.contains { n >= $0.frame && n <= $0.frame + $0.frames } && !jumps.contains { abs($0 - n) <= 512 }
+        }
         let lossXruns = xruns(pair)
         withKnownIssue(Comment(rawValue: "the servers logged \(lossXruns) xruns"), isIntermittent: true) {
-            #expect(offRampOutside.count == 0, "\(offRamp.count) frames of the ramp off its timeline, \(offRampOutside.count) outside the reported gaps")
+            #expect(unreported.count == 0, "\(breaks.count) breaks in the ramp, \(unreported.count) not at a reported gap or jump: \(unreported.prefix(10)): \(lossy.log)")
         } when: { lossXruns > 0 }
         print("packet loss: \(pair.droppedPackets()) packets dropped, \(gaps.count) gaps reported (\(gaps.reduce(0) { $0 + $1.frames }) frames), "
-              + "\(offRamp.count) ramp frames off its timeline (\(offRampOutside.count) outside the gaps), "
-              + "\(wrong.count) frames where the tracks disagree (\(unexplained.count) outside the gaps)")
+              + "\(jumps.count) jumps; \(breaks.count) breaks in the ramp, \(unreported.count) not reported; "
+              + "\(wrong.count) frames where the tracks disagree (\(unexplained.count) outside the gaps); \(lossXruns) xruns logged")
     }
 
     /// The slave leaves the network during a take on the master and comes back: the take goes
