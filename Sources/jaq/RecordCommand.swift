@@ -368,8 +368,9 @@ struct RecordCommand: ParsableCommand {
                                      + "master frame \(at!) is now JACK frame \(moved) here")
                         } else {
                             activeWriter.state.withLock {
-                                $0.error = $0.error ?? "the clock on \(masterClock!.reader.source) jumped by \(by) frames too close to the start "
-                                    + "(JACK frame \(device)): master frame \(at!) no longer names a known frame here"
+                                $0.error = $0.error ?? "the clock on \(masterClock!.reader.source) jumped by \(by) frames before the start "
+                                    + "(JACK frame \(device)), further than the take can follow (its queue runs "
+                                    + "\(MasterClock.startMarginSeconds) s ahead of the start): master frame \(at!) no longer names a known frame here"
                             }
                         }
                     } else {
