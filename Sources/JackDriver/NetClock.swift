@@ -66,6 +66,13 @@ public enum NetClockCode {
     }
 }
 
+/// Why a clock client could not be opened or connected, in words.
+public struct NetClockError: Error, CustomStringConvertible {
+    public let reason: String
+    init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
 // MARK: - The generator (`jaq clock`, on the master)
 
 /// A JACK client with one output port, `<name>:clock`, that plays the server's frame clock
@@ -80,17 +87,17 @@ public final class NetClockGenerator: @unchecked Sendable {
     private var closed = false
 
     /// Opens the client on `serverName` (nil: the default server), registers its port and activates it.
-    /// - Throws: `QueueError.invalidDevice` with the reason (no server, the name taken, …).
+    /// - Throws: `NetClockError` with the reason (no server, the name taken, …).
     public init(serverName: String?, clientName: String = "jaq-clock") throws {
         JackMessages.install()
         var status = jack_status_t(0)
-        guard let client = jaq_jack_client_open(clientName, JackUseExactName, &status, serverName) else {
+        guard let client = jaq_jack_client_open(clientName, JackNullOption, &status, serverName) else {
             let which = serverName.map { "JACK server \"\($0)\"" } ?? "the JACK server"
-            throw QueueError.invalidDevice("cannot open client \(clientName) on \(which): \(JackError(status))")
+            throw NetClockError("cannot open client \(clientName) on \(which): \(JackError(status))")
         }
         guard let port = jack_port_register(client, "clock", jaq_jack_default_audio_type(), UInt(JackPortIsOutput.rawValue), 0) else {
             jack_client_close(client)
-            throw QueueError.invalidDevice("cannot register \(clientName):clock")
+            throw NetClockError("cannot register \(clientName):clock")
         }
         portName = String(cString: jack_port_name(port))
         state = .allocate(capacity: 1)
@@ -102,7 +109,7 @@ public final class NetClockGenerator: @unchecked Sendable {
             state.deinitialize(count: 1)
             state.deallocate()
             closed = true
-            throw QueueError.invalidDevice("cannot activate \(clientName)")
+            throw NetClockError("cannot activate \(clientName)")
         }
     }
 
@@ -192,29 +199,29 @@ public final class NetClockReader: @unchecked Sendable {
 
     /// Opens the client on `serverName`, connects its input to the output port `port` names
     /// (a name or a regular expression naming one port) and starts reading.
-    /// - Throws: `QueueError.invalidDevice` with the reason: no server, no such port, more than one.
+    /// - Throws: `NetClockError` with the reason: no server, no such port, more than one.
     public init(serverName: String?, port: String, clientName: String = "jaq-clock-in") throws {
         JackMessages.install()
         var status = jack_status_t(0)
         guard let client = jaq_jack_client_open(clientName, JackNullOption, &status, serverName) else {
             let which = serverName.map { "JACK server \"\($0)\"" } ?? "the JACK server"
-            throw QueueError.invalidDevice("cannot open a client on \(which): \(JackError(status))")
+            throw NetClockError("cannot open a client on \(which): \(JackError(status))")
         }
         let candidates = JackDevice.portList(client, flags: UInt(JackPortIsOutput.rawValue))
         let physical = JackDevice.portList(client, flags: UInt(JackPortIsOutput.rawValue | JackPortIsPhysical.rawValue))
         let matched: [String]
         do { matched = try JackSession.resolvePorts(port, candidates: candidates, physical: physical) } catch {
             jack_client_close(client)
-            throw QueueError.invalidDevice("no such port (\(error.reason))")
+            throw NetClockError("no such port (\(error.reason))")
         }
         guard matched.count == 1 else {
             jack_client_close(client)
-            throw QueueError.invalidDevice("names \(matched.count) ports (\(matched.prefix(4).joined(separator: ", "))); the clock is one port")
+            throw NetClockError("names \(matched.count) ports (\(matched.prefix(4).joined(separator: ", "))); the clock is one port")
         }
         source = matched[0]
         guard let input = jack_port_register(client, "clock", jaq_jack_default_audio_type(), UInt(JackPortIsInput.rawValue), 0) else {
             jack_client_close(client)
-            throw QueueError.invalidDevice("cannot register a port")
+            throw NetClockError("cannot register a port")
         }
         let ring = UnsafeMutablePointer<NetClockRawEvent>.allocate(capacity: NetClockReaderRealtime.ringCapacity)
         ring.initialize(repeating: NetClockRawEvent(), count: NetClockReaderRealtime.ringCapacity)
@@ -224,12 +231,12 @@ public final class NetClockReader: @unchecked Sendable {
         let inputName = String(cString: jack_port_name(input))
         guard jack_activate(client) == 0 else {
             close()
-            throw QueueError.invalidDevice("cannot activate the clock reader")
+            throw NetClockError("cannot activate the clock reader")
         }
         let connected = JackDevice.connectPorts(client, source, inputName)
         guard connected == 0 || connected == EEXIST else {
             close()
-            throw QueueError.invalidDevice("cannot connect to it")
+            throw NetClockError("cannot connect to it")
         }
     }
 

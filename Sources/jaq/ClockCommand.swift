@@ -87,7 +87,7 @@ struct MasterClock {
     init(port: String, server: String?) throws {
         self.port = port
         do { reader = try NetClockReader(serverName: server, port: port, clientName: "jaq-clock-in") } catch {
-            throw CLIError("--clock \(port): \(error)")
+            throw CLIError("--clock \(port): \("\(error)")")
         }
         guard let lock = reader.waitForLock(timeout: Self.lockSeconds) else {
             let seconds = Int(Self.lockSeconds)
