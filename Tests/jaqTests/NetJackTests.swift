@@ -159,7 +159,7 @@ struct NetJackTests {
         // slave's (the clock jumps) and a player or a take can stop before its start: known issues.
         let stalls = xruns(pair)
         withKnownIssue(Comment(rawValue: "the servers logged \(stalls) xruns: \(context)"), isIntermittent: true) {
-            #expect(slavePlayerUp && playStatus == 0, "both players start and end: \(log("\(dir)/slave-play.log")) \(log("\(dir)/play.log"))")
+            #expect(slavePlayerUp && playStatus == 0, "both players start and end: \(log("\(dir)/slave-play.log")) \(log("\(dir)/play.log")) SLAVELOG \(pair.slave.logText.suffix(1500))")
             #expect(reported != nil && reported == captureLatency && (captureLatency ?? 0) > 0,
                     "latency taken out \(String(describing: reported)), netjack2 reports \(String(describing: captureLatency)): \(slaveLog)")
             #expect(masterStatus == 0 && slaveStatus == 0 && slavePlayStatus == 0, "both takes and the slave's player end: \(context) \(log("\(dir)/slave-play.log"))")
