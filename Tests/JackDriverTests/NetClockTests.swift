@@ -117,6 +117,19 @@ import Testing
         #expect(drainNetClockEvents(reader.state).isEmpty && reader.state.pointee.openGapFrames.load(ordering: .relaxed) == 0)
     }
 
+    /// The mapping a slave resolves starts with: the clock data at local frame L was sent at master
+    /// frame L + offset; the master's frame happening at L is that plus the port's latency.
+    @Test func aLockMapsMasterFramesToLocalOnes() {
+        let lock = NetClockReader.Lock(offset: 20_000, latency: 640)
+        #expect(lock.masterFrame(atLocal: 100_000) == 120_640)
+        #expect(lock.localFrame(forMaster: 120_640) == 100_000)
+        // Across the 32-bit wrap of either server's frame time.
+        let wrapped = NetClockReader.Lock(offset: UInt32.max - 99, latency: 640)
+        #expect(wrapped.masterFrame(atLocal: 1_000) == 1_540)
+        #expect(wrapped.localFrame(forMaster: 1_540) == 1_000)
+        #expect(wrapped.localFrame(forMaster: 300) == UInt32.max - 239)
+    }
+
     @Test func aFullRingCountsWhatItLost() {
         let reader = Reader()
         for _ in 0..<4 { reader.cycle(carrying: reader.local) }
