@@ -269,6 +269,21 @@ struct PlayCommand: ParsableCommand {
             if let signal = interruption.signal { throw ExitCode(Interruption.exitStatus(signal)) }
             usleep(2000)
         }
+        // --clock: the queues start half a second before the clocked start; until then a jump of
+        // the master's clock (a cycle one server skipped) moves the start with it.
+        if let masterClock, let at {
+            while now.mSampleTime < start.mSampleTime - MasterClock.startMarginSeconds * rate {
+                for case .jump(let frame, let by) in masterClock.reader.events()
+                where masterClock.reader.deviceFrame(frame) < Int64(start.mSampleTime) {
+                    start.mSampleTime -= Double(by)
+                    Log.info("the clock on \(masterClock.reader.source) jumped by \(by) frames before the start (JACK frame "
+                             + "\(masterClock.reader.deviceFrame(frame))): master frame \(at) is now JACK frame \(Int64(start.mSampleTime)) here")
+                }
+                if let signal = interruption.signal { throw ExitCode(Interruption.exitStatus(signal)) }
+                usleep(2000)
+                AudioQueueDeviceGetCurrentTime(players[0].queue, &now)
+            }
+        }
         // Every queue must be able to start then; take the latest of their earliest frames.
         for player in players {
             var earliest = start
@@ -276,8 +291,8 @@ struct PlayCommand: ParsableCommand {
             if startAt == nil && earliest.mSampleTime > start.mSampleTime { start.mSampleTime = earliest.mSampleTime }
         }
         start.mFlags = .sampleTimeValid
-        if let at = startAt, Double(at) < now.mSampleTime {
-            Log.info("frame \(at) has passed (now \(Int64(now.mSampleTime))): starting at once")
+        if startAt != nil, start.mSampleTime < now.mSampleTime {
+            Log.info("frame \(Int64(start.mSampleTime)) has passed (now \(Int64(now.mSampleTime))): starting at once")
         }
         for player in players {
             let status = AudioQueueStart(player.queue, &start)
