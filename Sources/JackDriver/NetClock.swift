@@ -288,6 +288,9 @@ public final class NetClockReader: @unchecked Sendable {
     /// The server's frame time now (32 bits).
     public var frameNow: UInt32 { jack_frame_time(state.pointee.client) }
 
+    /// The server's period (frames a cycle): a cycle must hold a whole clock word (31 frames or more).
+    public var periodFrames: Int { Int(jack_get_buffer_size(state.pointee.client)) }
+
     /// A 32-bit frame of this server as device time (64 bits), as the process's queues extend it.
     public func deviceFrame(_ frame: UInt32) -> Int64 {
         let reference = JackDriver.shared.frameReference.pointee.load(ordering: .relaxed)

@@ -92,7 +92,9 @@ struct MasterClock {
         guard let lock = reader.waitForLock(timeout: Self.lockSeconds) else {
             let seconds = Int(Self.lockSeconds)
             let reason: String
-            if reader.readableCycles > 0 {
+            if reader.periodFrames < 2 * NetClockCode.wordFrames - 1 {
+                reason = "periods of \(reader.periodFrames) frames are too short to read the clock (32 frames or more)"
+            } else if reader.readableCycles > 0 {
                 reason = "the clock on it does not hold still for 4 cycles within \(seconds) s (the network loses its packets?)"
             } else if reader.signalCycles > 0 {
                 reason = "a signal, but no clock jaq can read, within \(seconds) s (netjack2 must carry it bit-exact: float encoding, not Opus)"
