@@ -7,6 +7,6 @@ struct Jaq: ParsableCommand {
         commandName: "jaq",
         abstract: "Record multitrack takes from JACK ports, play files in sync, inspect audio files.",
         subcommands: [RecordCommand.self, PlayCommand.self, PortsCommand.self, TimeCommand.self, TransportCommand.self,
-                      InfoCommand.self, RenderCommand.self]
+                      InfoCommand.self, RenderCommand.self, ClockCommand.self]
     )
 }

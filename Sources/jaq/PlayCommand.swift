@@ -153,6 +153,8 @@ struct PlayCommand: ParsableCommand {
 
     @OptionGroup(title: "Speed and pitch") var timePitch: TimePitchOptions
 
+    @OptionGroup var clockOptions: ClockOptions
+
     @OptionGroup var serverOptions: ServerOptions
 
     func validate() throws {
@@ -194,6 +196,11 @@ struct PlayCommand: ParsableCommand {
         defer { server.stop() }
         let interruption = Interruption()
         let session = server.session!
+        // --clock: --at names a frame of the netjack2 master (ClockCommand.swift).
+        let masterClock = try clockOptions.clock.map { try MasterClock(port: $0, server: server.name) }
+        defer { masterClock?.reader.close() }
+        let startAt = try at.map { try masterClock?.localFrame(forMaster: $0) ?? $0 }
+        if let masterClock, let at, let startAt { Log.info(masterClock.describe(master: at, local: startAt)) }
 
         // One queue per file.
         for player in players {
@@ -244,7 +251,7 @@ struct PlayCommand: ParsableCommand {
         start.mFlags = .sampleTimeValid
         startup.disarm()
         var trigger: Trigger
-        do { trigger = try Trigger(at: at, in: `in`, transport: transport, onEnter: false) } catch {
+        do { trigger = try Trigger(at: startAt, in: `in`, transport: transport, onEnter: false) } catch {
             throw CLIError("use only one of --at, --in and --transport", exitCode: 2)
         }
         let nowFrame = Int64(now.mSampleTime)
@@ -261,15 +268,30 @@ struct PlayCommand: ParsableCommand {
             if let signal = interruption.signal { throw ExitCode(Interruption.exitStatus(signal)) }
             usleep(2000)
         }
+        // --clock: the queues start half a second before the clocked start; until then a jump of
+        // the master's clock (a cycle one server skipped) moves the start with it.
+        if let masterClock, let at {
+            while now.mSampleTime < start.mSampleTime - MasterClock.startMarginSeconds * rate {
+                for case .jump(let frame, let by) in masterClock.reader.events()
+                where masterClock.reader.deviceFrame(frame) < Int64(start.mSampleTime) {
+                    start.mSampleTime -= Double(by)
+                    Log.info("the clock on \(masterClock.reader.source) jumped by \(by) frames before the start (JACK frame "
+                             + "\(masterClock.reader.deviceFrame(frame))): master frame \(at) is now JACK frame \(Int64(start.mSampleTime)) here")
+                }
+                if let signal = interruption.signal { throw ExitCode(Interruption.exitStatus(signal)) }
+                usleep(2000)
+                AudioQueueDeviceGetCurrentTime(players[0].queue, &now)
+            }
+        }
         // Every queue must be able to start then; take the latest of their earliest frames.
         for player in players {
             var earliest = start
             AudioQueueDeviceGetNearestStartTime(player.queue, &earliest, 0)
-            if at == nil && earliest.mSampleTime > start.mSampleTime { start.mSampleTime = earliest.mSampleTime }
+            if startAt == nil && earliest.mSampleTime > start.mSampleTime { start.mSampleTime = earliest.mSampleTime }
         }
         start.mFlags = .sampleTimeValid
-        if let at, Double(at) < now.mSampleTime {
-            Log.info("frame \(at) has passed (now \(Int64(now.mSampleTime))): starting at once")
+        if startAt != nil, start.mSampleTime < now.mSampleTime {
+            Log.info("frame \(Int64(start.mSampleTime)) has passed (now \(Int64(now.mSampleTime))): starting at once")
         }
         for player in players {
             let status = AudioQueueStart(player.queue, &start)
@@ -288,6 +310,14 @@ struct PlayCommand: ParsableCommand {
                 display.finish()
                 Log.info("interrupted: stopped")
                 throw ExitCode(Interruption.exitStatus(signal))
+            }
+            // A jump of the master's clock before the start: the start frame no longer names the master's.
+            for case .jump(let frame, let by) in masterClock?.reader.events() ?? []
+            where masterClock!.reader.deviceFrame(frame) < Int64(start.mSampleTime) {
+                for player in players { AudioQueueStop(player.queue, true) }
+                display.finish()
+                throw CLIError("the clock on \(masterClock!.reader.source) jumped by \(by) frames before the start (JACK frame "
+                               + "\(masterClock!.reader.deviceFrame(frame))): master frame \(at!) no longer names a known frame here; stopped")
             }
             if let error = players.compactMap({ $0.readError.withLock { $0 } }).first {
                 for player in players { AudioQueueStop(player.queue, true) }

@@ -102,6 +102,8 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "No live display or status lines (errors are still reported).")
     var quiet = false
 
+    @OptionGroup var clockOptions: ClockOptions
+
     @OptionGroup var serverOptions: ServerOptions
 
     /// Frames of one queue buffer: a writer wake-up every 16 periods of 256 frames.
@@ -143,6 +145,11 @@ struct RecordCommand: ParsableCommand {
         }
 
         let (sources, physical) = try resolveSources(server)
+        // --clock: --at names a frame of the netjack2 master; the clock also shows the network's gaps.
+        let masterClock = try clockOptions.clock.map { try MasterClock(port: $0, server: server.name) }
+        defer { masterClock?.reader.close() }
+        let startAt = try at.map { try masterClock?.localFrame(forMaster: $0) ?? $0 }
+        if let masterClock, let at, let startAt { Log.info(masterClock.describe(master: at, local: startAt)) }
         // The control client follows the transport (--transport) and watches the sources
         // (SourceWatch) for the whole take: one client for both, and kept open, so libjack's
         // shared memory stays mapped and locked once for the process.
@@ -219,7 +226,7 @@ struct RecordCommand: ParsableCommand {
         queueStart.mSampleTime = now.mSampleTime + (0.05 * deviceRate).rounded()
         queueStart.mFlags = .sampleTimeValid
         var takeStartDevice: Int64?
-        if let at {
+        if let at = startAt {
             var frame = AudioTimeStamp()
             frame.mSampleTime = Double(at)
             frame.mFlags = .sampleTimeValid
@@ -227,7 +234,11 @@ struct RecordCommand: ParsableCommand {
             AudioQueueDeviceTranslateTime(queue, &frame, &translated)
             let normalized = Int64(translated.mSampleTime)
             takeStartDevice = normalized
-            if Double(normalized - prerollDevice) > queueStart.mSampleTime { queueStart.mSampleTime = Double(normalized - prerollDevice) }
+            // With --clock the queue runs a little before the start: a jump of the clock before it can still move the start earlier.
+            let early = masterClock != nil ? Int64(MasterClock.startMarginSeconds * deviceRate) : 0
+            if Double(normalized - prerollDevice - early) > queueStart.mSampleTime {
+                queueStart.mSampleTime = Double(normalized - prerollDevice - early)
+            }
         } else if let seconds = `in` {
             takeStartDevice = Int64(now.mSampleTime + (seconds * deviceRate).rounded())
             if Double(takeStartDevice! - prerollDevice) > queueStart.mSampleTime { queueStart.mSampleTime = Double(takeStartDevice! - prerollDevice) }
@@ -252,7 +263,7 @@ struct RecordCommand: ParsableCommand {
         let targets = files.map { $0.path }.joined(separator: ", ")
         let trackCount = "\(sources.count) track\(sources.count == 1 ? "" : "s")"
         var trigger: Trigger
-        do { trigger = try Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter) } catch {
+        do { trigger = try Trigger(at: startAt, in: `in`, transport: transport, onEnter: onEnter) } catch {
             throw CLIError("use only one of --at, --in, --transport and --on-enter", exitCode: 2)
         }
         trigger.arm(now: Int64(now.mSampleTime), deviceRate: deviceRate, origin: requestedOrigin,
@@ -281,9 +292,23 @@ struct RecordCommand: ParsableCommand {
         var discontinuitiesAtTakeStart: UInt32?
         var serverGone = false
         var deviceLost: String?
-        func takeTime(_ deviceFrame: Int64) -> String {
+        func takeFrame(_ deviceFrame: Int64) -> Int64 {
             let start = activeWriter.state.withLock { $0.takeStart } ?? 0
-            return TimeSpec.clock(toQueueFrames(deviceFrame - (startedOrigin() ?? requestedOrigin)) - start, rate: fileRate)
+            return toQueueFrames(deviceFrame - (startedOrigin() ?? requestedOrigin)) - start
+        }
+        func takeTime(_ deviceFrame: Int64) -> String { TimeSpec.clock(takeFrame(deviceFrame), rate: fileRate) }
+        var networkGaps: [(takeFrame: Int64, frames: Int64)] = []
+        /// A gap in the master's clock (`--clock`): frames netjack2 did not deliver, reported as capture losses are.
+        func clockGap(at frame: UInt32, frames: Int, open: Bool = false) {
+            guard let masterClock, activeWriter.state.withLock({ $0.takeStart }) != nil else { return }
+            let device = masterClock.reader.deviceFrame(frame)
+            let at = takeFrame(device)
+            guard at >= 0, activeWriter.state.withLock({ $0.end.map { at < $0 } ?? true }) else { return }
+            networkGaps.append((at, toQueueFrames(Int64(frames))))
+            Log.error("network gap of \(toQueueFrames(Int64(frames))) frames at \(TimeSpec.clock(at, rate: fileRate)) (take frame \(at), "
+                      + "JACK frame \(device)): the clock on \(masterClock.reader.source) "
+                      + (open ? "had not come back by the end" : "skipped them")
+                      + " (netjack2 lost their packets and filled the frames from other cycles); every track keeps its frames")
         }
         while true {
             let state = activeWriter.state.withLock { ($0.takeStart, $0.end, $0.error, $0.finished) }
@@ -325,6 +350,35 @@ struct RecordCommand: ParsableCommand {
                     break
                 }
             }
+            for event in masterClock?.reader.events() ?? [] {
+                switch event {
+                case .gap(let frame, let frames): clockGap(at: frame, frames: frames)
+                case .jump(let frame, let by):
+                    let device = masterClock!.reader.deviceFrame(frame)
+                    if startAt != nil, let start = takeStartDevice, device < start {
+                        // The master's frames moved against ours (a cycle one server skipped): the
+                        // start follows the clock while the queue, already running, has not reached it.
+                        let moved = start - Int64(by)
+                        let origin = startedOrigin() ?? requestedOrigin
+                        if moved - prerollDevice >= origin, Self.deviceNow(queue) + Int64(0.1 * deviceRate) < moved - prerollDevice {
+                            takeStartDevice = moved
+                            if trigger.phase != .armed { beginTake(atDevice: moved, origin: origin) }
+                            Log.info("the clock on \(masterClock!.reader.source) jumped by \(by) frames before the start (JACK frame \(device)): "
+                                     + "master frame \(at!) is now JACK frame \(moved) here")
+                        } else {
+                            activeWriter.state.withLock {
+                                $0.error = $0.error ?? "the clock on \(masterClock!.reader.source) jumped by \(by) frames before the start "
+                                    + "(JACK frame \(device)), further than the take can follow (its queue runs "
+                                    + "\(MasterClock.startMarginSeconds) s ahead of the start): master frame \(at!) no longer names a known frame here"
+                            }
+                        }
+                    } else {
+                        Log.error("the clock on \(masterClock!.reader.source) jumped by \(by) frames at \(takeTime(device)) (take frame \(takeFrame(device)), JACK frame \(device)): "
+                                  + "the master's frames moved against this server's (a cycle one server skipped, or a restart); "
+                                  + "the take goes on, on this server's frames")
+                    }
+                }
+            }
             if let signal = interruption.signal {
                 stopReason = signal == SIGINT ? "interrupted" : "terminated"
                 break
@@ -355,7 +409,8 @@ struct RecordCommand: ParsableCommand {
                         Log.info("transport rolling at JACK frame \(frame): recording")
                     case .enter: Log.info("recording from JACK frame \(frame)")
                     }
-                    beginTake(atDevice: trigger.start == .now ? origin : trigger.start == .transport ? max(frame, origin) : frame,
+                    beginTake(atDevice: trigger.start == .now ? origin : trigger.start == .transport ? max(frame, origin)
+                                  : startAt != nil ? takeStartDevice ?? frame : frame,
                               origin: origin)
                 case .stop(let frame)?:
                     // The take ends on the frame the transport stopped.
@@ -401,6 +456,15 @@ struct RecordCommand: ParsableCommand {
         let frames = activeWriter.framesWritten
         for event in final.lostEvents {
             Log.error("lost \(event.frames) frames at \(TimeSpec.clock(event.takeFrame, rate: fileRate)) (replaced by silence)")
+        }
+        if let masterClock {
+            for event in masterClock.reader.events() { if case .gap(let frame, let frames) = event { clockGap(at: frame, frames: frames) } }
+            if let open = masterClock.reader.openGap { clockGap(at: open.frame, frames: open.frames, open: true) }
+            if !networkGaps.isEmpty {
+                Log.error("network gaps: \(networkGaps.count) (\(networkGaps.reduce(0) { $0 + $1.frames }) frames) at take frames "
+                          + networkGaps.prefix(20).map { "\($0.takeFrame)+\($0.frames)" }.joined(separator: ", ")
+                          + (networkGaps.count > 20 ? ", …" : ""))
+            }
         }
         if final.droppedFrames > 0 {
             Log.error("the disk fell behind: \(final.droppedFrames) frames dropped (replaced by silence)")
