@@ -124,5 +124,6 @@ public enum JackLibrary {
     /// True when libjack is PipeWire's (`pw-jack`, Debian's pipewire-jack): there is no jackd,
     /// the server is the PipeWire daemon, clients report time only once they are active,
     /// and starting a private jackd would not help (PipeWire's libjack cannot reach it).
-    public static var isPipeWire: Bool { version.contains("PipeWire") }
+    /// (Found once: every clock reading asks.)
+    public static let isPipeWire: Bool = version.contains("PipeWire")
 }
