@@ -24,6 +24,13 @@ public struct FFmpegError: Error, CustomStringConvertible, Sendable {
     public var isEndOfStream: Bool { code == jaq_averror_eof() }
 }
 
+/// FFmpeg's libraries, opened on first use (CFFmpegLoad).
+public enum FFmpegLibrary {
+    /// Why FFmpeg could not be opened, once a compressed format tried to use it (nil otherwise:
+    /// asking does not open it).
+    public static var failure: String? { jaq_ffmpeg_failure().map { String(cString: $0) } }
+}
+
 /// FFmpeg's own log: off. A library must not write to the host program's stderr (a corrupt
 /// packet is reported through result codes and ConverterError instead).
 enum FFmpegLog {

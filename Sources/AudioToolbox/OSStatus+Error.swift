@@ -1,3 +1,4 @@
+import AudioCodec
 import CAudioToolbox
 import QueueCore
 
@@ -85,7 +86,12 @@ func withStatus(_ body: () throws -> Void) -> OSStatus {
 ///   - readingFile: the code came from opening or reading an audio file: 'typ?' then reads
 ///     "not an audio file of a type jaq reads" rather than "unsupported file type".
 public func statusMessage(_ status: OSStatus, readingFile: Bool = false) -> String? {
-    switch status {
+    // A compressed format failed because FFmpeg could not be opened: that is the reason.
+    if let failure = FFmpegLibrary.failure, [kAudioFileInvalidFileError, kAudioFileUnsupportedFileTypeError,
+        kAudioFileUnsupportedDataFormatError, kAudioQueueErr_CodecNotFound, kAudioConverterErr_FormatNotSupported].contains(status) {
+        return failure
+    }
+    return switch status {
     case kAudioFileFileNotFoundError: "no such file"
     case kAudio_FilePermissionError: "permission denied"
     case kAudio_BadFilePathError: "not a regular file"

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -97,6 +98,9 @@ static int jaq_ffmpeg_resolve(void) {
     /* libavformat depends on libavcodec and libavutil: dlsym on its handle searches them too.
      * The major version is that of the headers jaq was built with. */
     const char *library = "libavformat.so." JAQ_STR(LIBAVFORMAT_VERSION_MAJOR);
+    /* Another build of FFmpeg with the same major version (or, in the tests, none). */
+    const char *chosen = getenv("JAQ_FFMPEG_LIBRARY");
+    if (chosen && *chosen) library = chosen;
     void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         snprintf(jaq_ffmpeg_message, sizeof jaq_ffmpeg_message, "cannot open FFmpeg (%s): %s", library, dlerror());
@@ -153,7 +157,12 @@ static int jaq_ffmpeg_resolve(void) {
     return 0;
 }
 
-static void jaq_ffmpeg_open(void) { jaq_ffmpeg_status = jaq_ffmpeg_resolve(); }
+static int jaq_ffmpeg_failed;
+
+static void jaq_ffmpeg_open(void) {
+    jaq_ffmpeg_status = jaq_ffmpeg_resolve();
+    __atomic_store_n(&jaq_ffmpeg_failed, jaq_ffmpeg_status != 0, __ATOMIC_RELEASE);
+}
 
 int jaq_ffmpeg_load(void) {
     pthread_once(&jaq_ffmpeg_once, jaq_ffmpeg_open);
@@ -162,6 +171,10 @@ int jaq_ffmpeg_load(void) {
 
 const char *jaq_ffmpeg_error(void) {
     return jaq_ffmpeg_load() == 0 ? NULL : jaq_ffmpeg_message;
+}
+
+const char *jaq_ffmpeg_failure(void) {
+    return __atomic_load_n(&jaq_ffmpeg_failed, __ATOMIC_ACQUIRE) ? jaq_ffmpeg_message : NULL;
 }
 
 int av_channel_layout_copy(AVChannelLayout *dst, const AVChannelLayout *src) {

@@ -1,5 +1,6 @@
 import AudioToolbox
 import Foundation
+import JackTestSupport
 import SoundFile
 import Testing
 
@@ -21,10 +22,11 @@ import Testing
     }
 
     /// Runs jaq; its output here is a few kilobytes at most, well within a pipe's buffer.
-    private func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: jaq)
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let (out, err) = (Pipe(), Pipe())
         (process.standardOutput, process.standardError) = (out, err)
         try process.run()
@@ -70,6 +72,26 @@ import Testing
 
             """
         #expect(result.stdout == expected)
+    }
+
+    /// FFmpeg is opened on first use (CFFmpegLoad): where it cannot be, a compressed file gets one
+    /// line naming why, and PCM files are described as ever.
+    @Test func withoutFFmpegACompressedFileGetsOneLineAndPCMStillWorks() throws {
+        let m4a = directory.appendingPathComponent("tone.m4a").path
+        let made = try runProcess(["/usr/bin/ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=1",
+                                   "-c:a", "aac", m4a], environment: ProcessInfo.processInfo.environment, timeout: 60)
+        try #require(made.status == 0, "ffmpeg: \(made.error)")
+        let aiff = try makeTake("take.aiff")
+        let missing = ["JAQ_FFMPEG_LIBRARY": "/nonexistent/libavformat.so.59"]
+        let result = try run(["info", aiff, m4a], environment: missing)
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("16-bit signed big-endian integer"), "\(result.stdout)")
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("jaq info: \(m4a): ") && lines[0].contains("cannot open FFmpeg (/nonexistent/libavformat.so.59)"),
+                "\(result.stderr)")
+        // With FFmpeg, the same file is AAC.
+        let found = try run(["info", m4a])
+        #expect(found.status == 0 && found.stdout.contains("AAC-LC"), "\(found.stdout)\(found.stderr)")
     }
 
     @Test func jsonIsAnObjectForOneFileAndAnArrayForSeveral() throws {

@@ -7,7 +7,10 @@
  * function jaq calls fails as FFmpeg fails: NULL or AVERROR(ENOSYS)). Thread-safe. */
 int jaq_ffmpeg_load(void);
 
-/* Why FFmpeg cannot be used, or NULL when it can. */
+/* Why FFmpeg cannot be used, or NULL when it can (opens it first if needed). */
 const char *jaq_ffmpeg_error(void);
+
+/* Why FFmpeg could not be opened, if it was tried and failed; NULL otherwise (never opens it). */
+const char *jaq_ffmpeg_failure(void);
 
 #endif
