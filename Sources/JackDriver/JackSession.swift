@@ -131,15 +131,7 @@ public final class JackSession: @unchecked Sendable {
             var playback = jack_latency_range_t(min: 0, max: 0)
             jack_port_get_latency_range(port, JackCaptureLatency, &capture)
             jack_port_get_latency_range(port, JackPlaybackLatency, &playback)
-            var connections: [String] = []
-            if let list = jack_port_get_all_connections(client, port) {
-                var i = 0
-                while let connection = list[i] {
-                    connections.append(String(cString: connection))
-                    i += 1
-                }
-                jack_free(list)
-            }
+            let connections = connectionNames(port)
             let type = jack_port_type(port).map { String(cString: $0) } ?? ""
             return JackPortInfo(
                 name: name, isInput: flags & Int32(JackPortIsInput.rawValue) != 0,
@@ -150,6 +142,19 @@ public final class JackSession: @unchecked Sendable {
         }
     }
 
+    /// The names of the ports `port` is connected to.
+    private func connectionNames(_ port: OpaquePointer) -> [String] {
+        var connections: [String] = []
+        guard let list = jack_port_get_all_connections(client, port) else { return connections }
+        var i = 0
+        while let connection = list[i] {
+            connections.append(String(cString: connection))
+            i += 1
+        }
+        jack_free(list)
+        return connections
+    }
+
     /// Of the ports `names`, those that exist now, each with its connections: a lookup of
     /// those ports alone (no listing, sorting or latencies of every port), cheap enough to
     /// call ten times a second while recording.
@@ -157,16 +162,7 @@ public final class JackSession: @unchecked Sendable {
         var result: [String: [String]] = [:]
         for name in names {
             guard let port = jack_port_by_name(client, name) else { continue }
-            var connections: [String] = []
-            if let list = jack_port_get_all_connections(client, port) {
-                var i = 0
-                while let connection = list[i] {
-                    connections.append(String(cString: connection))
-                    i += 1
-                }
-                jack_free(list)
-            }
-            result[name] = connections
+            result[name] = connectionNames(port)
         }
         return result
     }
