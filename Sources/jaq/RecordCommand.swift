@@ -84,7 +84,7 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Start in this many seconds.", valueName: "seconds"))
     var `in`: Double?
 
-    @Flag(name: .long, help: "Start when JACK transport rolls and stop when it stops.")
+    @Flag(name: .long, help: "Start when JACK transport rolls and stop when it stops (a jump while it rolls, a DAW's loop, stays in the take and is reported with its take frame).")
     var transport = false
 
     @Flag(name: .long, help: "Start when Enter is pressed (reads standard input).")

@@ -240,6 +240,23 @@ struct Ardour {
         return ticks * 48000 / 282_240_000
     }
 
+    /// How many frames early Ardour plays its master bus: it compensates the playback latency
+    /// of the ports the bus feeds (the most of them), so what it plays for transport frame P
+    /// reaches them at P; a recorder on the bus's own ports sees it that many frames early.
+    func masterLead() throws -> Int {
+        let listing = try server.run(["jack_lsp", "-c", "-l", "ardour:Master/audio_out 1"])
+        let destinations = listing.split(separator: "\n").filter { $0.hasPrefix("   ") && !$0.contains("latency") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.hasPrefix("jaq-") }
+        var lead = 0
+        for destination in destinations {
+            let ports = try server.run(["jack_lsp", "-l", destination])
+            if let range = ports.range(of: #"playback latency = \[ \d+ (\d+) \]"#, options: .regularExpression) {
+                lead = max(lead, Int(ports[range].split(separator: " ").dropLast().last ?? "") ?? 0)
+            }
+        }
+        return lead
+    }
+
     /// The files Ardour captured for track `track` (its interchange audiofiles).
     func capturedFile(track: String) -> String? {
         let folder = "\(sessionDirectory)/interchange/\(session)/audiofiles"
@@ -401,6 +418,9 @@ struct ArdourTests {
             let recorder = try jaqInBackground(["record", "--transport", "-o", "take-{n}.wav", "ardour:Master/audio_out 1$",
                                                 "ardour:Master/audio_out 2$"], server: server, log: "\(dir)/record.log", directory: dir)
             #expect(waitForPorts(server, containing: "jaq-record:", count: 2) != nil)
+            // How early Ardour plays: the playback latency of the ports its master bus feeds
+            // (system:playback, 512 frames at 256-frame periods on jackd2).
+            let lead = try ardour.masterLead()
             ardour.jaqIsReady(log: "\(dir)/record.log")
             let status = waitForExit(recorder, timeout: 60)
             let played = try ardourPlay.wait()
@@ -438,10 +458,12 @@ struct ArdourTests {
                     #expect(differing == 0, "side \(side): \(differing) samples differ from Ardour's export")
                 }
                 #expect(shifts.count == 2 && shifts[0] == shifts[1], "both sides aligned: \(shifts)")
-                // The take's frame 0 is the session frame the transport rolled from (the locate):
-                // Ardour has taken its output latency out already, nothing is left over.
+                // Ardour plays its outputs early by the playback latency of the ports they feed
+                // (the speakers sound on time): take frame 0 holds the session frame the transport
+                // rolled from (the locate) plus that lead, as JACK reports it.
                 let start = try #require(ardour.sessionRangeStart(), "the session range in \(ardour.session).ardour")
-                #expect(shifts.first.map(Int.init) == locate - start, "take frame 0 = session frame \(locate); export frame 0 = \(start)")
+                #expect(shifts.first.map(Int.init) == locate + lead - start,
+                        "take frame 0 = session frame \(locate) + \(lead) (Ardour's lead); export frame 0 = \(start)")
                 print("Ardour: take frame 0 is export frame \(shifts.first ?? -1); \(played)")
             } when: { xruns > 0 }
             // jaq says which transport frame the take starts on: the locate.
@@ -456,7 +478,7 @@ struct ArdourTests {
             let timeline = transportTimeline(loop.log)
             #expect(timeline.first?.transportFrame == loopStart && timeline.filter { $0.transportFrame == loopStart }.count == 4,
                     "a roll from the loop start and three relocations to it: \(loop.log)")
-            let compared = compare(take: take, timeline: timeline, export: export, exportStart: start)
+            let compared = compare(take: take, timeline: timeline, export: export, exportStart: start - lead)
             let loopXruns = server.xrunCount
             try withKnownIssue(Comment(rawValue: "the server logged \(loopXruns) xruns; jaq record: \(loop.log); Ardour: \(loop.ardour)"),
                                isIntermittent: true) {
@@ -464,8 +486,9 @@ struct ArdourTests {
                 // frame time, which jaq reports as a relocation too; without xruns there is none.
                 #expect(timeline.count == 4, "\(loop.log)")
                 #expect(compared.differing == 0 && compared.silent == 0, "loop take: \(compared)")
-                // The loop range, three times and a half: most of the take is the session's frames.
-                #expect(compared.matching >= take.count * 3 / 4, "loop take: \(compared)")
+                // The loop range, three times and a half: away from the 0.1 s around each move,
+                // every frame is the session's (more than half of the take).
+                #expect(compared.matching >= take.count / 2, "loop take: \(compared)")
             } when: { loopXruns > 0 }
             print("Ardour loop: \(compared); \(loop.log)")
         }
@@ -635,7 +658,7 @@ func compare(take: [Int32], timeline: [(takeFrame: Int, transportFrame: UInt32)]
             || (segment + 1 < timeline.count && timeline[segment + 1].takeFrame - n <= window)
         if sample == expected {
             if sample != 0 { result.matching += 1 }
-        } else if nearMove && (sample == 0 || (sample.signum() == expected.signum() && abs(sample) <= abs(expected))) {
+        } else if nearMove && (sample == 0 || (sample.signum() == expected.signum() && abs(sample) <= abs(expected) + 1)) {
             result.declicked += 1
         } else if sample == 0 {
             result.silent += 1
