@@ -358,14 +358,23 @@ private func transportProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMu
         // it was relocated (through Starting, or between two cycles this client saw).
         let expected = watch.pointee.previousPosition &+ (cycleFrame &- watch.pointee.previousCycleFrame)
         if watch.pointee.relocating || watch.pointee.previousState != JackTransportRolling || position.frame != expected {
+            // After Starting at X: rolling again from X, some frames before this cycle if this
+            // client's cycles ran late (as for the roll above).
+            var frame = cycleFrame
+            var resumed = position.frame
+            let into = position.frame &- watch.pointee.previousPosition
+            if watch.pointee.previousState == JackTransportStarting, into > 0, into < cycleFrame &- watch.pointee.previousCycleFrame {
+                frame = cycleFrame &- into
+                resumed = watch.pointee.previousPosition
+            }
             watch.pointee.relocating = false
             let capacity = TransportWatch.relocationCapacity
             let index = watch.pointee.relocationsStarted.load(ordering: .relaxed)
             watch.pointee.relocationsStarted.store(index &+ 1, ordering: .relaxed)
             atomicMemoryFence(ordering: .releasing)
             let slot = index % capacity
-            watch.pointee.relocationSlots[2 * slot].store(Int(cycleFrame), ordering: .relaxed)
-            watch.pointee.relocationSlots[2 * slot + 1].store(Int(position.frame), ordering: .relaxed)
+            watch.pointee.relocationSlots[2 * slot].store(Int(frame), ordering: .relaxed)
+            watch.pointee.relocationSlots[2 * slot + 1].store(Int(resumed), ordering: .relaxed)
             watch.pointee.relocationsFinished.store(index &+ 1, ordering: .releasing)
         }
     }
