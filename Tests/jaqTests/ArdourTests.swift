@@ -76,7 +76,15 @@ struct Ardour {
     }
 
     private static let serializedLibjackResult: Result<String, Error> = Result {
-        let dir = NSTemporaryDirectory() + "jaq-libjack-serialized-\(getpid())"
+        // One per test process; those of test processes that have ended are removed here.
+        let prefix = "jaq-libjack-serialized-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
+            where name.hasPrefix(prefix) {
+            if let pid = Int32(name.dropFirst(prefix.count)), kill(pid, 0) != 0, errno == ESRCH {
+                try? FileManager.default.removeItem(atPath: NSTemporaryDirectory() + name)
+            }
+        }
+        let dir = NSTemporaryDirectory() + prefix + "\(getpid())"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let real = ["/usr/lib/x86_64-linux-gnu/libjack.so.0", "/usr/lib/aarch64-linux-gnu/libjack.so.0", "/usr/lib/libjack.so.0"]
             .first { FileManager.default.fileExists(atPath: $0) }
