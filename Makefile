@@ -81,8 +81,9 @@ bench-late: release
 
 .PHONY: bench-late fuzz fuzz-packets fuzz-descriptions fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
 
-# The longer netjack2 tests and the Ardour tests (make test runs a compact netjack2 version; the Ardour tests run only here until they are reliable, issue #14): a slave that
-# records, 1 % packet loss, a slave leaving and returning, DAW transport moves. Docs/cli.md, "With a DAW".
+# The longer netjack2 tests (make test runs a compact version): a slave that records, 1 % packet loss, a slave
+# leaving and returning; and the Ardour tests again (make test runs them too: takes against Ardour's export,
+# a loop, DAW transport moves). Docs/cli.md, "With a DAW".
 test-daw: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 	JAQ_DAW_LONG=1 $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter 'NetJackTests|ArdourTests'

@@ -84,7 +84,7 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Start in this many seconds.", valueName: "seconds"))
     var `in`: Double?
 
-    @Flag(name: .long, help: "Start when JACK transport rolls and stop when it stops.")
+    @Flag(name: .long, help: "Start when JACK transport rolls and stop when it stops (a jump while it rolls, a DAW's loop, stays in the take and is reported with its take frame).")
     var transport = false
 
     @Flag(name: .long, help: "Start when Enter is pressed (reads standard input).")
@@ -289,6 +289,19 @@ struct RecordCommand: ParsableCommand {
         var exitStatus: Int32 = 0
         var lastStatus = Date()
         var armedAnnounced = false
+        // The transport jumped while rolling (a DAW's loop, a locate while playing): the take
+        // records on, frame after frame; each jump is reported with its take frame.
+        var relocationsSeen = transport ? session.transportRelocations(after: 0).count : 0
+        var rollFrame = Int64.max
+        func reportRelocations(origin: Int64) {
+            let seen = session.transportRelocations(after: relocationsSeen)
+            relocationsSeen = seen.count
+            for relocation in seen.relocations where relocation.deviceFrame > rollFrame {
+                let takeFrame = toQueueFrames(relocation.deviceFrame - origin) - (activeWriter.state.withLock { $0.takeStart } ?? 0)
+                Log.info("transport relocated: take frame \(takeFrame) (JACK frame \(relocation.deviceFrame)) plays transport frame \(relocation.transportFrame)")
+            }
+            if seen.lost > 0 { Log.error("\(seen.lost) transport relocations came too fast to report") }
+        }
         var discontinuitiesAtTakeStart: UInt32?
         var serverGone = false
         var deviceLost: String?
@@ -406,19 +419,22 @@ struct RecordCommand: ParsableCommand {
                         if frame < origin {
                             Log.info("the transport rolled at JACK frame \(frame), before recording began: the take starts at JACK frame \(origin)")
                         }
-                        Log.info("transport rolling at JACK frame \(frame): recording")
+                        Log.info("transport rolling at JACK frame \(frame) (transport frame \(session.lastTransportRollPosition())): recording")
+                        rollFrame = max(frame, origin)
                     case .enter: Log.info("recording from JACK frame \(frame)")
                     }
                     beginTake(atDevice: trigger.start == .now ? origin : trigger.start == .transport ? max(frame, origin)
                                   : startAt != nil ? takeStartDevice ?? frame : frame,
                               origin: origin)
                 case .stop(let frame)?:
+                    reportRelocations(origin: origin)
                     // The take ends on the frame the transport stopped.
                     Log.info("transport stopped at JACK frame \(frame)")
                     activeWriter.state.withLock { state in
                         if let start = state.takeStart { state.end = max(0, toQueueFrames(frame - origin) - start) }
                     }
                 case nil:
+                    if trigger.start == .transport, trigger.phase == .running { reportRelocations(origin: origin) }
                     if trigger.start == .transport, trigger.phase == .armed, !armedAnnounced {
                         armedAnnounced = true
                         Log.info("waiting for JACK transport to roll (\(sources.count) tracks armed)")

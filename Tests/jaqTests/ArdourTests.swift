@@ -12,7 +12,7 @@ struct Ardour {
     /// Why Ardour cannot run here, or nil.
     static let unavailableReason: String? = {
         for tool in [luaHost, exporter] where !FileManager.default.isExecutableFile(atPath: tool) {
-            return "\(tool) is missing: the Ardour tests need Debian's ardour package (apt-get install ardour)"
+            return "\(tool) is missing: the Ardour tests need Debian's ardour package (make deps installs it; apt-get install ardour)"
         }
         return nil
     }()
@@ -49,11 +49,98 @@ struct Ardour {
         removeScratch(dir)
     }
 
+    /// The session host's environment: the private server, the configuration above, and
+    /// `serializedLibjack` first on the library path.
     var environment: [String: String] {
         var environment = server.environment
         environment["XDG_CONFIG_HOME"] = "\(dir)/xdg"
+        if let libjack = try? Self.serializedLibjack() {
+            environment["LD_LIBRARY_PATH"] = libjack + (environment["LD_LIBRARY_PATH"].map { ":" + $0 } ?? "")
+        }
         return environment
     }
+
+    /// A directory holding a libjack.so.0 for Ardour that makes its JACK requests one at a time.
+    ///
+    /// libjack (jack2 1.9.21) writes a request to the server's socket field by field, with no
+    /// lock; Ardour 7.3 makes requests from two threads at once while a session loads (see
+    /// `ArdourHalted`), and jackd, reading their bytes interleaved, drops Ardour — in a third of
+    /// the runs on a loaded machine, nearly every run while other builds run. This library
+    /// takes one lock around each libjack call that talks to the server and passes every call
+    /// on to the real libjack (a copy renamed libjack-real.so.0, as Ardour dlopens
+    /// "libjack.so.0" by that name). It changes nothing Ardour does, only that two of its
+    /// threads cannot write into each other's requests. Built once per test process with cc;
+    /// nil (and Ardour runs with the plain libjack) if cc or patchelf is missing.
+    static func serializedLibjack() throws -> String {
+        try serializedLibjackResult.get()
+    }
+
+    private static let serializedLibjackResult: Result<String, Error> = Result {
+        // One per test process; those of test processes that have ended are removed here.
+        let prefix = "jaq-libjack-serialized-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
+            where name.hasPrefix(prefix) {
+            if let pid = Int32(name.dropFirst(prefix.count)), kill(pid, 0) != 0, errno == ESRCH {
+                try? FileManager.default.removeItem(atPath: NSTemporaryDirectory() + name)
+            }
+        }
+        let dir = NSTemporaryDirectory() + prefix + "\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let real = ["/usr/lib/x86_64-linux-gnu/libjack.so.0", "/usr/lib/aarch64-linux-gnu/libjack.so.0", "/usr/lib/libjack.so.0"]
+            .first { FileManager.default.fileExists(atPath: $0) }
+        guard let real else { throw JackServerError("no libjack.so.0 found") }
+        try? FileManager.default.removeItem(atPath: "\(dir)/libjack-real.so.0")
+        try FileManager.default.copyItem(atPath: URL(fileURLWithPath: real).resolvingSymlinksInPath().path, toPath: "\(dir)/libjack-real.so.0")
+        try checked(runProcess(["patchelf", "--set-soname", "libjack-real.so.0", "\(dir)/libjack-real.so.0"]))
+        try serializingShim.write(toFile: "\(dir)/serialize.c", atomically: true, encoding: .utf8)
+        try checked(runProcess(["cc", "-shared", "-fPIC", "-O2", "-o", "\(dir)/libjack.so.0", "\(dir)/serialize.c",
+                                "-Wl,-soname,libjack.so.0", "-L\(dir)", "-Wl,--no-as-needed", "-l:libjack-real.so.0", "-Wl,-rpath,$ORIGIN", "-ldl", "-lpthread"]))
+        return dir
+    }
+
+    private static func checked(_ result: (status: Int32, output: String, error: String)) throws {
+        guard result.status == 0 else { throw JackServerError("\(result.output) \(result.error)") }
+    }
+
+    /// The libjack calls that send a request to the server, each under one process-wide lock
+    /// (recursive: a call never waits for itself), then on to the real libjack.
+    static let serializingShim = """
+        #define _GNU_SOURCE
+        #include <dlfcn.h>
+        #include <pthread.h>
+        #include <jack/jack.h>
+        #include <jack/metadata.h>
+
+        static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+        #define SERIALIZED(ret, name, params, args) \\
+            ret name params { \\
+                static ret (*next) params; \\
+                if (!next) next = (ret (*) params)dlsym(RTLD_NEXT, #name); \\
+                pthread_mutex_lock(&lock); \\
+                ret result = next args; \\
+                pthread_mutex_unlock(&lock); \\
+                return result; \\
+            }
+
+        SERIALIZED(int, jack_set_timebase_callback, (jack_client_t *c, int conditional, JackTimebaseCallback cb, void *arg), (c, conditional, cb, arg))
+        SERIALIZED(int, jack_release_timebase, (jack_client_t *c), (c))
+        SERIALIZED(int, jack_set_property, (jack_client_t *c, jack_uuid_t s, const char *k, const char *v, const char *t), (c, s, k, v, t))
+        SERIALIZED(int, jack_remove_property, (jack_client_t *c, jack_uuid_t s, const char *k), (c, s, k))
+        SERIALIZED(int, jack_remove_properties, (jack_client_t *c, jack_uuid_t s), (c, s))
+        SERIALIZED(int, jack_remove_all_properties, (jack_client_t *c), (c))
+        SERIALIZED(int, jack_connect, (jack_client_t *c, const char *a, const char *b), (c, a, b))
+        SERIALIZED(int, jack_disconnect, (jack_client_t *c, const char *a, const char *b), (c, a, b))
+        SERIALIZED(int, jack_port_disconnect, (jack_client_t *c, jack_port_t *p), (c, p))
+        SERIALIZED(jack_port_t *, jack_port_register, (jack_client_t *c, const char *n, const char *t, unsigned long f, unsigned long b), (c, n, t, f, b))
+        SERIALIZED(int, jack_port_unregister, (jack_client_t *c, jack_port_t *p), (c, p))
+        SERIALIZED(int, jack_port_rename, (jack_client_t *c, jack_port_t *p, const char *n), (c, p, n))
+        SERIALIZED(int, jack_recompute_total_latencies, (jack_client_t *c), (c))
+        SERIALIZED(int, jack_activate, (jack_client_t *c), (c))
+        SERIALIZED(int, jack_deactivate, (jack_client_t *c), (c))
+        SERIALIZED(int, jack_set_buffer_size, (jack_client_t *c, jack_nframes_t n), (c, n))
+        SERIALIZED(int, jack_set_freewheel, (jack_client_t *c, int on), (c, on))
+        """
 
     /// Lua that opens (or creates) the session on the JACK backend, as client "ardour".
     func prelude(create: Bool) -> String {
@@ -161,6 +248,23 @@ struct Ardour {
         return ticks * 48000 / 282_240_000
     }
 
+    /// How many frames early Ardour plays its master bus: it compensates the playback latency
+    /// of the ports the bus feeds (the most of them), so what it plays for transport frame P
+    /// reaches them at P; a recorder on the bus's own ports sees it that many frames early.
+    func masterLead() throws -> Int {
+        let listing = try server.run(["jack_lsp", "-c", "-l", "ardour:Master/audio_out 1"])
+        let destinations = listing.split(separator: "\n").filter { $0.hasPrefix("   ") && !$0.contains("latency") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.hasPrefix("jaq-") }
+        var lead = 0
+        for destination in destinations {
+            let ports = try server.run(["jack_lsp", "-l", destination])
+            if let range = ports.range(of: #"playback latency = \[ \d+ (\d+) \]"#, options: .regularExpression) {
+                lead = max(lead, Int(ports[range].split(separator: " ").dropLast().last ?? "") ?? 0)
+            }
+        }
+        return lead
+    }
+
     /// The files Ardour captured for track `track` (its interchange audiofiles).
     func capturedFile(track: String) -> String? {
         let folder = "\(sessionDirectory)/interchange/\(session)/audiofiles"
@@ -179,25 +283,40 @@ func writePaddedRamp(_ path: String, silence: Int, frames: Int, offset: Int32) t
     try file.close()
 }
 
-/// jackd dropped Ardour's client: its log says "Unknown request 0" (a request it could not read)
-/// and Ardour prints "JACK HALTED". Seen in 2 of about 10 runs on a loaded 2-core machine, with
-/// jackd 1.9.21 and Ardour 7.3; not jaq's doing (no jaq client is involved in that socket).
+/// jackd dropped Ardour's client: Ardour prints "JACK HALTED".
+///
+/// The cause seen here (jackd 1.9.21, Ardour 7.3): libjack sends a client's requests on one
+/// socket, field by field, with no lock, and Ardour makes requests from two threads at once
+/// while a session loads or tracks are made — the session's own thread sets the JACK timebase
+/// callback (`reset_timebase`, request 13) while its auto-connect thread sets the virtual
+/// keyboard port's pretty name (a metadata property change, request 40, 269 bytes) or connects
+/// ports. The two requests' bytes interleave, jackd reads nonsense ("CheckSize error size = 13
+/// Size() = 269", "Unknown request …") and closes Ardour's socket. jaq's clients are other
+/// processes with sockets of their own: they can neither cause nor prevent it.
 struct ArdourHalted: Error, CustomStringConvertible {
     let output: String
     let serverLog: String
+    /// The server log shows a request stream out of step: the race above.
+    var isRequestRace: Bool { serverLog.contains("CheckSize error") || serverLog.contains("Unknown request") }
     var description: String {
-        "jackd dropped Ardour (\(serverLog.components(separatedBy: "Unknown request 0").count - 1) \"Unknown request 0\" in its log): "
-            + output.split(separator: "\n").filter { $0.contains("JACK") }.joined(separator: "; ")
+        "jackd dropped Ardour"
+            + (isRequestRace ? " (Ardour's JACK requests from two threads interleaved: \(serverLog.split(separator: "\n").filter { $0.contains("CheckSize error") || $0.contains("Unknown request") }.prefix(3).joined(separator: "; ")))" : "")
+            + ": " + output.split(separator: "\n").filter { $0.contains("JACK") }.joined(separator: "; ")
     }
 }
 
-/// Runs a test body that drives Ardour; jackd dropping Ardour (ArdourHalted) is a known issue
-/// of the peers, reported as such, not a pass.
-func withArdour(_ body: () throws -> Void) throws {
-    do {
-        try body()
-    } catch let halted as ArdourHalted {
-        withKnownIssue(Comment(rawValue: halted.description)) { throw halted }
+/// Runs a test body that drives Ardour, on a fresh server and session each time. When jackd
+/// drops Ardour because of Ardour's request race (`ArdourHalted.isRequestRace`: nothing jaq
+/// did) the attempt says so and the body runs again, up to `attempts` times; any other halt,
+/// or the race every time, fails the test.
+func withArdour(attempts: Int = 3, _ body: () throws -> Void) throws {
+    for attempt in 1...attempts {
+        do {
+            try body()
+            return
+        } catch let halted as ArdourHalted where halted.isRequestRace && attempt < attempts {
+            print("attempt \(attempt) of \(attempts): \(halted); again on a new server")
+        }
     }
 }
 
@@ -221,15 +340,11 @@ func rampTimelines(_ samples: [Int32]) -> [Int32: Int] {
 }
 
 /// jaq beside Ardour, headless (`ardour7-lua` on the test's private jackd): Ardour records what
-/// `jaq play` plays, `jaq record --transport` records what Ardour plays, and both equal the
-/// sources and Ardour's own export, sample for sample.
+/// `jaq play` plays, `jaq record --transport` records what Ardour plays — one roll, and a loop
+/// of relocations in one take — and both equal the sources and Ardour's own export, sample for
+/// sample (the takes lead the session by the playback latency Ardour compensates).
 @Suite(.serialized, .enabled(if: Ardour.unavailableReason == nil, Comment(rawValue: Ardour.unavailableReason ?? "")))
 struct ArdourTests {
-    /// Only under `make test-daw` (JAQ_DAW_LONG=1): jackd drops Ardour in about 3 runs in 10 and a
-    /// clean-clone run saw the take 512 frames off Ardour's export (issue #14), so until that is
-    /// understood these tests are not part of `make test`.
-    static let long = ProcessInfo.processInfo.environment["JAQ_DAW_LONG"] != nil
-
     func log(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
     /// Makes a session whose two mono tracks hold the ramps a.wav (on master left) and b.wav
@@ -269,8 +384,7 @@ struct ArdourTests {
         return (log("\(dir)/play.log"), output)
     }
 
-    @Test(.enabled(if: long, "with Ardour: make test-daw (not yet reliable enough for make test)"))
-    func ardourRecordsJaqPlayAndJaqRecordsArdourLikeItsExport() throws {
+    @Test func ardourRecordsJaqPlayAndJaqRecordsArdourLikeItsExport() throws {
         try withArdour {
             let ardour = try Ardour(scratch: "ardour")
             defer { ardour.finish() }
@@ -313,6 +427,9 @@ struct ArdourTests {
             let recorder = try jaqInBackground(["record", "--transport", "-o", "take-{n}.wav", "ardour:Master/audio_out 1$",
                                                 "ardour:Master/audio_out 2$"], server: server, log: "\(dir)/record.log", directory: dir)
             #expect(waitForPorts(server, containing: "jaq-record:", count: 2) != nil)
+            // How early Ardour plays: the playback latency of the ports its master bus feeds
+            // (system:playback, 512 frames at 256-frame periods on jackd2).
+            let lead = try ardour.masterLead()
             ardour.jaqIsReady(log: "\(dir)/record.log")
             let status = waitForExit(recorder, timeout: 60)
             let played = try ardourPlay.wait()
@@ -320,7 +437,14 @@ struct ArdourTests {
             #expect(record.status == 0, "jaq record: \(record.error)")
             #expect(record.error.contains("transport stopped"), "\(record.error)")
 
-            // 3. Ardour's own export of the session range; the take must equal it sample for sample.
+            // 3. A loop, as a DAW chasing JACK transport makes one: Ardour refuses its own loop
+            //    then ("Looping cannot be supported while Ardour is using JACK transport"), so the
+            //    script relocates the rolling transport to the loop start each time it passes the
+            //    loop end, three times, and stops half a pass later. `jaq record --transport` goes
+            //    on through every relocation (one take, frame after frame) and reports each one.
+            let loop = try recordLoop(ardour, start: loopStart, end: loopEnd, passes: 3)
+
+            // 4. Ardour's own export of the session range; the takes must equal it sample for sample.
             try ardour.export(to: "\(dir)/export.wav")
             let xruns = server.xrunCount
             try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns; jaq record: \(record.error); Ardour: \(played)"),
@@ -343,20 +467,100 @@ struct ArdourTests {
                     #expect(differing == 0, "side \(side): \(differing) samples differ from Ardour's export")
                 }
                 #expect(shifts.count == 2 && shifts[0] == shifts[1], "both sides aligned: \(shifts)")
-                // The take's frame 0 is the session frame the transport rolled from (the locate):
-                // Ardour has taken its output latency out already, nothing is left over.
+                // Ardour plays its outputs early by the playback latency of the ports they feed
+                // (the speakers sound on time): take frame 0 holds the session frame the transport
+                // rolled from (the locate) plus that lead, as JACK reports it.
                 let start = try #require(ardour.sessionRangeStart(), "the session range in \(ardour.session).ardour")
-                #expect(shifts.first.map(Int.init) == locate - start, "take frame 0 = session frame \(locate); export frame 0 = \(start)")
+                #expect(shifts.first.map(Int.init) == locate + lead - start,
+                        "take frame 0 = session frame \(locate) + \(lead) (Ardour's lead); export frame 0 = \(start)")
                 print("Ardour: take frame 0 is export frame \(shifts.first ?? -1); \(played)")
             } when: { xruns > 0 }
+            // jaq says which transport frame the take starts on: the locate.
+            #expect(frame(after: "(transport frame", in: record.error) == Int64(locate), "\(record.error)")
+
+            // The loop's take: every frame holds what the transport position jaq reported for
+            // it names in the session (the export), the loop range three times and a half.
+            let start = try #require(ardour.sessionRangeStart(), "the session range in \(ardour.session).ardour")
+            let export = try channel("\(dir)/export.wav", 0)
+            let takeName = try #require((try? FileManager.default.contentsOfDirectory(atPath: dir))?.first { $0.hasPrefix("loop-") && $0.hasSuffix(".wav") })
+            let take = try channel("\(dir)/\(takeName)", 0)
+            let timeline = transportTimeline(loop.log)
+            #expect(timeline.first?.transportFrame == loopStart && timeline.filter { $0.transportFrame == loopStart }.count == 4,
+                    "a roll from the loop start and three relocations to it: \(loop.log)")
+            let compared = compare(take: take, timeline: timeline, export: export, exportStart: start - lead)
+            let loopXruns = server.xrunCount
+            try withKnownIssue(Comment(rawValue: "the server logged \(loopXruns) xruns; jaq record: \(loop.log); Ardour: \(loop.ardour)"),
+                               isIntermittent: true) {
+                // A cycle the server skipped (an xrun) leaves the transport a period behind the
+                // frame time, which jaq reports as a relocation too; without xruns there is none.
+                #expect(timeline.count == 4, "\(loop.log)")
+                #expect(compared.differing == 0 && compared.silent == 0, "loop take: \(compared)")
+                // The loop range, three times and a half: away from the 0.1 s around each move,
+                // every frame is the session's (more than half of the take).
+                #expect(compared.matching >= take.count / 2, "loop take: \(compared)")
+            } when: { loopXruns > 0 }
+            print("Ardour loop: \(compared); \(loop.log)")
         }
+    }
+
+    /// The loop range of `ardourRecordsJaqPlay…`: inside the ramps Ardour recorded (which start
+    /// about a second into the session), 0.5 s.
+    let loopStart: UInt32 = 72000
+    let loopEnd: UInt32 = 96000
+
+    /// Rolls Ardour from `start` and relocates its (JACK) transport back to `start` each time it
+    /// passes `end`, `passes` times, then stops half a pass later; `jaq record --transport`
+    /// records the master's left output into loop-01.wav. Returns jaq's and Ardour's output.
+    func recordLoop(_ ardour: Ardour, start: UInt32, end: UInt32, passes: Int) throws -> (log: String, ardour: String) {
+        let dir = ardour.dir
+        let ardourLoop = ardour.runWhenJaqIsReady("""
+            locate(\(start))
+            sleep(0.5)
+            roll()
+            local passes = 0
+            for i = 1, 5000 do
+              if Session:transport_sample() >= \(end) then
+                Session:request_locate(\(start), false, ARDOUR.LocateTransportDisposition.MustRoll, UI)
+                passes = passes + 1
+                if passes == \(passes) then break end
+                -- until Ardour follows the relocation
+                for j = 1, 500 do
+                  sleep(0.002)
+                  if Session:transport_sample() < \(end) then break end
+                end
+              end
+              sleep(0.002)
+            end
+            sleep(0.25)
+            stop()
+            say("loop passes " .. passes)
+            """, name: "loop")
+        guard waitForPorts(ardour.server, containing: "ardour:Master/audio_out 1") != nil else {
+            _ = try ardourLoop.wait()  // throws ArdourHalted when jackd dropped Ardour
+            throw JackServerError("Ardour's master ports did not appear")
+        }
+        let recorder = try jaqInBackground(["record", "--transport", "-o", "loop-{n}.wav", "ardour:Master/audio_out 1$"],
+                                           server: ardour.server, log: "\(dir)/loop.log", directory: dir)
+        #expect(waitForPorts(ardour.server, containing: "jaq-record:") != nil)
+        ardour.jaqIsReady(log: "\(dir)/loop.log")
+        let status = waitForExit(recorder, timeout: 60)
+        let output = try ardourLoop.wait()
+        let log = log("\(dir)/loop.log")
+        #expect(status == 0, "jaq record ends when the transport stops: \(log)")
+        #expect(output.contains("loop passes \(passes)"), "\(output)")
+        // One take from the roll to the stop, through every relocation.
+        let rolled = frame(after: "transport rolling at JACK frame", in: log)
+        let stopped = frame(after: "transport stopped at JACK frame", in: log)
+        let frames = log.range(of: #"\((\d+) frames\)"#, options: .regularExpression)
+            .flatMap { Int64(log[$0].dropFirst().prefix { $0.isNumber }) }
+        #expect(rolled != nil && stopped != nil && frames == stopped! - rolled!, "\(log)")
+        return (log, output)
     }
 
     /// Transport moves a DAW makes — a start and stop in quick succession, a locate while
     /// stopped, a loop request — never leave `jaq record --transport` hung or its take off the
     /// frames the transport rolled.
-    @Test(.enabled(if: long, "a longer DAW test: make test-daw"))
-    func transportMovesNeverLeaveATakeHungOrMisaligned() throws {
+    @Test func transportMovesNeverLeaveATakeHungOrMisaligned() throws {
         try withArdour {
             let ardour = try Ardour(scratch: "ardour-moves")
             defer { ardour.finish() }
@@ -364,7 +568,9 @@ struct ArdourTests {
             _ = try recordIntoArdour(ardour, dir: dir)
             for (name, moves) in [("quick", "roll()\nsleep(0.05)\nstop()"),
                                   ("locate", "locate(30000)\nsleep(0.3)\nlocate(60000)\nsleep(0.3)\nroll()\nsleep(1)\nstop()"),
-                                  ("loop", """
+                                  // Ardour's own loop, refused while it chases JACK transport: the
+                                  // range is played through once (the loop proper is in the test above).
+                                  ("refused-loop", """
                                       pcall(function()
                                         local loc = ARDOUR.Location(Session, Temporal.timepos_t(24000), Temporal.timepos_t(72000), "loop", ARDOUR.LocationFlags.IsAutoLoop, 0)
                                         Session:locations():add(loc, true)
@@ -396,6 +602,8 @@ struct ArdourTests {
                 let frames = recordLog.range(of: #"\((\d+) frames\)"#, options: .regularExpression)
                     .flatMap { Int64(recordLog[$0].dropFirst().prefix { $0.isNumber }) }
                 #expect(rolled != nil && stopped != nil && frames == stopped! - rolled!, "\(name): \(recordLog)")
+                // Moves while stopped are no relocations of a rolling transport.
+                #expect(!recordLog.contains("relocated"), "\(name): \(recordLog)")
             }
         }
     }
@@ -405,6 +613,72 @@ struct ArdourTests {
         guard let range = log.range(of: words) else { return nil }
         return Int64(log[range.upperBound...].drop { !$0.isNumber }.prefix { $0.isNumber })
     }
+}
+
+/// Where the transport was for each frame of a take, from `jaq record --transport`'s log:
+/// the roll (take frame 0) and each relocation, in order.
+func transportTimeline(_ log: String) -> [(takeFrame: Int, transportFrame: UInt32)] {
+    var timeline: [(takeFrame: Int, transportFrame: UInt32)] = []
+    for line in log.split(separator: "\n") {
+        let text = String(line)
+        if text.contains("transport rolling at JACK frame"), let range = text.range(of: "(transport frame ") {
+            timeline.append((0, UInt32(text[range.upperBound...].prefix { $0.isNumber }) ?? 0))
+        } else if text.contains("transport relocated: take frame"),
+                  let take = text.range(of: "take frame "), let position = text.range(of: "plays transport frame ") {
+            timeline.append((Int(text[take.upperBound...].prefix { $0.isNumber }) ?? 0,
+                             UInt32(text[position.upperBound...].prefix { $0.isNumber }) ?? 0))
+        }
+    }
+    return timeline
+}
+
+/// A take compared with the session (its export from session frame `exportStart`) at the
+/// transport positions `timeline` gives each take frame.
+///
+/// Around the roll and each relocation (`window` frames either side) a DAW may be silent or
+/// fade (Ardour declicks, and plays nothing while it relocates: the transport is Starting,
+/// not rolling, until the frame jaq reports): there a frame must be silent or the session's
+/// frame scaled by a gain of at most 1. Everywhere else it must be the session's frame exactly.
+struct TimelineComparison: CustomStringConvertible {
+    /// Frames equal to the session's, nonzero.
+    var matching = 0
+    /// Frames that are neither the session's nor (near a roll or relocation) a fade of it.
+    var differing = 0
+    /// Silent frames where the session has sound, away from a roll or relocation.
+    var silent = 0
+    /// Frames near a roll or relocation that are silent or faded.
+    var declicked = 0
+    var firstDifference: (takeFrame: Int, take: Int32, session: Int32)?
+    var description: String {
+        "\(matching) frames equal the session, \(differing) differ"
+            + (firstDifference.map { " (first at take frame \($0.takeFrame): \($0.take), session \($0.session))" } ?? "")
+            + ", \(silent) silent, \(declicked) declicked or silent around the roll and relocations"
+    }
+}
+
+func compare(take: [Int32], timeline: [(takeFrame: Int, transportFrame: UInt32)], export: [Int32], exportStart: Int,
+             window: Int = 4800) -> TimelineComparison {
+    var result = TimelineComparison()
+    var segment = 0
+    for (n, sample) in take.enumerated() {
+        while segment + 1 < timeline.count && timeline[segment + 1].takeFrame <= n { segment += 1 }
+        guard segment < timeline.count, timeline[segment].takeFrame <= n else { continue }
+        let index = Int(timeline[segment].transportFrame) + (n - timeline[segment].takeFrame) - exportStart
+        let expected = export.indices.contains(index) ? export[index] : 0
+        let nearMove = n - timeline[segment].takeFrame < window
+            || (segment + 1 < timeline.count && timeline[segment + 1].takeFrame - n <= window)
+        if sample == expected {
+            if sample != 0 { result.matching += 1 }
+        } else if nearMove && (sample == 0 || (sample.signum() == expected.signum() && abs(sample) <= abs(expected) + 1)) {
+            result.declicked += 1
+        } else if sample == 0 {
+            result.silent += 1
+        } else {
+            result.differing += 1
+            if result.firstDifference == nil { result.firstDifference = (n, sample, expected) }
+        }
+    }
+    return result
 }
 
 extension Thread {
