@@ -106,6 +106,10 @@ struct RecordCommand: ParsableCommand {
 
     @OptionGroup var serverOptions: ServerOptions
 
+    /// How late a network gap (`--clock`) may be found and its frames still be silenced: the
+    /// files are written this far behind the capture while the take runs.
+    static let networkGapSeconds = 1.0
+
     /// Frames of one queue buffer: a writer wake-up every 16 periods of 256 frames.
     static let bufferFrames = 4096
     /// Buffers the queue keeps enqueued (the rest wait in the writer's free list).
@@ -201,11 +205,12 @@ struct RecordCommand: ParsableCommand {
         let bufferFrames = Self.bufferFrames
         let enqueued = Self.enqueuedBuffers
         let bufferCount = TakeWriter.bufferCount(bufferSeconds: buffer, rate: fileRate, bufferFrames: bufferFrames,
-                                                 preroll: preRoll, maxSkip: skip.max() ?? 0, stopsByTrigger: transport,
+                                                 preroll: preRoll, maxSkip: skip.max() ?? 0, stopsByTrigger: transport || masterClock != nil,
                                                  enqueued: enqueued)
         let activeWriter = TakeWriter(format: takeFormat, channelCount: sources.count, rate: fileRate, files: files,
                                       skip: skip, bufferFrames: bufferFrames, bufferCount: bufferCount,
-                                      enqueuedCount: enqueued, stopsByTrigger: transport)
+                                      enqueuedCount: enqueued, stopsByTrigger: transport,
+                                      muteSeconds: masterClock != nil ? Self.networkGapSeconds : 0)
         recorder.writer = activeWriter
         if skip.contains(where: { $0 != 0 }) {
             Log.info("latency compensation (frames): " + zip(sources, skip).map { "\($0.0) +\($0.1)" }.joined(separator: ", "))
@@ -311,6 +316,8 @@ struct RecordCommand: ParsableCommand {
         }
         func takeTime(_ deviceFrame: Int64) -> String { TimeSpec.clock(takeFrame(deviceFrame), rate: fileRate) }
         var networkGaps: [(takeFrame: Int64, frames: Int64)] = []
+        let clockClient = masterClock.map { String($0.reader.source.prefix { $0 != ":" }) } ?? ""
+        let networkTracks = Set(sources.indices.filter { masterClock != nil && sources[$0].hasPrefix(clockClient + ":") })
         /// A gap in the master's clock (`--clock`): frames netjack2 did not deliver, reported as capture losses are.
         func clockGap(at frame: UInt32, frames: Int, open: Bool = false) {
             guard let masterClock, activeWriter.state.withLock({ $0.takeStart }) != nil else { return }
@@ -318,10 +325,15 @@ struct RecordCommand: ParsableCommand {
             let at = takeFrame(device)
             guard at >= 0, activeWriter.state.withLock({ $0.end.map { at < $0 } ?? true }) else { return }
             networkGaps.append((at, toQueueFrames(Int64(frames))))
+            // The tracks that came over the network with the clock (the ports of its client) get
+            // silence there, as frames the capture lost do; the others keep theirs.
+            let first = toQueueFrames(device - (startedOrigin() ?? requestedOrigin))
+            activeWriter.mute(queueFrames: first..<(first + toQueueFrames(Int64(frames))), channels: networkTracks)
             Log.error("network gap of \(toQueueFrames(Int64(frames))) frames at \(TimeSpec.clock(at, rate: fileRate)) (take frame \(at), "
                       + "JACK frame \(device)): the clock on \(masterClock.reader.source) "
                       + (open ? "had not come back by the end" : "skipped them")
-                      + " (netjack2 lost their packets and filled the frames from other cycles); every track keeps its frames")
+                      + " (netjack2 lost their packets and filled the frames from other cycles): "
+                      + (networkTracks.isEmpty ? "every track keeps its frames" : "silence in the \(networkTracks.count) tracks from \(clockClient):, the others keep their frames"))
         }
         while true {
             let state = activeWriter.state.withLock { ($0.takeStart, $0.end, $0.error, $0.finished) }
@@ -465,6 +477,11 @@ struct RecordCommand: ParsableCommand {
         recorder.running.store(false, ordering: .relaxed)
         activeWriter.stopEnqueueing()
         AudioQueueStop(queue, true)
+        if let masterClock {
+            // Gaps found by now are silenced before the last frames are written.
+            for event in masterClock.reader.events() { if case .gap(let frame, let frames) = event { clockGap(at: frame, frames: frames) } }
+            if let open = masterClock.reader.openGap { clockGap(at: open.frame, frames: open.frames, open: true) }
+        }
         activeWriter.finishInput()
         activeWriter.waitUntilFinished()
         display.finish()
@@ -473,9 +490,7 @@ struct RecordCommand: ParsableCommand {
         for event in final.lostEvents {
             Log.error("lost \(event.frames) frames at \(TimeSpec.clock(event.takeFrame, rate: fileRate)) (replaced by silence)")
         }
-        if let masterClock {
-            for event in masterClock.reader.events() { if case .gap(let frame, let frames) = event { clockGap(at: frame, frames: frames) } }
-            if let open = masterClock.reader.openGap { clockGap(at: open.frame, frames: open.frames, open: true) }
+        if masterClock != nil {
             if !networkGaps.isEmpty {
                 Log.error("network gaps: \(networkGaps.count) (\(networkGaps.reduce(0) { $0 + $1.frames }) frames) at take frames "
                           + networkGaps.prefix(20).map { "\($0.takeFrame)+\($0.frames)" }.joined(separator: ", ")

@@ -138,6 +138,11 @@ final class TakeWriter: @unchecked Sendable {
     /// Frames kept back from the files while the end is not known and may be found by
     /// polling (the transport stopping): a late-noticed stop can still cut on its frame.
     let holdBack: Int64
+    /// Frames kept back from the files until the take ends, so that a gap found after its
+    /// frames were captured (the network's: `--clock`) is silenced before they are written.
+    let muteHold: Int64
+    /// Queue frames to write as silence, and on which channels (network gaps).
+    private let mutes = Locked<[(frames: Range<Int64>, channels: Set<Int>)]>([])
 
     /// The number of buffers of `bufferFrames` frames to allocate for `bufferSeconds` of
     /// disk slack plus what the writer keeps (pre-roll, latency skew, trigger slack).
@@ -149,9 +154,11 @@ final class TakeWriter: @unchecked Sendable {
     }
 
     /// - Parameter stopsByTrigger: the end may come from a trigger noticed late (the transport).
+    /// - Parameter muteSeconds: how late a gap may be found and still be silenced (0: none is).
     init(format: AudioTakeFile.Format, channelCount: Int, rate: Double, files: [TakeFile], skip: [Int64], bufferFrames: Int,
-         bufferCount: Int, enqueuedCount: Int, stopsByTrigger: Bool = false) {
+         bufferCount: Int, enqueuedCount: Int, stopsByTrigger: Bool = false, muteSeconds: Double = 0) {
         holdBack = stopsByTrigger ? Int64(TakeWriter.triggerSlackSeconds * rate) : 0
+        muteHold = Int64(muteSeconds * rate)
         self.format = format
         self.channelCount = channelCount
         self.rate = rate
@@ -223,6 +230,13 @@ final class TakeWriter: @unchecked Sendable {
         }
         wake.signal()
         return next
+    }
+
+    /// Frames the tracks of `channels` hold at queue frames `frames` are written as silence
+    /// (a network gap: netjack2 filled them from other cycles), if not written yet.
+    func mute(queueFrames frames: Range<Int64>, channels: Set<Int>) {
+        guard !frames.isEmpty, !channels.isEmpty else { return }
+        mutes.withLock { $0.append((frames, channels)) }
     }
 
     /// The queue takes no more buffers (it is stopping).
@@ -397,6 +411,8 @@ final class TakeWriter: @unchecked Sendable {
         // Take frame t of track c is queue frame takeStart + skip[c] + t.
         var available = last - takeStart - maxSkip
         if end == nil && !final { available -= holdBack }
+        // A gap may still be found in the last `muteHold` frames captured (the take's end too).
+        if !final, !(end.map { available - muteHold >= $0 } ?? false) { available -= muteHold }
         var target = max(available, written)
         if let end { target = min(target, end) }
         if target > written {
@@ -441,8 +457,22 @@ final class TakeWriter: @unchecked Sendable {
     }
 
     /// Calls `body` for each run of track `channel`'s queue frames [from, to): its samples in a
-    /// held buffer's plane, or nil for frames no buffer holds (lost: silence).
+    /// held buffer's plane, or nil for frames to write as silence (lost, or muted).
     private func forEachRun(channel: Int, from: Int64, to: Int64, _ body: (UnsafeRawPointer?, Int) -> Void) {
+        let muted = mutes.withLock { $0 }.filter { $0.channels.contains(channel) && $0.frames.overlaps(from..<to) }
+            .map(\.frames).sorted { $0.lowerBound < $1.lowerBound }
+        var position = from
+        for range in muted where range.upperBound > position {
+            let start = max(range.lowerBound, position), stop = min(range.upperBound, to)
+            if start > position { forEachHeldRun(channel: channel, from: position, to: start, body) }
+            body(nil, Int(stop - start))
+            position = stop
+        }
+        if position < to { forEachHeldRun(channel: channel, from: position, to: to, body) }
+    }
+
+    /// `forEachRun` without the muted frames.
+    private func forEachHeldRun(channel: Int, from: Int64, to: Int64, _ body: (UnsafeRawPointer?, Int) -> Void) {
         let size = format.bytesPerSample
         var position = from
         var i = 0

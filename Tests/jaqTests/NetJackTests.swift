@@ -305,6 +305,9 @@ struct NetJackTests {
         let summary = lossy.log.firstMatch(of: #/network gaps: (\d+) \((\d+) frames\)/#)
         #expect(summary.flatMap { Int($0.1) } == gaps.count && summary.flatMap { Int($0.2) } == gaps.reduce(0) { $0 + $1.frames },
                 "the summary counts them: \(lossy.log)")
+        // A gap's frames are silence in both tracks (they came over the network with the clock).
+        let loud = gaps.flatMap { gap in (gap.frame..<min(gap.frame + gap.frames, lossy.a.count)).filter { lossy.a[$0] != 0 || lossy.b[$0] != 0 } }
+        #expect(loud.isEmpty, "\(loud.count) frames of the reported gaps are not silent: \(loud.prefix(10))")
         // Where both tracks hold the ramps, they should hold the same frame of them; netjack2 fills a
         // lost packet's frames from another cycle without telling its clients: the clock tells.
         let wrong = misaligned(lossy.a, lossy.b)
