@@ -155,6 +155,24 @@ public final class JackSession: @unchecked Sendable {
         return connections
     }
 
+    /// A port looked up once: `jack_port_by_name` compares the name with every port of the
+    /// server, so a port asked about ten times a second is kept by its handle.
+    public struct Port {
+        let handle: OpaquePointer
+        public let name: String
+    }
+
+    /// The port named `name`, if there is one now.
+    public func port(named name: String) -> Port? {
+        jack_port_by_name(client, name).map { Port(handle: $0, name: name) }
+    }
+
+    /// The names of the ports `port` is connected to (no search by name).
+    public func connections(of port: Port) -> [String] { connectionNames(port.handle) }
+
+    /// How many ports `port` is connected to (no names made).
+    public func connectionCount(of port: Port) -> Int { Int(jack_port_connected(port.handle)) }
+
     /// Of the ports `names`, those that exist now, each with its connections: a lookup of
     /// those ports alone (no listing, sorting or latencies of every port), cheap enough to
     /// call ten times a second while recording.

@@ -38,16 +38,44 @@ final class SourceWatch {
         self.physical = physical
         self.interval = interval
         destinations = session.connections(ofPresent: sources)
+        for name in Set(destinations.values.joined()) { if let port = session.port(named: name) { queuePorts[name] = port } }
+    }
+
+    /// The queue's own input ports, by name: they stay for the whole take, so a source still
+    /// connected to one of them is there (one look at that port's connections, where finding
+    /// the source by name would compare it with every port of the server).
+    private var queuePorts: [String: JackSession.Port] = [:]
+
+    /// A queue port's connection count when its connections were last read and held the
+    /// source: while the count stays, they are not read again (reading makes a string per name).
+    private var verifiedCount: [String: Int] = [:]
+
+    /// Whether `source` is still connected to a queue port it fed.
+    private func stillConnected(_ source: String) -> Bool {
+        for name in destinations[source] ?? [] {
+            guard let port = queuePorts[name] else { continue }
+            let count = session.connectionCount(of: port)
+            if verifiedCount[name] == count { return true }
+            if session.connections(of: port).contains(source) {
+                verifiedCount[name] = count
+                return true
+            }
+            verifiedCount[name] = nil
+        }
+        return false
     }
 
     /// Looks at the ports (at most every `interval`); `now` is the JACK frame now.
     func poll(now: Int64) -> [Event] {
         guard Date().timeIntervalSince(lastPoll) >= interval else { return [] }
         lastPoll = Date()
-        let present = session.connections(ofPresent: sources)
         var events: [Event] = []
         for source in sources {
-            if let connections = present[source] {
+            if missingSince[source] == nil, stillConnected(source) { continue }
+            // Not connected to the queue any more: gone, or disconnected by someone (then it
+            // stays disconnected), or (missing) back.
+            let present = session.connections(ofPresent: [source])[source]
+            if let connections = present {
                 if let since = missingSince[source] {
                     // Back: connect it again to the queue's ports it fed.
                     for destination in destinations[source] ?? [] { try? session.connect(source, destination) }
@@ -55,6 +83,7 @@ final class SourceWatch {
                     events.append(.back(port: source, frame: now, since: since))
                 } else if !connections.isEmpty {
                     destinations[source] = connections
+                    for name in connections where queuePorts[name] == nil { queuePorts[name] = session.port(named: name) }
                 }
             } else if missingSince[source] == nil {
                 missingSince[source] = now
