@@ -51,6 +51,20 @@ struct NetJackTests {
         return counts
     }
 
+    /// `jaq clock` on the master, sending its frame clock to the slave's channel `channel`
+    /// (`<slave>:to_slave_N`), once its port is there.
+    func startClock(_ pair: NetJackPair, to channel: Int, directory dir: String) throws -> Process {
+        let clock = try jaqInBackground(["clock", "--to", "\(pair.slaveName):to_slave_\(channel)"], server: pair.master,
+                                        log: "\(dir)/clock.log", directory: dir)
+        #expect(waitForPorts(pair.master, containing: "jaq-clock:clock") != nil, "\(log("\(dir)/clock.log"))")
+        return clock
+    }
+
+    func stopClock(_ clock: Process) {
+        kill(clock.processIdentifier, SIGTERM)
+        _ = waitForExit(clock, timeout: 10)
+    }
+
     func log(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
     func xruns(_ pair: NetJackPair) -> Int { pair.master.xrunCount + pair.slave.xrunCount }
@@ -104,10 +118,8 @@ struct NetJackTests {
         defer { pair.stop(); removeScratch(dir) }
         try writeRamp("\(dir)/a.wav", frames: 96000, offset: 100_000)
         try writeRamp("\(dir)/b.wav", frames: 96000, offset: 300_000)
-        let clock = try jaqInBackground(["clock", "--to", "\(pair.slaveName):to_slave_2"], server: pair.master,
-                                        log: "\(dir)/clock.log", directory: dir)
-        defer { kill(clock.processIdentifier, SIGTERM); _ = waitForExit(clock, timeout: 10) }
-        #expect(waitForPorts(pair.master, containing: "jaq-clock:clock") != nil, "\(log("\(dir)/clock.log"))")
+        let clock = try startClock(pair, to: 2, directory: dir)
+        defer { stopClock(clock) }
 
         // The master's frame now, as the slave reads it, between two readings on the master.
         let period = 256
@@ -227,10 +239,8 @@ struct NetJackTests {
         let noClock = try slaveJaq(pair, ["time", "--clock", "system:capture_1"], directory: dir, timeout: 20)
         #expect(noClock.status != 0 && noClock.error.contains("a signal, but no clock jaq can read"), "\(noClock.error)")
         // A start 2^31 frames from the master's now names no one frame.
-        let clock = try jaqInBackground(["clock", "--to", "\(pair.slaveName):to_slave_2"], server: pair.master,
-                                        log: "\(dir)/clock.log", directory: dir)
-        defer { kill(clock.processIdentifier, SIGTERM); _ = waitForExit(clock, timeout: 10) }
-        #expect(waitForPorts(pair.master, containing: "jaq-clock:clock") != nil)
+        let clock = try startClock(pair, to: 2, directory: dir)
+        defer { stopClock(clock) }
         let far = try frameNow(pair.master) + (1 << 31)
         let tooFar = try slaveJaq(pair, ["play", "--at", "\(far)", "--clock", "system:capture_2", "a.wav"], directory: dir, timeout: 20)
         #expect(tooFar.status != 0 && tooFar.error.contains("too far from the master's frame now"), "\(tooFar.error)")
@@ -262,10 +272,8 @@ struct NetJackTests {
         defer { pair.stop(); removeScratch(dir) }
         try writeRamp("\(dir)/a.wav", frames: 144_000, offset: 100_000)
         try writeRamp("\(dir)/b.wav", frames: 144_000, offset: 300_000)
-        let clock = try jaqInBackground(["clock", "--to", "\(pair.slaveName):to_slave_3"], server: pair.master,
-                                        log: "\(dir)/clock.log", directory: dir)
-        defer { kill(clock.processIdentifier, SIGTERM); _ = waitForExit(clock, timeout: 10) }
-        #expect(waitForPorts(pair.master, containing: "jaq-clock:clock") != nil)
+        let clock = try startClock(pair, to: 3, directory: dir)
+        defer { stopClock(clock) }
 
         /// One take on the slave of the two ramps the master plays; its log and tracks.
         func take(_ name: String) throws -> (log: String, a: [Int32], b: [Int32]) {
