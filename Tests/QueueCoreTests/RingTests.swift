@@ -54,6 +54,28 @@ import Testing
         #expect(written > 10 * 16, "the ring wrapped many times")
     }
 
+    /// A ring of 64 channels of 1 s (17 MB) has its own mapping: zeros once touched, untouched
+    /// or not, and frames kept across the wrap of every plane as in a heap ring.
+    @Test func aMappedRingStartsSilentAndKeepsFramesAcrossItsWrap() {
+        for touched in [true, false] {
+            let ring = FrameRing(channelCount: 64, minimumCapacity: 48000, touched: touched)
+            #expect(ring.mappedByteCount == 64 * 65536 * 4)
+            if !touched { ring.touch() }
+            #expect(UnsafeBufferPointer(start: ring.storage, count: 64 * ring.capacity).allSatisfy { $0 == 0 })
+            var written = 0, read = 0
+            for round in 0..<6 {
+                let count = min(20000 + round * 3001, ring.writableFrames())
+                write(ring, first: written, count: count)
+                written += count
+                let got = self.read(ring, count: count)
+                for c in [0, 31, 63] { #expect(got[c] == expected(first: read, count: count, channel: c)) }
+                read += count
+            }
+            #expect(written > ring.capacity, "the ring wrapped")
+        }
+        #expect(FrameRing(channelCount: 2, minimumCapacity: 1024).mappedByteCount == 0, "a small ring stays on the heap")
+    }
+
     @Test func frameRingFullAndEmptyEdges() {
         let ring = FrameRing(channelCount: 1, minimumCapacity: 10)
         #expect(ring.capacity == 16, "rounded up to a power of two")
