@@ -429,9 +429,8 @@ extension RecordCommand {
         let pattern = output ?? "take-{take}.{ext}"
         let date = ISO8601DateFormatter.string(from: Date(), timeZone: .current, formatOptions: [.withFullDate])
         func path(_ number: Int) -> String {
-            pattern.replacingOccurrences(of: "{take}", with: String(format: "%03d", number)).replacingOccurrences(of: "{date}", with: date)
-                .replacingOccurrences(of: "{ext}", with: take.fileExtension).replacingOccurrences(of: "{track}", with: "mix")
-                .replacingOccurrences(of: "{n}", with: "01")
+            expandTakeName(pattern, [("take", zeroPadded(number, width: 3)), ("date", date), ("ext", take.fileExtension),
+                                     ("track", "mix"), ("n", "01")])
         }
         var number = 1
         while FileManager.default.fileExists(atPath: path(number)) {

@@ -69,3 +69,16 @@ import Testing
         #expect(throws: TriggerError.self) { try Trigger(at: nil, in: nil, transport: true, onEnter: true) }
     }
 }
+
+/// Take file names from --output patterns.
+@Suite struct TakeNameTests {
+    @Test func fieldsAreReplacedOnceAndOtherBracesStay() {
+        let fields: [(key: String, value: String)] = [("take", zeroPadded(7, width: 3)), ("track", "{n}"), ("n", zeroPadded(12, width: 2)),
+                                                      ("date", "2026-11-23"), ("ext", "wav")]
+        #expect(expandTakeName("take-{take}-{track}.{ext}", fields) == "take-007-{n}.wav", "a value is not searched for fields")
+        #expect(expandTakeName("{date}/{n}-{n}.{ext}", fields) == "2026-11-23/12-12.wav")
+        #expect(expandTakeName("{nope}{{take}}{", fields) == "{nope}{007}{")
+        #expect(expandTakeName("plain", fields) == "plain")
+        #expect(zeroPadded(1234, width: 3) == "1234")
+    }
+}
