@@ -110,10 +110,14 @@ struct RecordCommand: ParsableCommand {
     /// files are written this far behind the capture while the take runs.
     static let networkGapSeconds = 1.0
 
-    /// Frames of one queue buffer: a writer wake-up every 16 periods of 256 frames.
-    static let bufferFrames = 4096
-    /// Buffers the queue keeps enqueued (the rest wait in the writer's free list).
-    static let enqueuedBuffers = 4
+    /// Frames of one queue buffer (341 ms at 48 kHz): the queue thread wakes, and each track's
+    /// file takes one write, once per buffer. Writes of 16 KiB (4096 frames) cost 64 tracks
+    /// about 13 % more CPU than these 64 KiB ones: the kernel's cost is mostly per write call
+    /// (Docs/benchmarks.md, "Where the time goes").
+    static let bufferFrames = 16384
+    /// Buffers the queue keeps enqueued (the rest wait in the writer's free list). The capture
+    /// ring (1 s) covers the queue thread's hiccups; these only need to keep it fed.
+    static let enqueuedBuffers = 2
 
     func validate() throws {
         if (try? Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter)) == nil {
@@ -618,11 +622,8 @@ struct RecordCommand: ParsableCommand {
         }
         func path(take: Int, track: Int) -> String {
             let trackName = trackNames[track]
-            return pattern.replacingOccurrences(of: "{take}", with: String(format: "%03d", take))
-                .replacingOccurrences(of: "{track}", with: trackName)
-                .replacingOccurrences(of: "{n}", with: String(format: "%02d", track + 1))
-                .replacingOccurrences(of: "{date}", with: date)
-                .replacingOccurrences(of: "{ext}", with: format.fileExtension)
+            return expandTakeName(pattern, [("take", zeroPadded(take, width: 3)), ("track", trackName),
+                                            ("n", zeroPadded(track + 1, width: 2)), ("date", date), ("ext", format.fileExtension)])
         }
         let layout: [[Int]] = interleaved ? [Array(0..<tracks.count)] : tracks.indices.map { [$0] }
         var take = 1
