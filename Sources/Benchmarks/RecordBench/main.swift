@@ -7,6 +7,8 @@
 // /usr/bin/time (CPU seconds, peak RSS) and the cycletime LD_PRELOAD probe (time spent in
 // its JACK process callback per cycle). The ramp lets the recordings be checked frame by
 // frame for dropped or repeated frames. The results go to Docs/benchmarks.md.
+// The referees `floor-record` and `floor-play` (Sources/Benchmarks/Floor) are the least a
+// realtime-safe libjack recorder and player can do: the floor under every tool.
 //
 //   swift build -c release && .build/release/jaq-bench [--seconds 60] [--channels 2,16,64]
 
@@ -236,6 +238,13 @@ let probeSource = packageRoot.appendingPathComponent("Sources/Benchmarks/CycleTi
 let probe = "\(work)/libcycletime.so"
 let built = try runProcess(["cc", "-shared", "-fPIC", "-O2", probeSource, "-o", probe, "-ldl"])
 guard built.status == 0 else { fail("cannot build the cycle-time probe: \(built.error)") }
+// The floor referees.
+let floorRecord = "\(work)/floor-record", floorPlay = "\(work)/floor-play"
+for (program, libraries) in [(floorRecord, ["-ljack", "-lm"]), (floorPlay, ["-ljack", "-lsndfile"])] {
+    let source = packageRoot.appendingPathComponent("Sources/Benchmarks/Floor/\((program as NSString).lastPathComponent).c").path
+    let result = try runProcess(["cc", "-O2", source, "-o", program] + libraries)
+    guard result.status == 0 else { fail("cannot build \(source): \(result.error)") }
+}
 guard FileManager.default.isExecutableFile(atPath: "/usr/bin/time") else { fail("/usr/bin/time is missing (apt-get install time)") }
 
 // Realtime scheduling (as in a studio) when the privilege is there: fewer server xruns to
@@ -284,11 +293,13 @@ for channels in options.channels {
             ("jack_capture", "capture\(n)", "capture\(n).wav",
              ["jack_capture", "--daemon", "-d", duration, "-c", "\(channels)", "-f", "wav"] + outputs.flatMap { ["--port", $0] }
                 + ["capture\(n).wav"]),
+            ("floor-record", "floor\(n)", "floor\(n)-1.wav", [floorRecord, duration, "float", "floor\(n)"] + outputs),
             ("jaq record -b 24", "jaq24\(n)", "jaq24\(n)-01.wav",
              [jaq, "record", "--quiet", "-b", "24", "-d", duration, "-o", "jaq24\(n)-{n}.wav"] + outputs),
             ("jack_capture --bitdepth 24", "capture24\(n)", "capture24\(n).wav",
              ["jack_capture", "--daemon", "-d", duration, "-c", "\(channels)", "-f", "wav", "--bitdepth", "24"]
                 + outputs.flatMap { ["--port", $0] } + ["capture24\(n).wav"]),
+            ("floor-record 24", "floor24\(n)", "floor24\(n)-1.wav", [floorRecord, duration, "24", "floor24\(n)"] + outputs),
         ]
     }
     let labels = tools(round: 1).map(\.label)
@@ -336,7 +347,8 @@ if options.playChannels > 0 {
     try writeWAV16(path, channels: channels, seconds: playSeconds)
     var environment = server.environment
     environment["LD_PRELOAD"] = probe
-    let players = [("jaq play", [jaq, "play", "--quiet", path]), ("sndfile-jackplay", ["sndfile-jackplay", path])]
+    let players = [("jaq play", [jaq, "play", "--quiet", path]), ("sndfile-jackplay", ["sndfile-jackplay", path]),
+                   ("floor-play", [floorPlay, path])]
     var totals = Array(repeating: Measurement(), count: players.count)
     for round in 1...options.rounds {
         for (i, player) in players.enumerated() {
@@ -353,7 +365,7 @@ if options.playChannels > 0 {
 
 // Xruns on a non-realtime server (as in the tests): takes of 64 tracks, counting the cycles
 // the server says a jaq client was late for.
-var xrunRows: [(take: Int, serverXruns: Int, lateRecorder: Int, latePlayer: Int, lost: Bool)] = []
+var xrunRows: [(take: Int, serverXruns: Int, lateRecorder: Int, latePlayer: Int, lost: Bool, floorXruns: Int, lateFloor: Int)] = []
 if options.xrunTakes > 0 {
     let channels = 64
     print("== \(options.xrunTakes) takes of \(channels) tracks on a non-realtime server")
@@ -373,9 +385,15 @@ if options.xrunTakes > 0 {
         let m = try runTimed("xrun\(take)", [jaq, "record", "--quiet", "-b", "float", "-d", "5", "-o", "x\(take)-{n}.wav"] + outputs,
                              environment: server.environment)
         let log = (try? String(contentsOfFile: "\(work)/xrun\(take).log", encoding: .utf8)) ?? ""
-        let row = (take, xrunCount(server) - before.0, lateClientCount(server, client: "jaq-record") - before.1,
-                   lateClientCount(server, client: "jaq-1-xramp") - before.2, log.contains("lost") || m.exitStatus != 0)
-        print("   take \(take): server xruns \(row.1), jaq record late \(row.2), jaq play late \(row.3)\(row.4 ? ", losses reported" : "")")
+        let jaqRow = (xrunCount(server) - before.0, lateClientCount(server, client: "jaq-record") - before.1,
+                      lateClientCount(server, client: "jaq-1-xramp") - before.2, log.contains("lost") || m.exitStatus != 0)
+        // The floor referee's take of the same ports, in turn: how often the scheduler alone
+        // makes a recorder's callback late on this server.
+        let floorBefore = (xrunCount(server), lateClientCount(server, client: "floor-record"))
+        _ = try runTimed("xfloor\(take)", [floorRecord, "5", "float", "x\(take)-floor"] + outputs, environment: server.environment)
+        let row = (take, jaqRow.0, jaqRow.1, jaqRow.2, jaqRow.3, xrunCount(server) - floorBefore.0,
+                   lateClientCount(server, client: "floor-record") - floorBefore.1)
+        print("   take \(take): server xruns \(row.1), jaq record late \(row.2), jaq play late \(row.3)\(row.4 ? ", losses reported" : ""); floor-record: server xruns \(row.5), late \(row.6)")
         xrunRows.append(row)
         for file in (try? FileManager.default.contentsOfDirectory(atPath: work)) ?? [] where file.hasPrefix("x\(take)-") {
             try? FileManager.default.removeItem(atPath: "\(work)/\(file)")
@@ -404,7 +422,10 @@ each tool records \(String(format: "%g", options.seconds / Double(options.rounds
 falls on every tool alike (the table sums the rounds; peaks are the largest of them). The runs: \
 `jaq record -b float -d S` writing one file per track (its default), `jaq record --interleaved` \
 writing one multichannel WAV, and `jack_capture --daemon -d S` writing one multichannel WAV \
-(the only kind it writes); then `jaq record -b 24` and `jack_capture --bitdepth 24`. Buffering at \
+(the only kind it writes); then `jaq record -b 24` and `jack_capture --bitdepth 24`. \
+**`floor-record`** (`Sources/Benchmarks/Floor/floor-record.c`, float and 24-bit) is a referee, not a tool: \
+the least a realtime-safe libjack recorder can do (one copy per port and cycle into a ring, one `write` per \
+track every 0.5 s, nothing else), so its CPU is the floor under any recorder on this server and machine. Buffering at \
 the defaults: jaq allocates 10 s of buffers up front (`--buffer 10`) but touches only those the \
 disk needs; jack_capture starts with 8 s and grows to 40 s. \
 Each runs under `/usr/bin/time` (CPU = user + system seconds, peak RSS) and under the same \
@@ -424,19 +445,21 @@ for r in results {
 }
 report += """
 
-Ratios jaq / jack_capture writing the same samples (float runs against `jack_capture`, 24-bit against `jack_capture --bitdepth 24`; below 1: jaq uses less):
+Ratios to jack_capture writing the same samples (float runs against `jack_capture`, 24-bit against `jack_capture --bitdepth 24`; below 1: less than jack_capture), and jaq's CPU against the floor (`floor-record` of the same kind):
 
-| channels | jaq run | CPU | peak RSS | peak RssAnon | callback time (mean) | dropped frames (jaq, jack_capture) |
-|---|---|---:|---:|---:|---:|---:|
+| channels | run | CPU ÷ jack_capture | CPU ÷ floor-record | peak RSS | peak RssAnon | callback time (mean) | dropped frames (run, jack_capture) |
+|---|---|---:|---:|---:|---:|---:|---:|
 
 """
 for r in results {
-    for (name, m) in zip(r.labels, r.measurements) where name.hasPrefix("jaq") {
-        // Each jaq run against jack_capture writing the same samples (float or 24-bit).
+    for (name, m) in zip(r.labels, r.measurements) where name.hasPrefix("jaq") || name.hasPrefix("floor") {
+        // Each jaq run (and the floor) against jack_capture writing the same samples (float or 24-bit).
         let peerLabel = name.contains("24") ? "jack_capture --bitdepth 24" : "jack_capture"
         guard let peer = r.labels.firstIndex(of: peerLabel) else { continue }
         let capture = r.measurements[peer]
-        report += "| \(r.channels) | \(name) | \(ratio(m.cpuSeconds, capture.cpuSeconds)) | \(ratio(Double(m.peakRSSKiB), Double(capture.peakRSSKiB))) | \(ratio(Double(m.anonymousRSSKiB), Double(capture.anonymousRSSKiB))) | \(ratio(m.cycleMeanMicroseconds, capture.cycleMeanMicroseconds)) | \(m.droppedFrames), \(capture.droppedFrames) |\n"
+        let floorLabel = name.contains("24") ? "floor-record 24" : "floor-record"
+        let floor = name.hasPrefix("floor") ? nil : r.labels.firstIndex(of: floorLabel).map { r.measurements[$0] }
+        report += "| \(r.channels) | \(name) | \(ratio(m.cpuSeconds, capture.cpuSeconds)) | \(floor.map { ratio(m.cpuSeconds, $0.cpuSeconds) } ?? "–") | \(ratio(Double(m.peakRSSKiB), Double(capture.peakRSSKiB))) | \(ratio(Double(m.anonymousRSSKiB), Double(capture.anonymousRSSKiB))) | \(ratio(m.cycleMeanMicroseconds, capture.cycleMeanMicroseconds)) | \(m.droppedFrames), \(capture.droppedFrames) |\n"
     }
 }
 report += """
@@ -459,7 +482,9 @@ if !playRows.isEmpty {
     ## Playback: `jaq play` and `sndfile-jackplay`
 
     A \(options.playChannels)-channel 16-bit WAV of \(Int(playSeconds)) s played to the end, \(options.rounds) times by each in turn, \
-    on a server set up as above (`jaq play --quiet FILE`, `sndfile-jackplay FILE`).
+    on a server set up as above (`jaq play --quiet FILE`, `sndfile-jackplay FILE`), and by the referee `floor-play` \
+    (`Sources/Benchmarks/Floor/floor-play.c`: libsndfile's 16-bit frames converted to float into per-channel rings \
+    0.1 s at a time, one copy per port and cycle; the least a realtime-safe player can do).
 
     | player | CPU s (all runs) | CPU s per channel-minute | peak RssAnon MiB | realtime callback µs/cycle (mean / max) | server xruns | exit |
     |---|---:|---:|---:|---:|---:|---:|
@@ -469,8 +494,13 @@ if !playRows.isEmpty {
         let perChannelMinute = row.m.cpuSeconds / Double(options.playChannels) / (playSeconds * Double(options.rounds) / 60)
         report += "| \(row.label) | \(String(format: "%.2f", row.m.cpuSeconds)) | \(String(format: "%.4f", perChannelMinute)) | \(String(format: "%.1f", Double(row.m.anonymousRSSKiB) / 1024)) | \(String(format: "%.1f / %.0f", row.m.cycleMeanMicroseconds, row.m.cycleMaxMicroseconds)) | \(row.m.xruns) | \(row.m.exitStatus) |\n"
     }
-    if playRows.count == 2 {
-        report += "\nCPU ratio jaq play / sndfile-jackplay: \(ratio(playRows[0].m.cpuSeconds, playRows[1].m.cpuSeconds)).\n\n"
+    if playRows.count >= 2 {
+        report += "\nCPU ratio jaq play / sndfile-jackplay: \(ratio(playRows[0].m.cpuSeconds, playRows[1].m.cpuSeconds))"
+        if playRows.count >= 3 {
+            report += "; floor-play / sndfile-jackplay: \(ratio(playRows[2].m.cpuSeconds, playRows[1].m.cpuSeconds))"
+                + "; jaq play / floor-play: \(ratio(playRows[0].m.cpuSeconds, playRows[2].m.cpuSeconds))"
+        }
+        report += ".\n\n"
     }
 }
 if !xrunRows.isEmpty {
@@ -478,14 +508,16 @@ if !xrunRows.isEmpty {
     ## Xruns on a non-realtime server
 
     \(xrunRows.count) takes of 64 tracks (`jaq record -b float -d 5`) from a looping `jaq play` on a `--no-realtime` \
-    server, one after the other. "Late" counts the xruns jackd blamed on that client (`client = NAME was not finished`).
+    server, one after the other, each followed by a take of the same ports by `floor-record` (the referee above): \
+    how often the scheduler alone makes a recorder late here. "Late" counts the xruns jackd blamed on that client \
+    (`client = NAME was not finished`).
 
-    | take | server xruns | jaq record late | jaq play late | losses reported by jaq record |
-    |---:|---:|---:|---:|---|
+    | take | server xruns (jaq record) | jaq record late | jaq play late | losses reported by jaq record | server xruns (floor-record) | floor-record late |
+    |---:|---:|---:|---:|---|---:|---:|
 
     """
     for row in xrunRows {
-        report += "| \(row.take) | \(row.serverXruns) | \(row.lateRecorder) | \(row.latePlayer) | \(row.lost ? "yes" : "no") |\n"
+        report += "| \(row.take) | \(row.serverXruns) | \(row.lateRecorder) | \(row.latePlayer) | \(row.lost ? "yes" : "no") | \(row.floorXruns) | \(row.lateFloor) |\n"
     }
     report += "\n"
 }
