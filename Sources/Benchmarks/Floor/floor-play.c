@@ -56,7 +56,8 @@ int main(int argc, char **argv) {
         char name[32];
         snprintf(name, sizeof name, "out_%d", c + 1);
         ports[c] = jack_port_register(client, name, JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput, 0);
-        rings[c] = calloc(RING_FRAMES, sizeof(float)); /* touched: no page faults in the callback */
+        rings[c] = malloc(RING_FRAMES * sizeof(float));
+        memset(rings[c], 0, RING_FRAMES * sizeof(float)); /* faulted in now: none in the callback */
         if (!ports[c]) { fprintf(stderr, "floor-play: cannot register %s\n", name); return 1; }
     }
     int block = info.samplerate / 10;
