@@ -122,7 +122,9 @@ import SoundFile
         #expect(Int64(take.samples.first ?? -1) == rolled - at + 1, "the take starts on the frame the transport rolled")
     }
 
-    @Test func aTakeKilledWithSIGKILLOpensInSoxWithAllButTheLastSecond() throws {
+    /// At most the last 1.5 s is missing: the headers are brought up to date once a second, and
+    /// the queue buffer being filled holds 0.34 s (Docs/cli.md).
+    @Test func aTakeKilledWithSIGKILLOpensInSoxWithAllButTheLastSecondAndAHalf() throws {
         let server = try JackServer()
         defer { server.stop() }
         let dir = scratchDirectory("kill")
@@ -132,14 +134,14 @@ import SoundFile
         #expect(waitForPorts(server, containing: "jaq-1-ramp:out_", count: 2) != nil)
         let record = try jaqInBackground(["record", "-o", "take-{n}.wav", "jaq-1-ramp:out_[12]"], server: server,
                                          log: "\(dir)/record.log", directory: dir)
-        // About 3 s into the take (counted from jaq's "recording ..." line, not from its exec).
-        killWithSIGKILL(record, secondsAfterRecordingIn: "\(dir)/record.log", seconds: 3)
+        // About 4 s into the take (counted from jaq's "recording ..." line, not from its exec).
+        killWithSIGKILL(record, secondsAfterRecordingIn: "\(dir)/record.log", seconds: 4)
         kill(play.processIdentifier, SIGTERM)
         waitForExit(play)
         for n in 1...2 {
             let info = try #require(soxInfo("\(dir)/take-0\(n).wav"), "sox reads track \(n)")
             #expect(info.channels == 1)
-            #expect(info.samples >= 48000 * 3 / 2, "all but the last second of ~3 s (got \(info.samples))")
+            #expect(info.samples >= 48000 * 24 / 10, "all but the last 1.5 s of ~4 s (got \(info.samples))")
             // What is there is the right audio, in order.
             let take = try readSamples24("\(dir)/take-0\(n).wav")
             let first = try #require(take.samples.first { $0 != 0 })
