@@ -52,9 +52,10 @@ public struct FrameRing: ~Copyable {
 
     /// Faults the storage's pages in, so that the realtime side never takes a page fault on
     /// them; a ring not yet used holds zeros after it. Not realtime: only while neither side
-    /// uses the ring. A mapped ring is populated by the kernel in one call (no fault per page:
-    /// a 17 MB ring of 64 channels in about half the time); a heap one, or a kernel without
-    /// MADV_POPULATE_WRITE (Linux < 5.14), is written with zeros.
+    /// uses the ring. A mapped ring is populated by the kernel in one call, no fault per page
+    /// (16 MB in huge pages: 2 ms here, against 14–21 ms writing zeros page by page, when the
+    /// host has the memory at hand); a heap one, or a kernel without MADV_POPULATE_WRITE
+    /// (Linux < 5.14), is written with zeros.
     public func touch() {
         if mappedByteCount > 0 && madvise(storage, mappedByteCount, MADV_POPULATE_WRITE) == 0 { return }
         storage.initialize(repeating: 0, count: channelCount * capacity)
