@@ -45,8 +45,10 @@ public func audioQueueOfflineRender(_ inAQ: AudioQueueRef?, _ inTimestamp: Unsaf
             throw AudioToolboxError(kAudio_ParamError, "the time stamp's mSampleTime is not valid")
         }
         guard let ioBuffer else { throw QueueError.invalidBuffer }
+        let delivery = object.delivery
         let bytes = try output.renderOffline(sampleTime: inTimestamp.pointee.mSampleTime, frames: Int(inNumberFrames),
-                                             into: UnsafeMutableRawPointer(ioBuffer))
+                                             into: UnsafeMutableRawPointer(ioBuffer),
+                                             pump: { delivery?.performJobsIfOnRunLoopThread() })
         ioBuffer.pointer(to: \.mAudioDataByteSize)!.pointee = UInt32(bytes)
         ioBuffer.pointer(to: \.mPacketDescriptionCount)!.pointee = 0
     }

@@ -197,6 +197,15 @@ final class RunLoopDelivery: @unchecked Sendable {
         CFRunLoopWakeUp(runLoop)
     }
 
+    /// Runs the posted callbacks now if the calling thread is the run loop's own thread (an
+    /// offline render waiting for a callback that its run loop would run: on Apple platforms,
+    /// AQOfflineRenderTest renders on the thread whose run loop gets the callbacks, and never
+    /// runs that loop while it renders).
+    func performJobsIfOnRunLoopThread() {
+        guard CFRunLoopGetCurrent() === runLoop else { return }
+        performJobs()
+    }
+
     private func performJobs() {
         while true {
             let next = jobs.withLock { $0.isEmpty ? nil : $0.removeFirst() }

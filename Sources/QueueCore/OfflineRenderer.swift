@@ -1,3 +1,5 @@
+import Glibc
+
 /// Offline rendering of a playback queue (AudioQueueSetOfflineRenderFormat /
 /// AudioQueueOfflineRender): a private ManualDriver client with the queue's ports runs
 /// the queue's own realtime kernel, one device period per cycle, whenever the caller asks
@@ -28,6 +30,10 @@ final class OfflineRenderer: @unchecked Sendable {
     private var stagedCount = 0
     private let zeros: UnsafeMutablePointer<Float>
     private let table: UnsafeMutablePointer<UnsafePointer<Float>>
+    /// Frames per cycle (the JACK period when the queue went offline).
+    let period: Int
+    /// Frames of the last cycle that are the queue's output (the kernel's `cycleOutputFrames`).
+    var outputFrames: () -> Int = { 0 }
     /// mSampleTime of the first render (the 0-frame priming call); nil before it.
     var origin: Double?
     /// Frames handed out (or discarded) since the origin.
@@ -47,7 +53,7 @@ final class OfflineRenderer: @unchecked Sendable {
             throw QueueError.invalidDevice("offline client")
         }
         self.device = device
-        let period = driver.periodFrames
+        period = driver.periodFrames
         staging = PlaneBuffers(channelCount: format.channelCount, capacity: period)
         zeros = .allocate(capacity: period)
         zeros.initialize(repeating: 0, count: period)
@@ -59,11 +65,15 @@ final class OfflineRenderer: @unchecked Sendable {
         table.deallocate()
     }
 
-    /// Renders `frames` frames into `destination` (interleaved, `format`).
-    func render(frames: Int, into destination: UnsafeMutableRawPointer) {
+    /// Renders up to `frames` frames into `destination` (interleaved, `format`) and returns
+    /// how many it rendered: fewer once the queue has played out what was enqueued (Apple:
+    /// "may return fewer frames than requested ... if insufficient data was enqueued"), 0 while
+    /// it is stopped or paused. `nextCycle(period)` says how many frames the next cycle may
+    /// render (see `OutputQueueEngine.offlineCycleFrames`): never silence the queue did not play.
+    func render(frames: Int, into destination: UnsafeMutableRawPointer, nextCycle: (Int) -> Int) -> Int {
         var done = 0
         while done < frames {
-            if stagedCount == 0 { produce() }
+            if stagedCount == 0 && !produce(nextCycle) { break }
             let count = min(stagedCount, frames - done)
             for c in 0..<format.channelCount { table[c] = UnsafePointer(staging.planes[c] + stagedStart) }
             codec.encode(UnsafePointer(table), frames: count, into: destination + done * format.bytesPerFrame)
@@ -71,33 +81,44 @@ final class OfflineRenderer: @unchecked Sendable {
             stagedCount -= count
             done += count
         }
-        position += Int64(frames)
+        position += Int64(done)
+        return done
     }
 
-    /// Renders `frames` frames and drops them (a time stamp ahead of the frames rendered so far).
-    func discard(frames: Int) {
+    /// Renders up to `frames` frames and drops them (a time stamp ahead of the frames rendered
+    /// so far); returns how many.
+    func discard(frames: Int, nextCycle: (Int) -> Int) -> Int {
         var done = 0
         while done < frames {
-            if stagedCount == 0 { produce() }
+            if stagedCount == 0 && !produce(nextCycle) { break }
             let count = min(stagedCount, frames - done)
             stagedStart += count
             stagedCount -= count
             done += count
         }
-        position += Int64(frames)
+        position += Int64(done)
+        return done
     }
 
-    /// Runs one device cycle and stages its frames (channel c is port c; channels
-    /// beyond the queue's ports are silent).
-    private func produce() {
-        let period = driver.periodFrames
+    /// Runs one device cycle of the frames the queue has for it (a period, or fewer while it
+    /// waits for data or at the end of its stream) and stages the frames that are its output
+    /// (channel c is port c; channels beyond the queue's ports are silent). False if there
+    /// was nothing to render.
+    private func produce(_ nextCycle: (Int) -> Int) -> Bool {
+        let frames = nextCycle(period)
+        guard frames > 0 else { return false }
+        if frames != period { driver.periodFrames = frames }
         driver.run(cycles: 1)
+        if frames != period { driver.periodFrames = period }
+        let output = min(outputFrames(), frames)
+        guard output > 0 else { return false }
         for c in 0..<format.channelCount {
             let source = c < portCount ? UnsafePointer(device.buffers[c]) : UnsafePointer(zeros)
-            staging.planes[c].update(from: source, count: period)
+            staging.planes[c].update(from: source, count: output)
         }
         stagedStart = 0
-        stagedCount = period
+        stagedCount = output
+        return true
     }
 }
 
@@ -137,6 +158,7 @@ extension OutputQueueEngine {
         let layout = PortLayout.forQueue(direction: .output, channelCount: self.format.channelCount)
         let renderer = try OfflineRenderer(format: format, online: deviceSwitch.online,
                                            name: clientName + "-offline", layout: layout)
+        renderer.outputFrames = { [context] in context.pointee.state.pointee.cycleOutputFrames }
         deviceSwitch.goOffline(renderer)
         do {
             try adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
@@ -154,9 +176,14 @@ extension OutputQueueEngine {
 
     /// AudioQueueOfflineRender: renders the next `frames` frames, from `sampleTime` (the
     /// render's own time line: the first call sets its origin), into the data of the
-    /// queue's buffer `handle`, which must not be enqueued. Returns the bytes written.
+    /// queue's buffer `handle`, which must not be enqueued. Returns the bytes written: fewer
+    /// than asked once the queue has played out what was enqueued, none while it is stopped.
+    /// While the queue waits for its callback to enqueue more, the render waits too (the
+    /// output has no silence the queue did not play); `pump` runs meanwhile, on this thread
+    /// (the API layer runs there the callbacks posted to this thread's run loop).
     /// Throws `.invalidOfflineMode` unless the queue is offline.
-    public func renderOffline(sampleTime: Double, frames: Int, into handle: UnsafeMutableRawPointer) throws -> Int {
+    public func renderOffline(sampleTime: Double, frames: Int, into handle: UnsafeMutableRawPointer,
+                              pump: () -> Void = {}) throws -> Int {
         let (destination, byteCapacity) = try lock.withLock { () throws -> (UnsafeMutableRawPointer, Int) in
             try checkUsable()
             guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
@@ -180,9 +207,56 @@ extension OutputQueueEngine {
             guard ahead >= 0 else {
                 throw QueueError.invalidParameter("time stamp \(sampleTime) is before the \(expected) rendered to")
             }
-            if ahead > 0 { renderer.discard(frames: Int(ahead)) }
-            renderer.render(frames: frames, into: destination)
-            return frames * renderer.format.bytesPerFrame
+            let nextCycle = { (period: Int) in self.offlineCycleFrames(renderer, period: period, pump: pump) }
+            if ahead > 0 {
+                let skipped = renderer.discard(frames: Int(ahead), nextCycle: nextCycle)
+                // Nothing more to play: the time stamp is past the end of the queue's output.
+                if skipped < Int(ahead) { return 0 }
+            }
+            return renderer.render(frames: frames, into: destination, nextCycle: nextCycle) * renderer.format.bytesPerFrame
+        }
+    }
+
+    /// How many frames the next offline cycle may render (a period at most): it waits first,
+    /// as a cycle in freewheel does, for the queue thread to convert what is enqueued and for
+    /// callbacks out to return (running `pump` meanwhile). Then: a period while the queue waits
+    /// for a scheduled start or plays towards a set end of stream; otherwise what the ring
+    /// holds (the queue's callbacks enqueued no more); none while it is stopped or paused.
+    /// Applies pending commands (Start, Stop, the end of stream) first, since no other cycle
+    /// runs on the offline clock, so a cycle never starts on a ring the command would change.
+    private func offlineCycleFrames(_ renderer: OfflineRenderer, period: Int, pump: () -> Void) -> Int {
+        let c = context
+        let frameTime = renderer.driver.frameTime
+        let state = c.pointee.state
+        let read = state.pointee.ring.readIndex.load(ordering: .relaxed)
+        // Buffers whose frames the cycle needs played are returned to their callback meanwhile.
+        c.pointee.demandPosition.store(read + period, ordering: .sequentiallyConsistent)
+        defer { c.pointee.demandPosition.store(0, ordering: .relaxed) }
+        // A callback that never returns (posted to a run loop nobody runs) ends the wait: the
+        // render then returns what the queue had, never silence in its place.
+        let cycleLock = renderer.driver.cycleLock
+        c.pointee.waitForQueueThread(seconds: 10, pump: {
+            pump()
+            if cycleLock.withLock({ applyOutputCommands(state) }) { sem_post(c.pointee.queueWake) }
+        }, until: { outputCycleNeedsNoWait(c, frameTime: frameTime, frames: period) })
+        return cycleLock.withLock {
+            if applyOutputCommands(state) { sem_post(c.pointee.queueWake) }
+            let core = state.pointee.core
+            var lead = 0
+            switch core.pointee.mode {
+            case ModeCode.running:
+                break
+            case ModeCode.armed:
+                let start = core.pointee.armedFrame
+                if start != .min {
+                    if start - frameTime >= Int64(period) { return period }
+                    lead = Int(max(0, start - frameTime))
+                }
+            default:
+                return 0
+            }
+            if state.pointee.endOfStream != .max { return period }
+            return lead + min(period - lead, state.pointee.ring.readableFrames())
         }
     }
 }

@@ -97,11 +97,17 @@ public class QueueEngine: @unchecked Sendable {
     /// (kAudioQueueProperty_ConverterError reports it; Start fails with `.cannotStart`).
     public var converterFailed: Bool { lock.withLock { converterMismatch } }
 
+    /// Where the device came from, kept as long as the queue: a provider made for one queue
+    /// (`AudioQueueDevices.offline(...)` passed inline) would otherwise go with the call, and its
+    /// device with it.
+    private let provider: DeviceProvider
+
     /// Queue rate / device rate.
     public var rateRatio: Double { format.sampleRate / device.sampleRate }
 
     init(direction: DeviceDirection, format: StreamFormat, provider: DeviceProvider, clientName: String,
          executor: CallbackExecutor, realtimeLink: any RealtimeLink) throws {
+        self.provider = provider
         self.direction = direction
         self.realtimeLink = realtimeLink
         life = QueueLifecycle(direction: direction)

@@ -148,13 +148,6 @@ struct RenderCommand: ParsableCommand {
         try runReportingFailure("jaq render") { try render() }
     }
 
-    /// kAudioQueueProperty_IsRunning.
-    private func isRunning(_ queue: AudioQueueRef) -> Bool {
-        var running: UInt32 = 0
-        var size = UInt32(4)
-        return AudioQueueGetProperty(queue, kAudioQueueProperty_IsRunning, &running, &size) == noErr && running != 0
-    }
-
     /// Values of a per-file option ("[N:]value"): file index (0-based) → value.
     private func values(_ entries: [String], _ name: String, _ range: ClosedRange<Double>) throws -> [Int: Double] {
         var result: [Int: Double] = [:]
@@ -224,36 +217,30 @@ struct RenderCommand: ParsableCommand {
         }
 
         let out = try MixFile(path: output, bits: bits, sampleRate: mixRate, channels: channels, frames: chunk)
-        // The mix ends with its longest track: offset plus duration, at the mix rate (and the
-        // play rate: offsets are queue time, which the time/pitch unit plays at that rate too).
-        let speed = Double(timePitch.rate)
-        var total = tracks.map { track -> Int in
-            let ratio = mixRate / track.format.mSampleRate
-            return Int((Double(track.startFrame) * ratio / speed).rounded()) + Int((Double(track.frameCount) * ratio / speed).rounded(.up))
-        }.max() ?? 0
-        // The time/pitch unit's output is that long only to a few frames: the render runs on
-        // until every queue has played out (at most a second more).
-        let limit = total + Int(mixRate)
+        // Each track renders until its queue, stopped at the end of its file, has played out
+        // (a render then returns fewer frames than asked): the mix ends with its longest track,
+        // offsets, rate conversion and the time/pitch unit's tail included, to the frame.
+        var ended = [Bool](repeating: false, count: tracks.count)
         var mix = [Float](repeating: 0, count: chunk * channels)
         var written = 0
-        while written < total {
-            let frames = min(chunk, total - written)
+        while ended.contains(false) {
             for i in mix.indices { mix[i] = 0 }
-            for (track, capture) in zip(tracks, captures) {
+            var longest = 0
+            for (index, (track, capture)) in zip(tracks, captures).enumerated() where !ended[index] {
                 var time = AudioTimeStamp()
                 time.mFlags = .sampleTimeValid
                 time.mSampleTime = Double(written)
-                let status = AudioQueueOfflineRender(track.queue, &time, capture, UInt32(frames))
+                let status = AudioQueueOfflineRender(track.queue, &time, capture, UInt32(chunk))
                 guard status == noErr else { throw CLIError("\(track.path): offline render failed (\(describe(status, file: false)))") }
                 if let failure = track.failure.withLock({ $0 }) { throw CLIError(failure) }
+                let frames = Int(capture.pointee.mAudioDataByteSize) / (channels * 4)
                 let samples = capture.pointee.mAudioData.assumingMemoryBound(to: Float.self)
                 for i in 0..<(frames * channels) { mix[i] += samples[i] }
+                longest = max(longest, frames)
+                if frames < chunk { ended[index] = true }
             }
-            try out.write(mix, frames: frames)
-            written += frames
-            if written == total && timePitch.isActive && total < limit && tracks.contains(where: { isRunning($0.queue) }) {
-                total = min(limit, total + chunk)
-            }
+            if longest > 0 { try out.write(mix, frames: longest) }
+            written += longest
         }
         try out.close()
         Log.info("\(output): \(written) frames, \(channels) channels at \(Int(mixRate)) Hz from \(files.count) file(s)")

@@ -80,25 +80,36 @@ func isRunning(_ queue: AudioQueueRef) -> Bool {
     return running != 0
 }
 
-/// Renders `frames` frames offline in requests of `request` frames (after the 0-frame priming call), float32.
-func renderOffline(_ queue: AudioQueueRef, channels: Int, frames: Int, request: Int) throws -> [Float] {
+/// Renders offline in requests of `request` frames (after the 0-frame priming call), float32, as
+/// Apple's AQOfflineRenderTest does: until a render returns fewer frames than asked (the queue
+/// played out what it had), or `frames` frames (nil: no limit) came. The time stamp moves on by
+/// the frames each render returned. After a short render, the next one must return 0 frames.
+func renderOffline(_ queue: AudioQueueRef, channels: Int, frames: Int? = nil, request: Int) throws -> [Float] {
     var capture: AudioQueueBufferRef?
     #expect(AudioQueueAllocateBuffer(queue, UInt32(request * channels * 4), &capture) == noErr)
     let buffer = try #require(capture)
+    defer { AudioQueueFreeBuffer(queue, buffer) }
     var time = AudioTimeStamp()
     time.mFlags = .sampleTimeValid
     time.mSampleTime = 0
     #expect(AudioQueueOfflineRender(queue, &time, buffer, 0) == noErr)
     #expect(buffer.pointee.mAudioDataByteSize == 0)
     var out: [Float] = []
-    while out.count < frames * channels {
-        let n = min(request, frames - out.count / channels)
+    while frames.map({ out.count < $0 * channels }) ?? true {
+        let n = min(request, (frames ?? .max) - out.count / channels)
         let status = AudioQueueOfflineRender(queue, &time, buffer, UInt32(n))
         #expect(status == noErr)
         if status != noErr { break }
-        #expect(buffer.pointee.mAudioDataByteSize == UInt32(n * channels * 4))
-        out.append(contentsOf: UnsafeBufferPointer(start: buffer.pointee.mAudioData.assumingMemoryBound(to: Float.self), count: n * channels))
-        time.mSampleTime += Double(n)
+        let bytes = Int(buffer.pointee.mAudioDataByteSize)
+        #expect(bytes % (channels * 4) == 0 && bytes <= n * channels * 4)
+        let got = bytes / (channels * 4)
+        out.append(contentsOf: UnsafeBufferPointer(start: buffer.pointee.mAudioData.assumingMemoryBound(to: Float.self), count: got * channels))
+        time.mSampleTime += Double(got)
+        if got < n {
+            #expect(AudioQueueOfflineRender(queue, &time, buffer, UInt32(n)) == noErr)
+            #expect(buffer.pointee.mAudioDataByteSize == 0, "a render after the queue played out returns no frames")
+            break
+        }
     }
     return out
 }
@@ -144,14 +155,21 @@ func deinterleave(_ samples: [Float], channels: Int, channel: Int) -> [Float] {
             var format = lpcm(rate: 48000, channels: 2, bits: 32, float: true)
             #expect(AudioQueueSetOfflineRenderFormat(queue, &format, nil) == noErr)
             #expect(AudioQueueStart(queue, nil) == noErr)
-            let out = try renderOffline(queue, channels: 2, frames: frames, request: 1000)
+            // Pulled until the queue, stopped at the end of the program, has no more frames.
+            let out = try renderOffline(queue, channels: 2, request: 1000)
             #expect(context.errors.withLock { $0 }.isEmpty)
             #expect(waitUntil { !isRunning(queue) }, "the queue played out and stopped")
             rendered = out
         }
+        let renderedFrames = rendered.count / 2
+        if rate == 48000 {
+            // 12 buffers of 3000 frames less 15 trimmed, and the gap of 1000 before buffer 5.
+            #expect(renderedFrames == 12 * 2985 + 1000, "the render ends with the program's last frame")
+        }
         for c in 0..<2 {
             let got = deinterleave(rendered, channels: 2, channel: c)
-            #expect(firstMismatch(got, played[c]) == nil, "channel \(c)")
+            #expect(firstMismatch(got, Array(played[c].prefix(renderedFrames))) == nil, "channel \(c)")
+            #expect(played[c].dropFirst(renderedFrames).allSatisfy { $0 == 0 }, "what played after the render's end is silence")
             #expect(got.contains { $0 != 0 })
         }
     }
@@ -306,11 +324,14 @@ func deinterleave(_ samples: [Float], channels: Int, channel: Int) -> [Float] {
             #expect(AudioQueueEnqueueBuffer(q, data!, 0, nil) == noErr)
             #expect(AudioQueueOfflineRender(q, &time, data!, 16) == kAudioQueueErr_BufferInQueue)
             // Time runs forward: the priming call, 256 frames, then a time before them is refused.
+            #expect(AudioQueueStart(q, nil) == noErr)
             #expect(AudioQueueOfflineRender(q, &time, capture!, 0) == noErr)
             #expect(AudioQueueOfflineRender(q, &time, capture!, 256) == noErr)
+            #expect(capture!.pointee.mAudioDataByteSize == 256 * 8)
             #expect(AudioQueueOfflineRender(q, &time, capture!, 256) == kAudio_ParamError)
             time.mSampleTime = 256
             #expect(AudioQueueOfflineRender(q, &time, capture!, 256) == noErr)
+            #expect(AudioQueueStop(q, true) == noErr)
             // Back to the device: connected again, and offline renders are refused.
             #expect(AudioQueueSetOfflineRenderFormat(q, nil, nil) == noErr)
             #expect(AudioQueueGetProperty(q, kAudioQueueDeviceProperty_NumberChannels, &channels, &size) == noErr)

@@ -110,20 +110,17 @@ int main(int argc, char **argv) {
     /* As Apple's sample does: ask for 0 frames once, to prime. */
     if (!Check(AudioQueueOfflineRender(queue, &time, capture, 0), "AudioQueueOfflineRender (priming)")) return 1;
 
+    /* As Apple's sample does: render until the queue, stopped at the end of the file, has played
+     * out everything enqueued (a render then returns fewer frames than asked, then none). */
     SInt64 total = 0;
-    UInt64 sourceFrames = 0;
-    size = sizeof sourceFrames;
-    if (!Check(AudioFileGetProperty(source.file, kAudioFilePropertyAudioDataPacketCount, &size, &sourceFrames),
-               "AudioDataPacketCount")) return 1;
-    while ((UInt64)total < sourceFrames) {
-        UInt32 frames = framesPerRender;
-        if ((UInt64)(total + frames) > sourceFrames) frames = (UInt32)(sourceFrames - (UInt64)total);
-        if (!Check(AudioQueueOfflineRender(queue, &time, capture, frames), "AudioQueueOfflineRender")) return 1;
+    for (;;) {
+        if (!Check(AudioQueueOfflineRender(queue, &time, capture, framesPerRender), "AudioQueueOfflineRender")) return 1;
         UInt32 packets = capture->mAudioDataByteSize / renderFormat.mBytesPerPacket;
+        if (packets == 0) break;
         if (!Check(AudioFileWritePackets(out, false, capture->mAudioDataByteSize, NULL, total, &packets, capture->mAudioData),
                    "AudioFileWritePackets")) return 1;
         total += packets;
-        time.mSampleTime += frames;
+        time.mSampleTime += packets;
     }
     printf("rendered %lld frames\n", (long long)total);
     AudioFileClose(out);

@@ -47,6 +47,11 @@ public struct OutputRealtimeState: RealtimeCoreHolder, ~Copyable {
 
     // Realtime-owned.
     var endOfStream = Int.max
+    /// Frames of the last cycle that are the queue's output: the whole cycle while it runs or
+    /// waits for a scheduled start, up to the last frame of a stream that ended in it, none while
+    /// stopped or paused. Offline rendering hands out these frames and no more (read after the
+    /// cycle, on the thread that ran it).
+    var cycleOutputFrames = 0
     var volume: Float = 1
     var volumeTarget: Float = 1
     var volumeStep: Float = 0

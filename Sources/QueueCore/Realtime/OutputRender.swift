@@ -21,16 +21,22 @@ private func waitForOutputData(_ c: UnsafeMutablePointer<OutputRealtimeContext>,
     let s = c.pointee.state
     c.pointee.demandPosition.store(s.pointee.ring.readIndex.load(ordering: .relaxed) + frames, ordering: .sequentiallyConsistent)
     defer { c.pointee.demandPosition.store(0, ordering: .relaxed) }
+    c.pointee.waitForQueueThread { outputCycleNeedsNoWait(c, frameTime: frameTime, frames: frames) }
+}
+
+/// True when a cycle of `frames` frames from `frameTime` has nothing to wait for: the ring
+/// holds its frames, the end of stream is set, a command is pending, the queue will not play
+/// in it, or the queue thread has nothing more to give (no data to convert, no callback out).
+func outputCycleNeedsNoWait(_ c: UnsafeMutablePointer<OutputRealtimeContext>, frameTime: Int64, frames: Int) -> Bool {
+    let s = c.pointee.state
     let core = s.pointee.core
-    c.pointee.waitForQueueThread {
-        let mode = core.pointee.mode
-        let willPlay = mode == ModeCode.running
-            || (mode == ModeCode.armed && (core.pointee.armedFrame == .min || core.pointee.armedFrame - frameTime < Int64(frames)))
-        let commandPending = core.pointee.commands.peek() != nil
-        return commandPending || !willPlay || s.pointee.endOfStream != .max
-            || s.pointee.ring.readableFrames() >= frames
-            || !c.pointee.producerBusy.load(ordering: .acquiring)
-    }
+    let mode = core.pointee.mode
+    let willPlay = mode == ModeCode.running
+        || (mode == ModeCode.armed && (core.pointee.armedFrame == .min || core.pointee.armedFrame - frameTime < Int64(frames)))
+    let commandPending = core.pointee.commands.peek() != nil
+    return commandPending || !willPlay || s.pointee.endOfStream != .max
+        || s.pointee.ring.readableFrames() >= frames
+        || !c.pointee.producerBusy.load(ordering: .acquiring)
 }
 
 /// Renders one JACK cycle of an output queue into its ports.
@@ -87,14 +93,17 @@ public func renderOutputCycle(
     // Where in this cycle audio starts (not yet: silence).
     guard let offset = startOffset(c, frameTime: frameTime, frameCount: n, outcome: &outcome) else {
         silence(ports, portCount, from: 0, count: n)
+        s.pointee.cycleOutputFrames = n
         return outcome
     }
 
     guard c.pointee.mode == ModeCode.running else {
         publishIdleCycle(c, frameTime: frameTime, frameCount: n)
         silence(ports, portCount, from: 0, count: n)
+        s.pointee.cycleOutputFrames = 0
         return outcome
     }
+    s.pointee.cycleOutputFrames = n
 
     silence(ports, portCount, from: 0, count: offset)
     let queueFramesAtCycleStart = c.pointee.queueFrames - Int64(offset)
@@ -116,6 +125,7 @@ public func renderOutputCycle(
     if atEnd && read + count >= s.pointee.endOfStream {
         // Played out: the queue stops by itself after its last frame.
         silence(ports, portCount, from: offset + count, count: wanted - count)
+        s.pointee.cycleOutputFrames = offset + count
         c.pointee.queueFrames += Int64(count)
         c.pointee.mode = ModeCode.stopped
         s.pointee.endOfStream = .max

@@ -216,17 +216,22 @@ struct RealtimeContext<State: ~Copyable>: ~Copyable {
     }
 
     /// Not realtime (freewheel, ManualDriver: cycles that may wait): wakes the queue thread
-    /// and waits for it until `ready()`, checked before each wait, or five seconds passed.
-    func waitForQueueThread(until ready: () -> Bool) {
+    /// and waits for it until `ready()`, checked before each wait, or `seconds` passed.
+    /// `pump` runs before each check (an offline render runs the callbacks posted to its own
+    /// thread's run loop there). Returns whether `ready()` held.
+    @discardableResult
+    func waitForQueueThread(seconds: Double = 5, pump: () -> Void = {}, until ready: () -> Bool) -> Bool {
         // The limit is kept by the clock, not by counting wake-ups: the semaphore keeps the posts
         // of every cycle that did not wait, and a burst of them would otherwise use up the five
         // seconds in microseconds, and the cycle would drop what it was waiting for.
-        let giveUp = Deadline.after(seconds: 5)
+        let giveUp = Deadline.after(seconds: seconds)
         while !giveUp.hasPassed {
-            if ready() { return }
+            pump()
+            if ready() { return true }
             sem_post(queueWake)
             _ = semaphoreWait(realtimeWake, until: .after(nanoseconds: 20_000_000))
         }
+        return false
     }
 }
 
