@@ -14,6 +14,13 @@ public enum AudioQueueDevices {
     /// The JACK server (`$JACK_DEFAULT_SERVER` or JACK's default): the C API's device.
     public static let jack: DeviceProvider = JackDriver.shared
 
+    /// The JACK server, with the queue's client named `clientName` from the start (a jaq
+    /// extension; the server may make the name unique). Setting kAudioQueueProperty_JACKClientName
+    /// later opens a second client and closes the first.
+    public static func jack(clientName: String) -> DeviceProvider {
+        NamedDeviceProvider(JackDriver.shared, name: clientName)
+    }
+
     /// A device with no server (a jaq extension): for queues that only render offline
     /// (AudioQueueSetOfflineRenderFormat, AudioQueueOfflineRender), as `jaq render` makes them.
     /// Its clock runs only when a render advances it; it has no physical ports, so a queue

@@ -69,6 +69,27 @@ public struct JackCycleClock: Sendable, Equatable {
                               periodMicroseconds: estimate, hostOffsetMicroseconds: offset)
     }
 
+    /// Whether `client`'s jackd is freewheeling: its frame clock runs far faster than real
+    /// time in two successive 2.5 ms windows (an xrun makes jackd 1.9.21's clock jump once, not
+    /// twice). jackd runs no client that is activated during freewheel (its cycles never come,
+    /// and the server waits 10 s for it every cycle), so a queue asks this before it activates.
+    /// PipeWire's libjack: false (its freewheel is not jackd's).
+    public static func serverIsFreewheeling(_ client: OpaquePointer) -> Bool {
+        guard !JackLibrary.isPipeWire, let first = read(client) else { return false }
+        let rate = Double(jack_get_sample_rate(client))
+        var previous = (clock: first, at: HostClock.nanoseconds())
+        for _ in 0..<2 {
+            HostClock.sleep(seconds: 0.0025)
+            guard let next = read(client) else { return false }
+            let now = HostClock.nanoseconds()
+            let elapsed = Double(now - previous.at) / 1e9
+            let advanced = Double(next.frames &- previous.clock.frames)
+            guard advanced > 4 * elapsed * rate + 4 * Double(first.periodFrames) else { return false }
+            previous = (next, now)
+        }
+        return true
+    }
+
     /// CLOCK_MONOTONIC minus the server's clock (`jack_get_time`), in microseconds, now.
     public static func hostOffsetMicroseconds() -> Int64 {
         Int64(bitPattern: HostClock.nanoseconds() / 1000) &- Int64(bitPattern: jack_get_time())
@@ -110,6 +131,15 @@ public struct JackCycleClock: Sendable, Equatable {
         guard JackLibrary.isPipeWire else { return true }
         let now = jack_get_time()
         return now >= microseconds && now - microseconds <= 2 * (nextMicroseconds - microseconds)
+    }
+}
+
+/// jackd is freewheeling: it runs no client that joins during freewheel (its cycles never
+/// come, and the server waits 10 s for it every cycle), so none is opened.
+public struct JackFreewheelError: Error, CustomStringConvertible {
+    public init() {}
+    public var description: String {
+        "the JACK server is freewheeling, and jackd runs no client that joins during freewheel: start jaq before `jack_freewheel y`"
     }
 }
 

@@ -98,8 +98,9 @@ private func jackProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutable
         if frame > reference {
             _ = rt.pointee.frameReference.pointee.compareExchange(expected: reference, desired: frame, ordering: .relaxed)
         }
+        let freewheeling = rt.pointee.freewheeling.load(ordering: .relaxed)
         record.pointee.entry(record.pointee.context, frame, Int32(n), UnsafePointer(rt.pointee.buffers),
-                             rt.pointee.freewheeling.load(ordering: .relaxed))
+                             freewheeling, freewheeling)
     } else if rt.pointee.isOutput {
         for p in 0..<rt.pointee.portCount { rt.pointee.buffers[p].update(repeating: 0, count: n) }
     }
@@ -229,6 +230,10 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             let server = driver.serverName ?? environment
             let which = server.isEmpty ? "the default JACK server" : "JACK server \"\(server)\""
             throw QueueError.invalidDevice("cannot open a client on \(which): \(JackError(status))")
+        }
+        if JackCycleClock.serverIsFreewheeling(client) {
+            jack_client_close(client)
+            throw QueueError.invalidDevice(JackFreewheelError().description)
         }
         let portCount = layout.names.count
         let ports = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: portCount)

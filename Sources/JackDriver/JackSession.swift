@@ -31,7 +31,8 @@ public final class JackSession: @unchecked Sendable {
     /// Whether the client takes part in cycles (it follows the transport, or PipeWire needed it).
     private let isActive: Mutex<Bool>
 
-    /// Opens a control client; throws `.invalidDevice` if no server runs.
+    /// Opens a control client; throws `.invalidDevice` if no server runs, `JackFreewheelError`
+    /// if jackd freewheels (it would run no client that joins now).
     /// - Parameter watchTransport: also follow the transport cycle by cycle (`transportChanges`);
     ///   this makes the client take part in every JACK cycle, so only ask when needed.
     public init(serverName: String?, clientName: String = "jaq-ctl", watchTransport: Bool = false) throws {
@@ -40,6 +41,10 @@ public final class JackSession: @unchecked Sendable {
         guard let client = jaq_jack_client_open(clientName, JackNoStartServer, &status, serverName) else {
             let which = serverName.map { "JACK server \"\($0)\"" } ?? "the JACK server"
             throw QueueError.invalidDevice("cannot open a client on \(which): \(JackError(status))")
+        }
+        if JackCycleClock.serverIsFreewheeling(client) {
+            jack_client_close(client)
+            throw JackFreewheelError()
         }
         self.client = client
         self.serverName = serverName

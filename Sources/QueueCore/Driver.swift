@@ -21,10 +21,13 @@ public enum DeviceEvent: Sendable, Equatable {
 /// The engine's per-cycle entry, called by a driver on its realtime thread with
 /// the cycle's first device frame, frame count and one buffer per port.
 /// `mayWait` is true when nothing is realtime (freewheel, ManualDriver): the
-/// entry may then wait for ring data or space instead of dropping.
+/// entry may then wait for ring data or space instead of dropping. `freewheeling` is true
+/// while JACK freewheels: the server then runs every cycle of every client, so a jump in its
+/// frame time is not a skipped cycle (jackd 1.9.21's frame timer jumps by arbitrary amounts
+/// when an xrun is reported during freewheel) and no frame is lost.
 public typealias RealtimeEntry = @convention(c) (
     _ context: UnsafeMutableRawPointer, _ frameTime: Int64, _ frameCount: Int32,
-    _ ports: UnsafePointer<UnsafeMutablePointer<Float>>, _ mayWait: Bool
+    _ ports: UnsafePointer<UnsafeMutablePointer<Float>>, _ mayWait: Bool, _ freewheeling: Bool
 ) -> Void
 
 /// A realtime entry and the context pointer it is called with.
@@ -108,4 +111,24 @@ public protocol DeviceProvider: AnyObject, Sendable {
     func openDevice(name: String, direction: DeviceDirection, layout: PortLayout) throws -> AudioDevice
     /// The default connection target for a new queue ("system" when physical ports exist, else "").
     func defaultTarget(for direction: DeviceDirection) -> String
+}
+
+/// A provider whose devices open under one name, whatever the queue would call them: a JACK
+/// client that has its name from the start, instead of opening as `prog-out` and being renamed
+/// (kAudioQueueProperty_JACKClientName opens a second client and closes the first; jackd may
+/// name the closing one in an xrun, and a rename during freewheel opens a client jackd never runs).
+public final class NamedDeviceProvider: DeviceProvider, @unchecked Sendable {
+    public let base: DeviceProvider
+    public let name: String
+
+    public init(_ base: DeviceProvider, name: String) {
+        self.base = base
+        self.name = name
+    }
+
+    public func openDevice(name _: String, direction: DeviceDirection, layout: PortLayout) throws -> AudioDevice {
+        try base.openDevice(name: name, direction: direction, layout: layout)
+    }
+
+    public func defaultTarget(for direction: DeviceDirection) -> String { base.defaultTarget(for: direction) }
 }

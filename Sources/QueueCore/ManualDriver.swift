@@ -241,7 +241,7 @@ public final class ManualDevice: AudioDevice, @unchecked Sendable {
     func process(frameTime: Int64, frameCount: Int, mayWait: Bool) {
         let processor = lock.withLock { $0.alive ? $0.processor : nil }
         if let processor {
-            processor.entry(processor.context, frameTime, Int32(frameCount), bufferTable, mayWait)
+            processor.entry(processor.context, frameTime, Int32(frameCount), bufferTable, mayWait, false)
         } else if direction == .output {
             for buffer in buffers { buffer.update(repeating: 0, count: frameCount) }
         }

@@ -238,7 +238,8 @@ extension RecordCommand {
         let user = Unmanaged.passRetained(recorder).toOpaque()
         defer { Unmanaged<CompressedRecorder>.fromOpaque(user).release() }
         var queue: AudioQueueRef?
-        let made = AudioQueueNewInput(&format, compressedRecorderCallback, user, nil, nil, 0, &queue)
+        let made = AudioQueueNewInput(&format, compressedRecorderCallback, user, nil, nil, 0, &queue,
+                                      device: AudioQueueDevices.jack(clientName: "jaq-record"))
         guard made == noErr, let queue else {
             throw CLIError("cannot create an encoding queue for \(fourCharacterCode(take.formatID)): \(describe(made, file: false))")
         }
@@ -281,8 +282,6 @@ extension RecordCommand {
         recorder.encoderPriming = Int64(table.mPrimingFrames)
         recorder.leadPackets = take.formatID == kAudioFormatMPEG4AAC ? 1 : 0
         recorder.horizonFrames = prerollFrames + Int64(fileRate)
-        let renamed = setStringProperty(queue, kAudioQueueProperty_JACKClientName, "jaq-record")
-        guard renamed == noErr else { throw CLIError("cannot open JACK client jaq-record: \(describe(renamed, file: false))") }
         let connected = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, sources.joined(separator: ","))
         guard connected == noErr else {
             throw CLIError("cannot connect to \(sources.joined(separator: ", ")): \(describe(connected, file: false))")

@@ -207,15 +207,16 @@ struct PlayCommand: ParsableCommand {
             var format = player.format
             var queue: AudioQueueRef?
             let user = Unmanaged.passUnretained(player).toOpaque()
-            let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue)
-            guard status == noErr, let queue else { throw CLIError("\(player.path): \(describe(status, file: false))") }
+            let stem = URL(fileURLWithPath: player.path).deletingPathExtension().lastPathComponent
+            let clientName = "jaq-\(player.index)-\(sanitized(stem, limit: 40))"
+            let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue,
+                                             device: AudioQueueDevices.jack(clientName: clientName))
+            guard status == noErr, let queue else {
+                throw CLIError("\(player.path): cannot open JACK client \(clientName) (\(describe(status, file: false)))")
+            }
             player.queue = queue
             let configured = player.configure(queue)
             guard configured == noErr else { throw CLIError("\(player.path): the queue refuses the file's magic cookie (\(describe(configured, file: false)))") }
-            let stem = URL(fileURLWithPath: player.path).deletingPathExtension().lastPathComponent
-            let clientName = "jaq-\(player.index)-\(sanitized(stem, limit: 40))"
-            let renamed = setStringProperty(queue, kAudioQueueProperty_JACKClientName, clientName)
-            guard renamed == noErr else { throw CLIError("\(player.path): cannot open JACK client \(clientName) (\(describe(renamed, file: false)))") }
             if let target = targets[player.index - 1] {
                 let result = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, target)
                 guard result == noErr else { throw CLIError("\(player.path): --to \(target): no JACK port matches (\(describe(result, file: false)))") }

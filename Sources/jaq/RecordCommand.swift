@@ -174,17 +174,13 @@ struct RecordCommand: ParsableCommand {
         let user = Unmanaged.passRetained(recorder).toOpaque()
         defer { Unmanaged<Recorder>.fromOpaque(user).release() }
         var queue: AudioQueueRef?
-        let created = AudioQueueNewInput(&asbd, recorderCallback, user, nil, nil, 0, &queue)
+        let created = AudioQueueNewInput(&asbd, recorderCallback, user, nil, nil, 0, &queue,
+                                         device: AudioQueueDevices.jack(clientName: "jaq-record"))
         guard created == noErr, let queue else {
             removeFiles(files)
             throw CLIError("cannot create the recording queue: \(describe(created, file: false))")
         }
         defer { AudioQueueDispose(queue, true) }
-        let renamed = setStringProperty(queue, kAudioQueueProperty_JACKClientName, "jaq-record")
-        guard renamed == noErr else {
-            removeFiles(files)
-            throw CLIError("cannot open JACK client jaq-record: \(describe(renamed, file: false))")
-        }
         let connected = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, sources.joined(separator: ","))
         guard connected == noErr else {
             removeFiles(files)

@@ -44,7 +44,7 @@ final class ServerContext: @unchecked Sendable {
          privateServer: Bool = true, noServer: String = "no JACK server is running") throws {
         let pipeWire = JackLibrary.isPipeWire
         if let server = options.server {
-            guard let session = try? JackSession(serverName: server, clientName: clientName, watchTransport: watchTransport) else {
+            guard let session = try Self.session(server, clientName: clientName, watchTransport: watchTransport) else {
                 throw CLIError(pipeWire ? "PipeWire server \"\(server)\" is not running (with PipeWire's libjack, --server names "
                                + "a PipeWire socket in $XDG_RUNTIME_DIR, such as pipewire-0)"
                                : "JACK server \"\(server)\" is not running")
@@ -61,7 +61,7 @@ final class ServerContext: @unchecked Sendable {
             // does): its server is $PIPEWIRE_REMOTE or pipewire-0. No jackd is started: PipeWire's
             // libjack could not talk to it.
             let remote = ProcessInfo.processInfo.environment["PIPEWIRE_REMOTE"] ?? "pipewire-0"
-            guard let session = try? JackSession(serverName: nil, clientName: clientName, watchTransport: watchTransport) else {
+            guard let session = try Self.session(nil, clientName: clientName, watchTransport: watchTransport) else {
                 throw CLIError("no PipeWire server is running (libjack is PipeWire's, as under pw-jack: \(JackLibrary.version)); "
                                + "start pipewire (socket \(remote) in $XDG_RUNTIME_DIR), or run jaq without pw-jack to use jackd")
             }
@@ -70,7 +70,7 @@ final class ServerContext: @unchecked Sendable {
             return
         }
         let environment = ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]
-        if let session = try? JackSession(serverName: environment, clientName: clientName, watchTransport: watchTransport) {
+        if let session = try Self.session(environment, clientName: clientName, watchTransport: watchTransport) {
             name = environment
             self.session = session
             return
@@ -112,6 +112,18 @@ final class ServerContext: @unchecked Sendable {
             Log.info("no JACK server running: started private server \(privateName) (jackd \(arguments.joined(separator: " "))); it stops when jaq exits")
         }
         ServerContext.running = self
+    }
+
+    /// The control client on `server`, or nil if no server answers; a freewheeling jackd is an
+    /// error of its own (it would run none of the command's clients).
+    private static func session(_ server: String?, clientName: String, watchTransport: Bool) throws -> JackSession? {
+        do {
+            return try JackSession(serverName: server, clientName: clientName, watchTransport: watchTransport)
+        } catch let error as JackFreewheelError {
+            throw CLIError(error.description)
+        } catch {
+            return nil
+        }
     }
 
     /// Why "system" may name no port, and what to do instead (appended to a message).

@@ -161,6 +161,107 @@ import SoundFile
         }
     }
 
+    /// A scheduled bounce: `jaq play --at T` and `jaq record --at T` in two processes, and the
+    /// server set to freewheel before T (the whole take in freewheel) or after it. The take is the
+    /// source from its first frame, to the last frame, PCM or ALAC on either side: the clients
+    /// have their names from the start (no client is renamed, so none is left half-closed), and
+    /// a jump of jackd's frame clock during freewheel (its xrun handling) is not taken for lost cycles.
+    struct ScheduledBounce: Sendable, CustomStringConvertible {
+        let freewheelBeforeStart: Bool
+        let sourceM4A: Bool
+        let takeM4A: Bool
+        var description: String {
+            "freewheel \(freewheelBeforeStart ? "before" : "after") the start, \(sourceM4A ? "ALAC" : "WAV") source, \(takeM4A ? "ALAC" : "WAV") take"
+        }
+    }
+
+    @Test(arguments: [
+        ScheduledBounce(freewheelBeforeStart: true, sourceM4A: false, takeM4A: false),
+        ScheduledBounce(freewheelBeforeStart: true, sourceM4A: true, takeM4A: true),
+        ScheduledBounce(freewheelBeforeStart: false, sourceM4A: false, takeM4A: true),
+        ScheduledBounce(freewheelBeforeStart: false, sourceM4A: true, takeM4A: false),
+    ])
+    func aScheduledBounceStartsOnItsFrameWheneverFreewheelStarts(_ bounce: ScheduledBounce) throws {
+        let channels = 4
+        let seconds = 8
+        let server = try JackServer()
+        defer { server.stop() }  // ends the freewheel
+        let dir = scratchDirectory("freewheel-at")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/src.wav", frames: seconds * 48000, channels: channels)
+        var source = "src.wav"
+        if bounce.sourceM4A {
+            let made = try runProcess(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-y", "-i", "\(dir)/src.wav", "-c:a", "alac",
+                                       "-sample_fmt", "s32p", "\(dir)/src.m4a"], timeout: 60)
+            try #require(made.status == 0, "ffmpeg: \(made.error)")
+            source = "src.m4a"
+        }
+        let (at, play) = try playAhead([source], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-src:out_", count: channels)
+        let take = bounce.takeM4A ? ["-f", "m4a", "--codec", "alac", "-o", "take.m4a"] : ["-o", "take-{n}.wav"]
+        let record = try recordInBackground(["--at", "\(at)", "-d", "\(seconds)", "-q"] + take + ["jaq-1-src:out_"],
+                                            server: server, dir: dir, measured: false)
+        #expect(waitForPorts(server, containing: "jaq-record:", count: channels) != nil, "\(log("\(dir)/record.log"))")
+        let realtimeBefore: Bool
+        if bounce.freewheelBeforeStart {
+            realtimeBefore = try frameNow(server) >= at - 4800
+        } else {
+            let deadline = Date().addingTimeInterval(30)
+            while try Date() < deadline && frameNow(server) < at + 9600 { usleep(20_000) }
+            realtimeBefore = true
+        }
+        try server.run(["jack_freewheel", "y"])
+        #expect(waitForExit(record, timeout: 120) == 0, "\(log("\(dir)/record.log"))")
+        #expect(waitForExit(play, timeout: 60) == 0, "\(log("\(dir)/play.log"))")
+        let jackdLog = server.logText
+        #expect(!jackdLog.contains("client = jaq-out") && !jackdLog.contains("client = jaq-in"), "no client but the named ones: \(jackdLog)")
+        let check = {
+            if bounce.takeM4A {
+                let decoded = try runProcess(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-y", "-i", "\(dir)/take.m4a",
+                                              "-c:a", "pcm_s32le", "\(dir)/take-decoded.wav"], timeout: 60)
+                try #require(decoded.status == 0, "ffmpeg reads the take: \(decoded.error)")
+                let samples = try readSamples24("\(dir)/take-decoded.wav")
+                #expect(samples.channels == channels)
+                // The take's length as its container states it (ffmpeg's ALAC decode runs on to the
+                // end of the last 4096-frame packet).
+                let probe = try runProcess(["/usr/bin/ffprobe", "-v", "error", "-show_entries", "stream=duration_ts",
+                                            "-of", "default=nw=1:nk=1", "\(dir)/take.m4a"], timeout: 60)
+                #expect(probe.output.trimmingCharacters(in: .whitespacesAndNewlines) == "\(seconds * 48000)", "the take's length")
+                #expect(samples.samples.count >= seconds * 48000 * channels)
+                let mismatch = samples.samples.indices.prefix(seconds * 48000 * channels).first {
+                    samples.samples[$0] != self.expected(channel: $0 % channels, frame: $0 / channels, loopFrames: seconds * 48000)
+                }
+                #expect(mismatch == nil, "first differing sample \(mismatch.map { "\($0 / channels) of channel \($0 % channels + 1)" } ?? "")")
+            } else {
+                try self.checkTracks(dir: dir, channels: channels, loopFrames: seconds * 48000, frames: seconds * 48000)
+            }
+        }
+        if bounce.freewheelBeforeStart && !realtimeBefore {
+            try check()  // all of it in freewheel: nothing may differ, whatever the server logged
+        } else {
+            try checkFrames(server, check)
+        }
+    }
+
+    /// A command started while jackd freewheels says so in one line and exits 1, at once: jackd
+    /// would run none of its clients (and wait 10 s for them every cycle).
+    @Test func aCommandStartedDuringFreewheelSaysWhyAndExits() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("freewheel-join")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/src.wav", frames: 48000, channels: 2)
+        try server.run(["jack_freewheel", "y"])
+        for arguments in [["record", "-d", "1", "-o", "take-{n}.wav", "system"], ["play", "src.wav"]] {
+            let clock = Date()
+            let result = try jaq(arguments, server: server, timeout: 60, directory: dir)
+            let lines = result.error.split(separator: "\n")
+            #expect(result.status == 1, "jaq \(arguments[0]): \(result.error)")
+            #expect(lines.count == 1 && lines.first?.contains("freewheeling") == true, "one line: \(result.error)")
+            #expect(Date().timeIntervalSince(clock) < 10, "it does not wait for cycles that never come")
+        }
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/take-1.wav") && !FileManager.default.fileExists(atPath: "\(dir)/take-01.wav"))
+    }
+
     /// Frame checks of a realtime phase: when the server logged xruns (a loaded machine, before
     /// the freewheel began), JACK itself lost cycles and a mismatch is a known issue naming them.
     func checkFrames(_ server: JackServer, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) throws {

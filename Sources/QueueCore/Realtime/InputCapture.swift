@@ -8,10 +8,11 @@ import Synchronization
 typealias InputRealtimeContext = RealtimeContext<InputRealtimeState>
 
 /// The realtime entry of input queues (installed on the device).
-let inputRealtimeEntry: RealtimeEntry = { context, frameTime, frameCount, ports, mayWait in
+let inputRealtimeEntry: RealtimeEntry = { context, frameTime, frameCount, ports, mayWait, freewheeling in
     let c = context.assumingMemoryBound(to: InputRealtimeContext.self)
     if mayWait { waitForInputSpace(c, frames: Int(frameCount)) }
-    c.pointee.cycleEnded(captureInputCycle(c.pointee.state, frameTime: frameTime, frameCount: Int(frameCount), ports: ports))
+    c.pointee.cycleEnded(captureInputCycle(c.pointee.state, frameTime: frameTime, frameCount: Int(frameCount), ports: ports,
+                                           freewheeling: freewheeling))
 }
 
 /// Not realtime (freewheel, ManualDriver): waits for ring space rather than drop.
@@ -48,7 +49,7 @@ func applyInputCommandsDirectly(_ s: UnsafeMutablePointer<InputRealtimeState>) {
 @_noLocks
 public func captureInputCycle(
     _ s: UnsafeMutablePointer<InputRealtimeState>, frameTime: Int64, frameCount n: Int,
-    ports: UnsafePointer<UnsafeMutablePointer<Float>>
+    ports: UnsafePointer<UnsafeMutablePointer<Float>>, freewheeling: Bool = false
 ) -> UInt32 {
     var outcome: UInt32 = 0
     let c = s.pointee.core
@@ -59,8 +60,9 @@ public func captureInputCycle(
     // A jump in frame time is judged over the next cycles (see CycleSkipTracker); meanwhile
     // cycles are captured on the continuous timeline and held back, so that a confirmed
     // loss still goes before them.
+    // In freewheel the server skips no client's cycle: a jump is only its clock's.
     let verdict = judgeCycle(&c.pointee.skips, frameTime: frameTime, frameCount: n,
-                             tracking: c.pointee.mode == ModeCode.running)
+                             tracking: c.pointee.mode == ModeCode.running && !freewheeling)
     let frameTime = verdict.frame
     if verdict.resolved {
         publishHeldInput(s, loss: c.pointee.mode == ModeCode.running ? verdict.confirmedLoss : 0)

@@ -8,10 +8,11 @@ import Synchronization
 typealias OutputRealtimeContext = RealtimeContext<OutputRealtimeState>
 
 /// The realtime entry of output queues (installed on the device).
-let outputRealtimeEntry: RealtimeEntry = { context, frameTime, frameCount, ports, mayWait in
+let outputRealtimeEntry: RealtimeEntry = { context, frameTime, frameCount, ports, mayWait, freewheeling in
     let c = context.assumingMemoryBound(to: OutputRealtimeContext.self)
     if mayWait { waitForOutputData(c, frameTime: frameTime, frames: Int(frameCount)) }
-    c.pointee.cycleEnded(renderOutputCycle(c.pointee.state, frameTime: frameTime, frameCount: Int(frameCount), ports: ports))
+    c.pointee.cycleEnded(renderOutputCycle(c.pointee.state, frameTime: frameTime, frameCount: Int(frameCount), ports: ports,
+                                           freewheeling: freewheeling))
 }
 
 /// Not realtime (freewheel, ManualDriver): waits until the ring holds the cycle's
@@ -48,7 +49,7 @@ func outputCycleNeedsNoWait(_ c: UnsafeMutablePointer<OutputRealtimeContext>, fr
 @_noLocks
 public func renderOutputCycle(
     _ s: UnsafeMutablePointer<OutputRealtimeState>, frameTime: Int64, frameCount n: Int,
-    ports: UnsafePointer<UnsafeMutablePointer<Float>>
+    ports: UnsafePointer<UnsafeMutablePointer<Float>>, freewheeling: Bool = false
 ) -> UInt32 {
     var outcome: UInt32 = 0
     let c = s.pointee.core
@@ -74,8 +75,9 @@ public func renderOutputCycle(
     // played are dropped from the ring, so the queue stays on time (and aligned with others).
     // A jump in frame time is judged over the next cycles (see CycleSkipTracker); meanwhile
     // cycles play on the continuous timeline.
+    // In freewheel the server skips no client's cycle: a jump is only its clock's.
     let verdict = judgeCycle(&c.pointee.skips, frameTime: frameTime, frameCount: n,
-                             tracking: c.pointee.mode == ModeCode.running)
+                             tracking: c.pointee.mode == ModeCode.running && !freewheeling)
     let frameTime = verdict.frame
     let missed = verdict.confirmedLoss
     if missed > 0 && c.pointee.mode == ModeCode.running {
