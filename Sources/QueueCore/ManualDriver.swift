@@ -18,6 +18,10 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
     public let maximumPeriodFrames = 8192
     /// Whether cycles wait for queue threads (no drops) — like JACK freewheel.
     public var allowsWaiting = true
+    /// Whether the clients are told the server freewheels, as JACK's freewheel callback does:
+    /// the server then runs every cycle of every client, so `skip(cycles:)` only moves the clock
+    /// (as jackd's does when it reports an xrun during freewheel) and no frame is lost.
+    public var isFreewheeling = false
 
     let cycleLock = ConditionLock()
     /// Locked (pthread), not Mutex: ThreadSanitizer runs (make tsan-api) see its locking.
@@ -241,7 +245,7 @@ public final class ManualDevice: AudioDevice, @unchecked Sendable {
     func process(frameTime: Int64, frameCount: Int, mayWait: Bool) {
         let processor = lock.withLock { $0.alive ? $0.processor : nil }
         if let processor {
-            processor.entry(processor.context, frameTime, Int32(frameCount), bufferTable, mayWait, false)
+            processor.entry(processor.context, frameTime, Int32(frameCount), bufferTable, mayWait, driver.isFreewheeling)
         } else if direction == .output {
             for buffer in buffers { buffer.update(repeating: 0, count: frameCount) }
         }

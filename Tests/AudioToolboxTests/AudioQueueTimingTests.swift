@@ -251,6 +251,34 @@ import JackTestSupport
         #expect(AudioQueueDispose(inq, true) == noErr)
     }
 
+    /// In freewheel the server runs every cycle of every client: a jump of its clock (jackd's
+    /// on an xrun report during freewheel) loses nothing. Playback goes on with the next frame of
+    /// the ramp, the recording has no gap and reports no underrun.
+    @Test func aClockJumpDuringFreewheelIsNotALoss() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        driver.isFreewheeling = true
+        driver.setCaptureSignal { port, frame in Float(signal(Int(frame), port)) / 32768 }
+        let (out, inq, context, _) = try startRampAndRecording(driver)
+        driver.run(cycles: 4)
+        driver.skip(cycles: 2)
+        driver.run(cycles: 4)
+        let played = driver.recordedPlayback(port: 0).samples
+        // The skip's own frames are silent on the system port (no client ran in them); every
+        // cycle the queue ran played the ramp's next frames.
+        let audible = played.enumerated().filter { !(4 * 256..<6 * 256).contains($0.offset) }.map(\.element)
+        #expect(audible.count == 8 * 256)
+        #expect(audible.enumerated().allSatisfy { $0.element == Float($0.offset + 1) / 65536 }, "no frame of the ramp dropped")
+        #expect(waitUntil { context.samples.withLock { $0.count } >= 2 * 2048 })
+        let times = context.starts.withLock { $0 }.map(\.sampleTime)
+        #expect(times.contains(1024) && times.contains(1536), "queue time runs on without a gap: \(times)")
+        var info = AudioQueueRecordUnderrunInfo()
+        var size = UInt32(MemoryLayout<AudioQueueRecordUnderrunInfo>.size)
+        #expect(AudioQueueGetProperty(inq, kAudioQueueProperty_RecordUnderrun, &info, &size) == noErr)
+        #expect(info.mFramesLost == 0)
+        #expect(AudioQueueDispose(out, true) == noErr)
+        #expect(AudioQueueDispose(inq, true) == noErr)
+    }
+
     /// Starts, on the driver's next frame, an output queue playing a ramp (frame t is
     /// (t + 1) / 65536, 8192 frames) and an input queue recording the capture signal in
     /// 512-frame buffers; returns them, the recording's context and the start frame.
