@@ -170,13 +170,21 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
     let direction: DeviceDirection
     let layout: PortLayout
     private let lock = Locked(Inner())
+    /// The lock every request a control thread sends the server on this client is made under
+    /// (connection passes, rename, close), with the connections the client made itself.
+    ///
+    /// libjack writes a client's requests to the server's socket without a lock (jack2's
+    /// JackGenericClientChannel::ServerSyncCall), so two threads asking at once interleave their
+    /// bytes: the server reads a jack_connect made of one request's source and the other's
+    /// destination (a queue's in_2 fed from capture_1), or both threads wait forever for their
+    /// answers. Taken before `lock`, never inside it.
+    private let requests = Locked(OwnConnections())
 
     struct Inner {
         var rt: UnsafeMutablePointer<JackClientRealtime>?
         var name = ""
         var processor: UnsafeMutablePointer<ProcessorRecord>?
         var handler: (@Sendable (DeviceEvent) -> Void)?
-        var target = ""
         var seenXruns = 0
         var seenRateChanges = 0
         var seenFreewheelChanges = 0
@@ -346,26 +354,62 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         }
     }
 
+    /// One connection between a port of this client (by index) and another client's port.
+    struct Connection: Equatable {
+        let port: Int
+        let other: String
+    }
+
+    /// The connections a client made itself: the only ones a connection pass removes.
+    struct OwnConnections {
+        var made: [Connection] = []
+    }
+
+    /// Connects the ports as `target` plans, and removes the connections this client made
+    /// itself that the plan does not keep. A connection someone else made (jack_connect, a
+    /// patchbay, a DAW) is never removed, not even one joining the same ports as the plan: it is
+    /// theirs. A connection the plan keeps and that is still there is left alone (no gap).
     func connect(to target: String) throws -> [String] {
-        guard let rt, isAlive else { throw QueueError.queueInvalidated }
-        let client = rt.pointee.client
-        let wantInputs = direction == .output
-        let kind = UInt(wantInputs ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue)
-        let ours = Set(portNames)
-        let candidates = Self.portList(client, flags: kind).filter { !ours.contains($0) }
-        let physical = Self.portList(client, flags: kind | UInt(JackPortIsPhysical.rawValue))
-        let targets = try PortMatcher.resolve(target, candidates: candidates, physical: physical)
-        let plan = PortMatcher.plan(portCount: layout.names.count, targets: targets, monoPair: layout.isMonoPair)
-        for p in 0..<rt.pointee.portCount { jack_port_disconnect(client, rt.pointee.ports[p]) }
-        let names = portNames
-        for (port, other) in plan {
-            let result = wantInputs ? Self.connectPorts(client, names[port], other) : Self.connectPorts(client, other, names[port])
-            if result != 0 && result != EEXIST {
-                throw QueueError.invalidDevice("cannot connect \(names[port]) and \(other)")
+        try requests.withLock { own in
+            guard let rt, isAlive else { throw QueueError.queueInvalidated }
+            let client = rt.pointee.client
+            let wantInputs = direction == .output
+            let kind = UInt(wantInputs ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue)
+            let names = portNames
+            let ours = Set(names)
+            let candidates = Self.portList(client, flags: kind).filter { !ours.contains($0) }
+            let physical = Self.portList(client, flags: kind | UInt(JackPortIsPhysical.rawValue))
+            let targets = try PortMatcher.resolve(target, candidates: candidates, physical: physical)
+            let plan = PortMatcher.plan(portCount: layout.names.count, targets: targets, monoPair: layout.isMonoPair)
+            let wanted = plan.map { Connection(port: $0.port, other: $0.target) }
+            // (source, destination) of a connection, output port first.
+            func ends(_ connection: Connection) -> (String, String) {
+                wantInputs ? (names[connection.port], connection.other) : (connection.other, names[connection.port])
             }
+            var kept: [Connection] = []
+            for connection in own.made {
+                if wanted.contains(connection) {
+                    // Kept if it is still there (someone may have removed it meanwhile).
+                    if jack_port_connected_to(rt.pointee.ports[connection.port], connection.other) != 0 { kept.append(connection) }
+                } else {
+                    let (source, destination) = ends(connection)
+                    // A failure means it is gone already: removed by someone else, or its port left.
+                    _ = jack_disconnect(client, source, destination)
+                }
+            }
+            own.made = kept
+            for connection in wanted where !kept.contains(connection) {
+                let (source, destination) = ends(connection)
+                let result = Self.connectPorts(client, source, destination)
+                if result == 0 {
+                    own.made.append(connection)
+                } else if result != EEXIST {
+                    throw QueueError.invalidDevice("cannot connect \(source) to \(destination)")
+                }
+                // EEXIST: someone else made this connection; it stays theirs.
+            }
+            return Array(Set(plan.map { $0.target })).sorted()
         }
-        lock.withLock { $0.target = target }
-        return Array(Set(plan.map { $0.target })).sorted()
     }
 
     /// `jack_connect`, patient with a client that is still starting: JACK2 refuses to connect
@@ -382,6 +426,19 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             result = jack_connect(client, source, destination)
         }
         return result
+    }
+
+    /// The names of the ports `port` is connected to.
+    static func connections(of port: OpaquePointer?, in client: OpaquePointer) -> [String] {
+        guard let port, let list = jack_port_get_all_connections(client, port) else { return [] }
+        defer { jack_free(list) }
+        var names: [String] = []
+        var i = 0
+        while let name = list[i] {
+            names.append(String(cString: name))
+            i += 1
+        }
+        return names
     }
 
     /// Port names the server lists for `flags` (audio ports only).
@@ -475,34 +532,53 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         lock.withLock { $0.handler = handler }
     }
 
+    /// Reopens the client as `name`. The connections others made to its ports are made again
+    /// to the new ports (and stay theirs); the caller reconnects the queue's own.
     func rename(to name: String) throws {
-        guard let old = rt else { throw QueueError.queueInvalidated }
-        let record = lock.withLock { $0.processor }
-        let replacement = try Self.openClient(driver: driver, name: name, direction: direction, layout: layout)
-        replacement.pointee.processor.store(record.map { UnsafeMutableRawPointer($0) }, ordering: .sequentiallyConsistent)
-        old.pointee.processor.store(nil, ordering: .sequentiallyConsistent)
-        waitForCycleEnd(old)
-        jack_deactivate(old.pointee.client)
-        jack_client_close(old.pointee.client)
-        Self.free(old)
-        lock.withLock {
-            $0.rt = replacement
-            $0.name = String(cString: jack_get_client_name(replacement.pointee.client))
+        try requests.withLock { own in
+            guard let old = rt else { throw QueueError.queueInvalidated }
+            let record = lock.withLock { $0.processor }
+            let theirs = (0..<old.pointee.portCount).flatMap { port in
+                Self.connections(of: old.pointee.ports[port], in: old.pointee.client)
+                    .filter { !own.made.contains(Connection(port: port, other: $0)) }
+                    .map { Connection(port: port, other: $0) }
+            }
+            let replacement = try Self.openClient(driver: driver, name: name, direction: direction, layout: layout)
+            let newName = String(cString: jack_get_client_name(replacement.pointee.client))
+            for connection in theirs {
+                let mine = newName + ":" + layout.names[connection.port]
+                _ = direction == .output ? jack_connect(replacement.pointee.client, mine, connection.other)
+                    : jack_connect(replacement.pointee.client, connection.other, mine)
+            }
+            replacement.pointee.processor.store(record.map { UnsafeMutableRawPointer($0) }, ordering: .sequentiallyConsistent)
+            old.pointee.processor.store(nil, ordering: .sequentiallyConsistent)
+            waitForCycleEnd(old)
+            jack_deactivate(old.pointee.client)
+            jack_client_close(old.pointee.client)
+            Self.free(old)
+            own.made = []  // the new client has made none yet
+            lock.withLock {
+                $0.rt = replacement
+                $0.name = newName
+            }
         }
     }
 
     func close() {
         JackEventWatcher.shared.remove(self)
-        guard let rt = lock.withLock({ inner -> UnsafeMutablePointer<JackClientRealtime>? in
-            let rt = inner.rt
-            inner.rt = nil
-            return rt
-        }) else { return }
-        rt.pointee.processor.store(nil, ordering: .sequentiallyConsistent)
-        waitForCycleEnd(rt)
-        if !rt.pointee.shutDown.load(ordering: .acquiring) { jack_deactivate(rt.pointee.client) }
-        jack_client_close(rt.pointee.client)
-        Self.free(rt)
+        requests.withLock { own in
+            guard let rt = lock.withLock({ inner -> UnsafeMutablePointer<JackClientRealtime>? in
+                let rt = inner.rt
+                inner.rt = nil
+                return rt
+            }) else { return }
+            own.made = []
+            rt.pointee.processor.store(nil, ordering: .sequentiallyConsistent)
+            waitForCycleEnd(rt)
+            if !rt.pointee.shutDown.load(ordering: .acquiring) { jack_deactivate(rt.pointee.client) }
+            jack_client_close(rt.pointee.client)
+            Self.free(rt)
+        }
         lock.withLock { inner in
             if let record = inner.processor {
                 record.deinitialize(count: 1)

@@ -5,8 +5,9 @@
 /// (queue thread, realtime kernel, commands, time) runs in both modes.
 ///
 /// While offline the online client stays open (its name and ports stay, so going back
-/// online is instant) but carries silence and is disconnected: "in offline rendering mode,
-/// a playback audio queue does not connect to external hardware".
+/// online is instant) but carries silence and drops the connections it made itself (those
+/// a user made stay): "in offline rendering mode, a playback audio queue does not connect
+/// to external hardware".
 ///
 /// Thread safety: every method may be called from any thread.
 final class DeviceSwitch: AudioDevice, @unchecked Sendable {

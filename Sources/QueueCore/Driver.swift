@@ -60,8 +60,10 @@ public protocol AudioDevice: AnyObject, Sendable {
     /// Installs the realtime entry; until then (and after nil) the ports carry silence.
     func setProcessor(_ processor: RealtimeProcessor?)
     /// Connects the client's ports to `target` ("system", a port name, a regular
-    /// expression, or "" for none), replacing earlier connections; returns the
-    /// device ports now connected. Throws `.invalidDevice` when nothing matches.
+    /// expression, or "" for none) instead of what an earlier call connected them to;
+    /// returns the device ports now connected. Throws `.invalidDevice` when nothing matches.
+    /// Removes only connections the client made itself, never one another client made.
+    /// Thread safety: calls from several threads take turns.
     func connect(to target: String) throws -> [String]
     /// Device time now.
     func currentFrame() -> Int64
@@ -78,7 +80,8 @@ public protocol AudioDevice: AnyObject, Sendable {
     func synchronize(isApplied: () -> Bool, applyDirectly: () -> Void)
     /// Receives device events on a non-realtime thread.
     func setEventHandler(_ handler: (@Sendable (DeviceEvent) -> Void)?)
-    /// Renames the client (reopens it); ports and connections are restored.
+    /// Renames the client (reopens it) with the same ports. Connections other clients made to
+    /// them are made again; the caller reconnects the client's own (`connect(to:)`).
     func rename(to name: String) throws
     /// Closes the client; after it returns the realtime entry is never called again.
     func close()

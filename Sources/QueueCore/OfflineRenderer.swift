@@ -141,9 +141,11 @@ extension OutputQueueEngine {
             guard isOffline else { return }
             deviceSwitch.goOnline()
             try adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
-            let target = lock.withLock { connectionTarget ?? currentTarget }
-            let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
-            lock.withLock { connectedPorts = ports }
+            connectionLock.withLock {
+                let target = lock.withLock { connectionTarget ?? currentTarget }
+                let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
+                lock.withLock { connectedPorts = ports }
+            }
             notify(.deviceChannelsChanged)
             return
         }

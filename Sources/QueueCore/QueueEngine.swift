@@ -30,6 +30,10 @@ public class QueueEngine: @unchecked Sendable {
     let deviceSwitch: DeviceSwitch
     let executor: CallbackExecutor
     let lock = ConditionLock()
+    /// Held by each connection pass with the bookkeeping of what it connected (`currentTarget`,
+    /// `connectionTarget`, `connectedPorts`): passes asked for from several threads take turns,
+    /// and what the queue reports is what the last one connected. Taken before `lock`.
+    let connectionLock = ConditionLock()
     /// Wakes the queue thread (posted by the realtime side and by API calls).
     let wake = Semaphore()
     /// Wakes a realtime entry that waits (freewheel, ManualDriver).
@@ -131,9 +135,11 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Connects to the default target and starts the queue thread; called once the subclass is ready.
     func finishSetup(threadName: String) {
-        if !currentTarget.isEmpty {
-            connectedPorts = (try? device.connect(to: currentTarget)) ?? []
-            if connectedPorts.isEmpty { currentTarget = "" }
+        connectionLock.withLock {
+            if !currentTarget.isEmpty {
+                connectedPorts = (try? device.connect(to: currentTarget)) ?? []
+                if connectedPorts.isEmpty { currentTarget = "" }
+            }
         }
         device.setEventHandler { [weak self] event in self?.handleDeviceEvent(event) }
         thread = QueueThread(name: threadName) { [self] in self.threadMain() }
@@ -543,18 +549,23 @@ public class QueueEngine: @unchecked Sendable {
     /// The device ports the queue is connected to.
     public var connectedDevicePorts: [String] { lock.withLock { connectedPorts } }
 
-    /// Connects to `target`, replacing the connections; throws `.invalidDevice` if nothing matches.
+    /// Connects to `target` instead of what the queue connected to before; throws
+    /// `.invalidDevice` if nothing matches. Only the connections the queue made itself are
+    /// removed: one a user made to its ports stays.
     /// - Parameters:
     ///   - ports: what to connect to instead, port i to the i-th name (a comma-separated list),
     ///     while CurrentDevice reports `target` (ChannelAssignments, a ChannelLayout's labels).
     public func setCurrentDevice(_ target: String, connecting ports: String? = nil) throws {
         try lock.withLock { try checkUsable() }
-        let before = lock.withLock { connectedPorts.count }
-        let connected = try device.connect(to: ports ?? target)
-        lock.withLock {
-            currentTarget = target
-            connectionTarget = ports ?? target
-            connectedPorts = connected
+        let (before, connected) = try connectionLock.withLock {
+            let before = lock.withLock { connectedPorts.count }
+            let connected = try device.connect(to: ports ?? target)
+            lock.withLock {
+                currentTarget = target
+                connectionTarget = ports ?? target
+                connectedPorts = connected
+            }
+            return (before, connected)
         }
         notify(.currentDeviceChanged)
         if connected.count != before { notify(.deviceChannelsChanged) }
@@ -572,12 +583,14 @@ public class QueueEngine: @unchecked Sendable {
     /// Renames the client (reopens it); allowed while stopped.
     public func setClientName(_ name: String) throws {
         _ = try lock.withLock { try life.handle(.reconfigure("rename a stopped queue")) }
-        try device.rename(to: name)
-        let target = lock.withLock { connectionTarget ?? currentTarget }
-        let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
-        lock.withLock {
-            clientNameStorage = device.clientName
-            connectedPorts = ports
+        try connectionLock.withLock {
+            try device.rename(to: name)
+            let target = lock.withLock { connectionTarget ?? currentTarget }
+            let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
+            lock.withLock {
+                clientNameStorage = device.clientName
+                connectedPorts = ports
+            }
         }
     }
 

@@ -165,7 +165,9 @@ import JackTestSupport
     /// Writes `source`'s packets into a new file of `type` at `url`, `chunk` packets a call with
     /// their descriptions (as a recorder's callback writes them), cookie and packet table info
     /// set first, as the guide's recorder does.
-    func copy(_ source: PacketSource, to url: URL, type: AudioFileTypeID, chunk: Int,
+    /// - Parameter emptyWrites: also write no packets before, between and after those writes,
+    ///   as the guide's callback does with the unfilled buffers a stopping queue returns.
+    func copy(_ source: PacketSource, to url: URL, type: AudioFileTypeID, chunk: Int, emptyWrites: Bool = false,
               sourceLocation: SourceLocation = #_sourceLocation) throws {
         var format = source.format
         var output: AudioFileID?
@@ -179,8 +181,24 @@ import JackTestSupport
             expectStatus(AudioFileSetProperty(copy, kAudioFilePropertyPacketTableInfo, UInt32(MemoryLayout<AudioFilePacketTableInfo>.size), &table),
                          noErr, "packet table", sourceLocation: sourceLocation)
         }
+        /// Writes no packets at `packet`: 0 bytes and NULL descriptions (a stopping queue's
+        /// unfilled buffer, as the guide's callback hands it over), then bytes and a description
+        /// that a count of 0 leaves unread.
+        func writeNothing(at packet: Int64) {
+            guard emptyWrites else { return }
+            let buffer = [UInt8](repeating: 0x5A, count: 16)
+            var none: UInt32 = 0
+            expectStatus(AudioFileWritePackets(copy, false, 0, nil, packet, &none, buffer), noErr, "no packets at \(packet)",
+                         sourceLocation: sourceLocation)
+            let unread = [AudioStreamPacketDescription(mStartOffset: 0, mVariableFramesInPacket: 0, mDataByteSize: 16)]
+            var alsoNone: UInt32 = 0
+            expectStatus(AudioFileWritePackets(copy, false, 16, unread, packet, &alsoNone, buffer), noErr,
+                         "no packets, with bytes and a description, at \(packet)", sourceLocation: sourceLocation)
+            #expect(none == 0 && alsoNone == 0, "no packets written", sourceLocation: sourceLocation)
+        }
         var next: Int64 = 0
         for first in stride(from: 0, to: source.read.packets.count, by: chunk) {
+            writeNothing(at: next)
             let packets = source.read.packets[first..<min(first + chunk, source.read.packets.count)]
             var bytes: [UInt8] = []
             var descriptions: [AudioStreamPacketDescription] = []
@@ -193,6 +211,7 @@ import JackTestSupport
                          sourceLocation: sourceLocation)
             next += Int64(count)
         }
+        writeNothing(at: next)
         expectStatus(AudioFileClose(copy), noErr, "close", sourceLocation: sourceLocation)
     }
 
@@ -298,6 +317,39 @@ import JackTestSupport
             }
             AudioFileClose(again)
         }
+    }
+
+    /// Writes of no packets (0 bytes and NULL descriptions: what the guide's recorder writes for
+    /// each unfilled buffer a stopping AAC queue returns) are no-ops returning noErr, as on Apple
+    /// platforms: AAC packets copied with such writes before, between and after the real ones
+    /// list the same packets in ffprobe and decode to the same samples as a copy without them.
+    /// One past the end is `kAudioFileInvalidPacketOffsetError`, as a write there would be.
+    @Test(arguments: [(kAudioFileCAFType, "caf"), (kAudioFileM4AType, "m4a"), (kAudioFileAAC_ADTSType, "aac")])
+    func writesOfNoPacketsChangeNothing(_ type: AudioFileTypeID, _ suffix: String) throws {
+        let source = try load(try makeFile("source.m4a", codec: ["-c:a", "aac", "-b:a", "128k"], rate: 48000))
+        let plain = scratch.url("plain.\(suffix)"), withEmpty = scratch.url("empty-writes.\(suffix)")
+        try copy(source, to: plain, type: type, chunk: 5)
+        try copy(source, to: withEmpty, type: type, chunk: 5, emptyWrites: true)
+        let packets = try probePackets(withEmpty.path), plainPackets = try probePackets(plain.path)
+        #expect(packets.count == source.read.packets.count)
+        #expect(packets == plainPackets, "ffprobe lists the same packets")
+        let decoded = try decode(withEmpty.path), plainDecoded = try decode(plain.path)
+        #expect(!decoded.isEmpty && decoded == plainDecoded, "ffmpeg decodes the same samples")
+        let (reopened, again) = AF.open(withEmpty)
+        expectStatus(reopened, noErr, "reopen")
+        if let again {
+            #expect(readAll(again).packets == source.read.packets)
+            AudioFileClose(again)
+        }
+
+        var format = source.format
+        var output: AudioFileID?
+        expectStatus(AudioFileCreateWithURL(scratch.url("past.\(suffix)") as CFURL, type, &format, .eraseFile, &output), noErr, "create")
+        let file = try #require(output)
+        var none: UInt32 = 0
+        expectStatus(AudioFileWritePackets(file, false, 0, nil, 1, &none, [UInt8](repeating: 0, count: 4)),
+                     kAudioFileInvalidPacketOffsetError, "no packets past the end")
+        expectStatus(AudioFileClose(file), noErr, "close")
     }
 
     /// ALAC packets copied into a CAF written here decode bit-exactly, in ffmpeg and in

@@ -97,6 +97,48 @@ struct StoredFormat: Sendable, CustomTestStringConvertible {
         #expect(Array(onDisk[Int(offset)..<Int(offset) + bpp * 10]) == Array(signal.prefix(bpp * 10)))
     }
 
+    /// A write of no packets (inNumBytes 0, no descriptions: a recording callback handed an
+    /// empty buffer) returns noErr and writes nothing, as on Apple platforms, in every container
+    /// and sample format; one past the end is `kAudioFileInvalidPacketOffsetError`, as a write
+    /// there would be.
+    @Test(arguments: StoredFormat.all)
+    func writesOfNoPacketsAreNoOps(_ stored: StoredFormat) throws {
+        let url = scratch.url("empty-writes.\(stored.extensionName)")
+        let format = stored.encoding.format(channels: 2, rate: 48000, bigEndian: stored.bigEndian)
+        let signal = stored.encoding.signal(frames: 1000, channels: 2, bigEndian: stored.bigEndian)
+        let bpp = Int(format.mBytesPerPacket)
+        let (created, file) = AF.create(url, stored.type, format)
+        expectStatus(created, noErr, "create")
+        guard let file else { return }
+        func writeNothing(at packet: Int) {
+            var none: UInt32 = 0
+            expectStatus(AudioFileWritePackets(file, false, 0, nil, Int64(packet), &none, signal), noErr, "no packets at \(packet)")
+            #expect(none == 0)
+        }
+        var packet = 0
+        for count in [300, 500, 200] {
+            writeNothing(at: packet)
+            let (status, written) = AF.write(file, Array(signal[packet * bpp..<(packet + count) * bpp]), at: Int64(packet), bytesPerPacket: bpp)
+            expectStatus(status, noErr, "write at \(packet)")
+            #expect(written == UInt32(count))
+            packet += count
+        }
+        writeNothing(at: packet)
+        var none: UInt32 = 0
+        expectStatus(AudioFileWritePackets(file, false, 0, nil, Int64(packet + 1), &none, signal), kAudioFileInvalidPacketOffsetError,
+                     "no packets past the end")
+        expectStatus(AudioFileClose(file), noErr, "close")
+
+        let (opened, reader) = AF.open(url)
+        expectStatus(opened, noErr, "open")
+        guard let reader else { return }
+        defer { AudioFileClose(reader) }
+        #expect(AF.property(reader, kAudioFilePropertyAudioDataPacketCount, UInt64.self).1 == 1000)
+        let (status, back) = AF.read(reader, from: 0, packets: 1000, bytesPerPacket: bpp)
+        expectStatus(status, noErr, "read after reopening")
+        #expect(back == signal, "the file holds the packets written, nothing else")
+    }
+
     @Test func readsInPiecesAndAtTheEnd() throws {
         let url = scratch.url("pieces.caf")
         let signal = AF.makeFile(url, kAudioFileCAFType, .s24, channels: 2, bigEndian: true, frames: 100)

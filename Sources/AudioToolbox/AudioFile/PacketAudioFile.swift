@@ -361,6 +361,16 @@ extension PacketAudioFile {
         -> (packets: Int, error: Error?) {
         try withOpenState { state in
             guard state.canWrite else { throw AudioToolboxError(kAudioFilePermissionsError, "the file is not open for writing") }
+            // No packets: nothing is written, as on Apple platforms, whatever the byte count and
+            // descriptions (0 and NULL from a stopping recording queue's unfilled buffers, which
+            // the guide's callback writes like every other).
+            if packetCount == 0 {
+                guard (0...Int64(state.index.entries.count)).contains(startPacket) else {
+                    throw AudioToolboxError(kAudioFileInvalidPacketOffsetError,
+                                            "packet \(startPacket) is past the end (\(state.index.entries.count) packets)")
+                }
+                return (0, nil)
+            }
             guard startPacket == Int64(state.index.entries.count) else {
                 throw AudioToolboxError(kAudioFileInvalidPacketOffsetError,
                                         "compressed packets are appended: the next packet is \(state.index.entries.count), not \(startPacket)")
