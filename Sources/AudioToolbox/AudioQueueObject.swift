@@ -123,7 +123,7 @@ final class AudioQueueObject: @unchecked Sendable {
             mPacketDescriptionCapacity: packetDescriptions, mPacketDescriptions: descriptionsPointer,
             mPacketDescriptionCount: 0))
         do {
-            try engine.addBuffer(QueueBuffer(handle: block, data: data, byteCapacity: Int(bytes)))
+            try engine.addBuffer(QueueBuffer(handle: block, data: data, byteCapacity: Int(bytes), packetCapacity: Int(packetDescriptions)))
         } catch {
             BufferMemory.free(block)
             throw error

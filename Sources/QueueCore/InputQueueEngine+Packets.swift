@@ -38,7 +38,7 @@ extension InputQueueEngine {
     }
 
     /// Puts the encoder's next packet into `head`, delivering `head` first when the packet
-    /// does not fit; false when no packet waits.
+    /// does not fit, and after it when it fills the buffer's descriptions; false when no packet waits.
     private func movePacket(into head: QueueBuffer, stage: InputPacketStage, resetBatch: Bool) -> Bool {
         guard let packet = stage.encoder.nextEncodedPacket() else { return false }
         let size = packet.bytes.count
@@ -60,6 +60,9 @@ extension InputQueueEngine {
         let variable = packet.frames == stage.encoder.framesPerPacket ? 0 : packet.frames
         head.packets.append(PacketDescription(offset: head.filledBytes, variableFrames: variable, size: size))
         head.filledBytes += size
+        // As many packets as the buffer has descriptions: it is full, whatever bytes are left
+        // (a silent AAC packet is 6 bytes: a buffer sized for the largest would take minutes).
+        if head.packetCapacity > 0, head.packets.count >= head.packetCapacity { deliverHead(head, resetBatch: resetBatch) }
         return true
     }
 

@@ -9,6 +9,10 @@ public final class QueueBuffer: @unchecked Sendable {
     /// The audio data.
     public let data: UnsafeMutableRawPointer
     public let byteCapacity: Int
+    /// Packet descriptions the buffer holds (AudioQueueAllocateBufferWithPacketDescriptions);
+    /// 0 for a buffer allocated without. An input queue delivers a compressed buffer once it
+    /// holds this many packets, as it does once the next packet does not fit its bytes.
+    public let packetCapacity: Int
 
     // Guarded by the owning engine's lock.
     var ownership = Ownership.application
@@ -33,10 +37,11 @@ public final class QueueBuffer: @unchecked Sendable {
     var filledBytes = 0
     var firstQueueFrame: Double = 0
 
-    public init(handle: UnsafeMutableRawPointer, data: UnsafeMutableRawPointer, byteCapacity: Int) {
+    public init(handle: UnsafeMutableRawPointer, data: UnsafeMutableRawPointer, byteCapacity: Int, packetCapacity: Int = 0) {
         self.handle = handle
         self.data = data
         self.byteCapacity = byteCapacity
+        self.packetCapacity = packetCapacity
     }
 }
 

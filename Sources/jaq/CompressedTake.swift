@@ -225,10 +225,11 @@ extension RecordCommand {
         let interruption = Interruption()
         let deviceRate = server.session.sampleRate
         let fileRate = rate ?? deviceRate
-        let sources = try resolveSources(server).sources
+        let (sources, physical) = try resolveSources(server)
         guard sources.count <= 8 else { throw CLIError("\(sources.count) ports: AAC and ALAC takes hold at most 8 channels") }
+        // The control client follows the transport (--transport) and watches the sources for the
+        // whole take, as for a PCM take.
         let session: JackSession! = transport ? server.session : nil
-        if !transport { server.closeSession() }
 
         // The queue first: it completes the format (frames per packet, flags) the file needs.
         var format = AudioStreamBasicDescription(
@@ -286,6 +287,10 @@ extension RecordCommand {
         guard connected == noErr else {
             throw CLIError("cannot connect to \(sources.joined(separator: ", ")): \(describe(connected, file: false))")
         }
+        // Ports whose client leaves: silence in their channels until they are back, reported as
+        // a PCM take reports them; the take ends when the server's own device went.
+        let queueInputs = stringProperty(queue, kAudioQueueProperty_JACKPortNames)?.split(separator: ",").map(String.init) ?? []
+        let sourceWatch = SourceWatch(session: server.session, sources: sources, queueInputs: queueInputs, physical: Set(physical))
         copyCookie(from: queue, to: file)
         // Half a second of packets a buffer, sized by the largest packet the encoder makes.
         var largest: UInt32 = 0
@@ -332,8 +337,14 @@ extension RecordCommand {
             }
         }
         let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
+        let toDeviceFrames = { (queueFrames: Int64) -> Int64 in Int64((Double(queueFrames) * deviceRate / fileRate).rounded()) }
+        func takeTime(_ deviceFrame: Int64) -> String {
+            let start = recorder.take.withLock { $0.start } ?? 0
+            return TimeSpec.clock(toQueueFrames(deviceFrame - (Self.startDeviceFrame(queue) ?? requestedOrigin)) - start, rate: fileRate)
+        }
         var armedAnnounced = false
         var exitStatus: Int32 = 0
+        var deviceLost: String?
         func sayPassed(_ origin: Int64) {
             guard let passed = recorder.take.withLock({ state in defer { state.passed = nil }; return state.passed }) else { return }
             let toDevice = { (frames: Int64) -> Int64 in origin + Int64((Double(frames) * deviceRate / fileRate).rounded()) }
@@ -377,8 +388,18 @@ extension RecordCommand {
                     }
                 }
                 sayPassed(origin)
+                // The sources are looked at up to the take's last frame: one leaving after it
+                // leaves a complete take.
+                if let end = recorder.take.withLock({ $0.end }) { sourceWatch.end = origin + toDeviceFrames(end) }
             } else if Self.deviceNow(queue) > requestedOrigin + Int64(10 * deviceRate) {
                 Log.error("the JACK server ran no cycles for jaq-record within 10 s of its start")
+                exitStatus = 1
+                break
+            }
+            let watched = sourceWatch.poll(now: Self.deviceNow(queue))
+            if !watched.isEmpty, let lost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames) {
+                // Every port goes when the whole server does: that is the server gone.
+                if Self.serverIsAlive(queue) { deviceLost = lost } else { Log.error("the JACK server went away; the take is complete up to what was written") }
                 exitStatus = 1
                 break
             }
@@ -405,9 +426,15 @@ extension RecordCommand {
         if packetTable == nil {
             unlink(path)
             Log.info("nothing was recorded; no file kept")
+        } else if let deviceLost {
+            Log.error("\(deviceLost) went away: the JACK server lost its audio device (on a netjack2 slave: the master left); "
+                      + "the take is complete up to \(TimeSpec.clock(valid, rate: fileRate)) (\(valid) frames): \(path)")
         } else {
             Log.info("\(path): \(valid) frames (\(String(format: "%.3f", Double(valid) / fileRate)) s) in \(written.0) packets")
         }
+        // The take is on disk; closing the queue's client (and a private server) must not hang.
+        _ = Watchdog(seconds: Watchdog.teardownSeconds, status: exitStatus,
+                     message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; the take is complete")
         if exitStatus != 0 { throw ExitCode(exitStatus) }
     }
 

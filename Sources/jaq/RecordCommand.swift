@@ -188,7 +188,8 @@ struct RecordCommand: ParsableCommand {
         }
         // Ports whose client leaves (a netjack2 slave, a DAW): a gap in their track, or the end of
         // the take when the server's own device went (a netjack2 master left its slave).
-        let sourceWatch: SourceWatch? = SourceWatch(session: server.session, sources: sources, physical: Set(physical))
+        let queueInputs = stringProperty(queue, kAudioQueueProperty_JACKPortNames)?.split(separator: ",").map(String.init) ?? []
+        let sourceWatch: SourceWatch? = SourceWatch(session: server.session, sources: sources, queueInputs: queueInputs, physical: Set(physical))
         // Meters only for the live display: they cost the realtime side a pass over the samples.
         let showMeters = !quiet && stdoutIsTerminal
         var on: UInt32 = showMeters ? 1 : 0
@@ -257,6 +258,7 @@ struct RecordCommand: ParsableCommand {
         let requestedOrigin = Int64(queueStart.mSampleTime)
         func startedOrigin() -> Int64? { Self.startDeviceFrame(queue) }
         let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
+        let toDeviceFrames = { (queueFrames: Int64) -> Int64 in Int64((Double(queueFrames) * deviceRate / fileRate).rounded()) }
         let prerollFrames = Int64((preRoll * fileRate).rounded())
         func beginTake(atDevice frame: Int64, origin: Int64) {
             let offset = toQueueFrames(frame - origin)
@@ -353,18 +355,13 @@ struct RecordCommand: ParsableCommand {
             }
             // A take whose every frame is written is done, whatever its sources do next.
             if let end = state.1, activeWriter.framesWritten >= end { stopReason = "duration reached"; break }
+            // The sources are looked at up to the take's last frame (its tracks' last, latency
+            // compensation counted): a source leaving after it leaves a complete take.
+            if let start = state.0, let end = state.1, let origin = startedOrigin() {
+                sourceWatch?.end = origin + toDeviceFrames(start + end + (skip.max() ?? 0))
+            }
             if let watched = sourceWatch?.poll(now: Self.deviceNow(queue)), !watched.isEmpty {
-                for event in watched {
-                    switch event {
-                    case .gone(let port, let frame):
-                        Log.error("\(port) went away at \(takeTime(frame)) (JACK frame \(frame)): its track records silence until it is back")
-                    case .back(let port, let frame, let since):
-                        Log.error("\(port) is back at \(takeTime(frame)), connected again: a gap of \(toQueueFrames(frame - since)) frames "
-                                  + "(from \(takeTime(since)), JACK frames \(since)-\(frame), to within 0.1 s) of silence in its track")
-                    case .deviceLost(let port, _):
-                        deviceLost = deviceLost ?? port
-                    }
-                }
+                deviceLost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames)
                 if deviceLost != nil {
                     // Every port goes when the whole server does: that is the server gone.
                     if !Self.serverIsAlive(queue) {
@@ -469,8 +466,10 @@ struct RecordCommand: ParsableCommand {
                 print("recording \(TimeSpec.clock(activeWriter.framesWritten, rate: fileRate)), buffer \(Int(activeWriter.bufferFill * 100))%, xruns \(xruns), dropped \(dropped)")
                 fflush(nil)  // a log line for a pipe, a file or journald: now, not at exit
             }
-            // A live display redraws 12 times a second; otherwise a slower pace costs less.
-            usleep(showMeters ? 20_000 : 100_000)
+            // A live display redraws 12 times a second; otherwise a slower pace costs less. The
+            // sources are looked at right at the take's end.
+            let pace = min(showMeters ? 0.02 : 0.1, sourceWatch?.secondsToEnd(now: Self.deviceNow(queue), rate: deviceRate).map { $0 + 0.001 } ?? 1)
+            usleep(UInt32(pace * 1_000_000))
         }
 
         // Stop: everything captured up to now reaches the files.

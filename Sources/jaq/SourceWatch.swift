@@ -6,10 +6,18 @@ import JackDriver
 /// A port whose client leaves — a netjack2 slave that drops off the network (`<slave>:from_slave_N`
 /// on the master), a DAW that quits — stops delivering: its track records silence from then on, and
 /// the take goes on, every track on its frames. When a port of that name comes back (the slave
-/// rejoins) jaq connects it again and reports the gap with its frames. A *physical* port that goes
+/// rejoins) jaq connects it again to the queue's ports it fed and reports the gap with its frames:
+/// at the look after the one that found it, once its client has made its own connections (an
+/// audio queue setting its CurrentDevice disconnects its ports first), and again if they undo
+/// jaq's within `settling` seconds. A *physical* port that goes
 /// away means the server lost its audio device: on a netjack2 slave (`jackd -d net`) that is the
 /// master leaving — the net driver unregisters the slave's `system:` ports and waits for a new
 /// master, so the take cannot go on: jaq ends it, cleanly.
+///
+/// The take's end bounds what is watched: a source there at a look at or after the take's last
+/// frame was there for the whole take, and one that leaves later leaves a complete take, so
+/// nothing is said (a player whose file ends with the take, as in `make demo`). Every format
+/// (PCM, FLAC, .m4a) watches its sources the same way.
 ///
 /// Thread safety: one thread (jaq record's main loop) calls `poll`.
 final class SourceWatch {
@@ -28,18 +36,48 @@ final class SourceWatch {
     /// The queue's input ports each source was connected to (learnt while it is there).
     private var destinations: [String: [String]] = [:]
     private var missingSince: [String: Int64] = [:]
+    /// Sources found back at the last look, to be connected at this one.
+    private var returning: Set<String> = []
+    /// When each source was connected again: its client's own set-up may still undo it.
+    private var reconnected: [String: Date] = [:]
+    private let settling: TimeInterval = 2
     private var lastPoll = Date.distantPast
+    /// The JACK frame of the last look.
+    private var lastPollFrame: Int64?
     private let interval: TimeInterval
 
-    /// Watches through `session`, the command's own control client (one JACK client less).
-    init(session: JackSession, sources: [String], physical: Set<String>, interval: TimeInterval = 0.1) {
+    /// The JACK frame after the take's last frame, once known (--duration, the transport
+    /// stopping). The first look at or after it is the last.
+    var end: Int64?
+
+    /// The look at the take's end was taken: what the sources do now is past the take.
+    var finished: Bool {
+        guard let end, let lastPollFrame else { return false }
+        return lastPollFrame >= end
+    }
+
+    /// Seconds until the look at the take's end is due, nil when the end is not known or was
+    /// looked at: a main loop sleeps no longer, so that it looks right at the end.
+    func secondsToEnd(now: Int64, rate: Double) -> Double? {
+        guard let end, !finished else { return nil }
+        return max(0, Double(end - now) / rate)
+    }
+
+    /// Watches through `session`, the command's own control client (one JACK client less);
+    /// `queueInputs` are the recording queue's input ports (kAudioQueueProperty_JACKPortNames).
+    init(session: JackSession, sources: [String], queueInputs: [String], physical: Set<String>, interval: TimeInterval = 0.1) {
         self.session = session
         self.sources = sources
         self.physical = physical
         self.interval = interval
-        destinations = session.connections(ofPresent: sources)
-        for name in Set(destinations.values.joined()) { if let port = session.port(named: name) { queuePorts[name] = port } }
+        self.queueInputs = Set(queueInputs)
+        destinations = session.connections(ofPresent: sources).mapValues { $0.filter(self.queueInputs.contains) }
+        for name in queueInputs { if let port = session.port(named: name) { queuePorts[name] = port } }
     }
+
+    /// The names of the queue's input ports: a source is connected again to these only (its
+    /// other connections, to speakers say, are its client's business).
+    private let queueInputs: Set<String>
 
     /// The queue's own input ports, by name: they stay for the whole take, so a source still
     /// connected to one of them is there (one look at that port's connections, where finding
@@ -65,31 +103,76 @@ final class SourceWatch {
         return false
     }
 
-    /// Looks at the ports (at most every `interval`); `now` is the JACK frame now.
+    /// Looks at the ports (at most every `interval`, and once at the take's end); `now` is the
+    /// JACK frame now. Nothing after the look at the end.
     func poll(now: Int64) -> [Event] {
-        guard Date().timeIntervalSince(lastPoll) >= interval else { return [] }
+        guard !finished else { return [] }
+        let atEnd = end.map { now >= $0 } ?? false
+        guard atEnd || Date().timeIntervalSince(lastPoll) >= interval else { return [] }
         lastPoll = Date()
+        lastPollFrame = now
         var events: [Event] = []
         for source in sources {
             if missingSince[source] == nil, stillConnected(source) { continue }
             // Not connected to the queue any more: gone, or disconnected by someone (then it
             // stays disconnected), or (missing) back.
-            let present = session.connections(ofPresent: [source])[source]
-            if let connections = present {
-                if let since = missingSince[source] {
-                    // Back: connect it again to the queue's ports it fed.
-                    for destination in destinations[source] ?? [] { try? session.connect(source, destination) }
-                    missingSince[source] = nil
-                    events.append(.back(port: source, frame: now, since: since))
-                } else if !connections.isEmpty {
-                    destinations[source] = connections
-                    for name in connections where queuePorts[name] == nil { queuePorts[name] = session.port(named: name) }
+            guard let connections = session.connections(ofPresent: [source])[source] else {
+                returning.remove(source)
+                reconnected[source] = nil
+                if missingSince[source] == nil {
+                    missingSince[source] = now
+                    events.append(physical.contains(source) ? .deviceLost(port: source, frame: now) : .gone(port: source, frame: now))
                 }
-            } else if missingSince[source] == nil {
-                missingSince[source] = now
-                events.append(physical.contains(source) ? .deviceLost(port: source, frame: now) : .gone(port: source, frame: now))
+                continue
+            }
+            if let since = missingSince[source] {
+                // Back: connected at the next look, when its client has set up its own connections.
+                guard returning.contains(source) else {
+                    returning.insert(source)
+                    continue
+                }
+                returning.remove(source)
+                connect(source)
+                missingSince[source] = nil
+                reconnected[source] = Date()
+                events.append(.back(port: source, frame: now, since: since))
+            } else if let at = reconnected[source], Date().timeIntervalSince(at) < settling {
+                // Connected again, then disconnected by its client setting up: again.
+                connect(source)
+            } else {
+                reconnected[source] = nil
+                // Moved to other queue ports by someone: those are its ports now.
+                let fed = connections.filter(queueInputs.contains)
+                if !fed.isEmpty { destinations[source] = fed }
             }
         }
         return events
+    }
+
+    private func connect(_ source: String) {
+        for destination in destinations[source] ?? [] { try? session.connect(source, destination) }
+    }
+}
+
+extension SourceWatch {
+    /// Says each event in one line, the same for every format; returns the physical port that
+    /// went away (the server lost its device: the take ends there), if one did.
+    /// - Parameters:
+    ///   - takeTime: a JACK frame as a time in the take ("00:02.1").
+    ///   - fileFrames: JACK frames as frames of the take's files (a gap's length).
+    static func report(_ events: [Event], takeTime: (Int64) -> String, fileFrames: (Int64) -> Int64) -> String? {
+        var deviceLost: String?
+        for event in events {
+            switch event {
+            case .gone(let port, let frame):
+                Log.error("\(port) went away at \(takeTime(frame)) (JACK frame \(frame)): its track records silence until it is back")
+            case .back(let port, let frame, let since):
+                Log.error("\(port) is back at \(takeTime(frame)), connected again: a gap of \(fileFrames(frame - since)) frames "
+                          + "(from \(takeTime(since)), JACK frames \(since)-\(frame), to within 0.1 s) of silence in its track")
+            case .deviceLost(let port, _):
+                deviceLost = deviceLost ?? port
+            }
+        }
+        return deviceLost
     }
 }

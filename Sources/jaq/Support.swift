@@ -114,6 +114,15 @@ func setStringProperty(_ queue: AudioQueueRef, _ id: AudioQueuePropertyID, _ tex
     }
 }
 
+/// A CFString-valued queue property as text; nil if the queue has none.
+func stringProperty(_ queue: AudioQueueRef, _ id: AudioQueuePropertyID) -> String? {
+    var value: OpaquePointer?
+    var size = UInt32(MemoryLayout<OpaquePointer?>.size)
+    guard AudioQueueGetProperty(queue, id, &value, &size) == noErr, let value else { return nil }
+    // The queue hands over a retained CFString (the Create rule, as on Apple platforms).
+    return String(Unmanaged<CFString>.fromOpaque(UnsafeRawPointer(value)).takeRetainedValue())
+}
+
 /// A value behind a lock, for the CLI's threads (the main loop, the writer, signal handlers).
 final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()

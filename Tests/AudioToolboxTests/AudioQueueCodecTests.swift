@@ -342,6 +342,60 @@ import JackTestSupport
         return (recorder.packets.withLock { $0 }, cookie, complete, recorder)
     }
 
+    /// What a buffer brought to the input callback: the callback's packet count and the
+    /// buffer's own mPacketDescriptionCount.
+    final class DeliveryLog: @unchecked Sendable {
+        let deliveries = Mutex<[(count: UInt32, inBuffer: UInt32)]>([])
+    }
+
+    static let deliveryCallback: AudioQueueInputCallback = { user, queue, buffer, _, count, _ in
+        let log = Unmanaged<DeliveryLog>.fromOpaque(user!).takeUnretainedValue()
+        log.deliveries.withLock { $0.append((count, buffer.pointee.mPacketDescriptionCount)) }
+        AudioQueueEnqueueBuffer(queue, buffer, 0, nil)
+    }
+
+    /// A recording buffer allocated with N packet descriptions comes back once it holds N
+    /// packets, with all N in its own mPacketDescriptions, whatever room its bytes have left.
+    /// Silence encodes to 6-byte AAC packets: a buffer sized for 24 of the largest packets
+    /// held minutes of it (jaq record's .m4a take of a source that left did not end).
+    @Test func aBufferComesBackWhenItsPacketDescriptionsAreFull() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        driver.setCaptureSignal { _, _ in 0 }
+        let log = DeliveryLog()
+        var format = Self.aacFormat()
+        var queue: AudioQueueRef?
+        #expect(AudioQueueNewInput(&format, Self.deliveryCallback, Unmanaged.passUnretained(log).toOpaque(), nil, nil, 0, &queue,
+                                   device: driver) == noErr)
+        let q = try #require(queue)
+        defer { AudioQueueDispose(q, true) }
+        var maxPacket: UInt32 = 0
+        var size = UInt32(4)
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_MaximumOutputPacketSize, &maxPacket, &size) == noErr)
+        let capacity: UInt32 = 24  // half a second of AAC packets at 48 kHz, as jaq record sizes them
+        for _ in 0..<3 {
+            var buffer: AudioQueueBufferRef?
+            #expect(AudioQueueAllocateBufferWithPacketDescriptions(q, maxPacket * capacity, capacity, &buffer) == noErr)
+            #expect(AudioQueueEnqueueBuffer(q, try #require(buffer), 0, nil) == noErr)
+        }
+        #expect(AudioQueueStart(q, nil) == noErr)
+        driver.run(cycles: 48000 / 256)  // a second: 47 packets
+        // While it records: the buffers of 24 packets come back (before, none did until Stop).
+        #expect(waitUntil(10) { log.deliveries.withLock { $0.count } >= 1 }, "a full buffer came back while recording")
+        #expect(AudioQueueStop(q, false) == noErr)
+        #expect(waitUntil(60) {
+            var running: UInt32 = 1
+            var size = UInt32(4)
+            AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size)
+            return running == 0
+        })
+        let deliveries = log.deliveries.withLock { $0 }
+        #expect(deliveries.allSatisfy { $0.count <= capacity && $0.inBuffer == $0.count }, "\(deliveries)")
+        #expect(deliveries.first?.count == capacity, "\(deliveries)")
+        let packets: Int = deliveries.reduce(0) { $0 + Int($1.count) }
+        let recorded = 48000 / 256 * 256
+        #expect(packets * 1024 >= recorded, "every frame recorded is in a packet")
+    }
+
     static func losslessFormat(_ id: AudioFormatID, bits: Int) -> AudioStreamBasicDescription {
         AudioStreamBasicDescription(mSampleRate: 48000, mFormatID: id, mFormatFlags: CompressedFormat.losslessFlags(bits: bits),
                                     mBytesPerPacket: 0, mFramesPerPacket: 0, mBytesPerFrame: 0, mChannelsPerFrame: 2,

@@ -363,3 +363,95 @@ import SoundFile
         #expect(said().contains("the JACK server went away") && said().contains("(\(lengths[0]) frames in every file)"), "\(said())")
     }
 }
+
+/// A source that leaves during a take, or just after it: one behaviour for every format.
+@Suite(.serialized) struct SourceLeavingTests {
+    func log(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+    /// Seconds of wall time until JACK frame `frame`, from `now` (the dummy backend runs in real time).
+    func seconds(until frame: Int64, from now: Int64) -> Double { Double(frame - now) / 48000 }
+
+    /// `jaq record -f m4a` (ALAC, AAC) and `-f wav` of a player that quits a second into the
+    /// 3 s take and starts again half a second later: the take reports both, records the
+    /// source again once it is back, ends on time with exit 0 and holds exactly its 3 s. (The
+    /// .m4a take did not end: the silence of the missing source made 6-byte AAC packets, and
+    /// the queue's buffers, sized for the largest packets, came back only when their bytes
+    /// were full; nor did it watch its sources. And every format said "connected again" of a
+    /// port the returning player's own set-up had disconnected again.)
+    @Test(arguments: [["-f", "m4a", "--codec", "alac"], ["-f", "m4a", "--codec", "aac"], ["-f", "wav"]])
+    func aTakeWhoseSourceLeavesAndComesBackEndsOnTimeAndSaysSo(format: [String]) throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("source-leaves")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/src.wav", frames: 48000, step: 97)
+        var play = try jaqInBackground(["play", "-q", "--loop", "src.wav"], server: server, log: "\(dir)/play1.log", directory: dir)
+        #expect(waitForPorts(server, containing: "jaq-1-src:out_", count: 2) != nil)
+        let now = try frameNow(server)
+        let at = now + 2 * 48000
+        let started = Date()
+        let record = try jaqInBackground(["record", "--at", "\(at)", "-d", "3", "-o", "take-{n}.{ext}"] + format + ["jaq-1-src:out_"],
+                                         server: server, log: "\(dir)/record.log", directory: dir)
+        // A second into the take the player quits; half a second later it is back.
+        usleep(UInt32(max(0, seconds(until: at + 48000, from: now) - Date().timeIntervalSince(started)) * 1_000_000))
+        play.terminate()
+        waitForExit(play, timeout: 10)
+        usleep(500_000)
+        play = try jaqInBackground(["play", "-q", "--loop", "src.wav"], server: server, log: "\(dir)/play2.log", directory: dir)
+        defer { play.terminate(); waitForExit(play, timeout: 10) }
+        // The take ends at at + 3 s: jaq has its last frames within a second or two of it.
+        let end = seconds(until: at + 3 * 48000, from: now)
+        #expect(waitForExit(record, timeout: end + 6 - Date().timeIntervalSince(started)) == 0, "\(log("\(dir)/record.log"))")
+        let said = log("\(dir)/record.log")
+        #expect(said.contains("jaq-1-src:out_L went away at") && said.contains("jaq-1-src:out_R went away at"),
+                "the source leaving is reported: \(said)")
+        #expect(said.contains("jaq-1-src:out_L is back at") && said.contains("connected again: a gap of"), "and its return: \(said)")
+        #expect(said.contains("144000 frames"), "\(said)")
+        // The take, decoded through jaq's own file and codec layers for an .m4a: exactly its
+        // frames, and the source again in every channel once it was back.
+        var channels: [[Float]] = []
+        if format[1] == "m4a" {
+            let render = try jaq(["render", "-o", "\(dir)/decoded.wav", "\(dir)/take-01.m4a"], server: nil)
+            #expect(render.status == 0, "\(render.error)")
+            let decoded = try readInterleaved("\(dir)/decoded.wav", as: Float.self)
+            channels = (0..<decoded.channels).map { c in stride(from: c, to: decoded.samples.count, by: decoded.channels).map { decoded.samples[$0] } }
+        } else {
+            channels = try (1...2).map { try readInterleaved("\(dir)/take-0\($0).wav", as: Float.self).samples }
+        }
+        #expect(channels.count == 2 && channels.allSatisfy { $0.count == 144000 }, "\(channels.map(\.count)) frames")
+        let back = said.firstMatch(of: #/out_L is back at 00:0(\d\.\d)/#).flatMap { Double($0.1) } ?? 3
+        for (c, samples) in channels.enumerated() where back < 2.8 {
+            let after = samples.dropFirst(Int((back + 0.1) * 48000))
+            #expect(after.contains { $0 != 0 }, "channel \(c) holds the source again after its return at \(back) s: \(said)")
+        }
+    }
+
+    /// The player quits 0.4 s after the take's last frame (as `make demo`'s players end with
+    /// its take): the take is complete, nothing records silence, and nothing says a source went
+    /// away. The take's end is just past the start of a queue buffer (16384 frames at 16 kHz:
+    /// a second), so the last frames reach the file long after the player left.
+    @Test(arguments: [["-f", "wav"], ["-f", "m4a", "--codec", "alac"]]) func aSourceLeavingRightAfterTheTakeIsNotReported(format: [String]) throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("source-leaves-after")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/src.wav", frames: 48000, step: 97)
+        let play = try jaqInBackground(["play", "-q", "--loop", "src.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        defer { if play.isRunning { play.terminate() }; waitForExit(play, timeout: 10) }
+        #expect(waitForPorts(server, containing: "jaq-1-src:out_L", count: 1) != nil)
+        let now = try frameNow(server)
+        let at = now + 2 * 48000
+        let started = Date()
+        let frames = 2 * 16384 + 1  // at 16 kHz: 2.048 s
+        let record = try jaqInBackground(["record", "--at", "\(at)", "-d", "\(frames)f", "-r", "16000", "-o", "take.{ext}"] + format
+                                         + ["jaq-1-src:out_L$"], server: server, log: "\(dir)/record.log", directory: dir)
+        let end = seconds(until: at + Int64(frames) * 3, from: now)
+        usleep(UInt32(max(0, end + 0.4 - Date().timeIntervalSince(started)) * 1_000_000))
+        play.terminate()
+        waitForExit(play, timeout: 10)
+        #expect(waitForExit(record, timeout: 20) == 0, "\(log("\(dir)/record.log"))")
+        let said = log("\(dir)/record.log")
+        #expect(said.contains("\(frames) frames"), "the take is complete: \(said)")
+        #expect(!said.contains("went away") && !said.contains("records silence"), "\(said)")
+    }
+}
