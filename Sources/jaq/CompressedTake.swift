@@ -320,6 +320,7 @@ extension RecordCommand {
                         transportChanges: transport ? session.transportChanges().count : 0)
         }
         let requestedOrigin = Int64(queueStart.mSampleTime)
+        var startWatch = RecordCommand.StartWatch(origin: requestedOrigin)
         let started = AudioQueueStart(queue, &queueStart)
         guard started == noErr else { throw CLIError("cannot start recording: \(describe(started, file: false))") }
         startup.disarm()
@@ -391,7 +392,7 @@ extension RecordCommand {
                 // The sources are looked at up to the take's last frame: one leaving after it
                 // leaves a complete take.
                 if let end = recorder.take.withLock({ $0.end }) { sourceWatch.end = origin + toDeviceFrames(end) }
-            } else if Self.deviceNow(queue) > requestedOrigin + Int64(10 * deviceRate) {
+            } else if startWatch.hasTimedOut(deviceNow: Self.deviceNow(queue), started: false) {
                 Log.error("the JACK server ran no cycles for jaq-record within 10 s of its start")
                 exitStatus = 1
                 break

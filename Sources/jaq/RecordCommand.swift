@@ -256,6 +256,7 @@ struct RecordCommand: ParsableCommand {
         // Queue time 0 is the device frame the queue really started on: the one asked for, or
         // later if the machine was too slow to start it by then.
         let requestedOrigin = Int64(queueStart.mSampleTime)
+        var startWatch = StartWatch(origin: requestedOrigin)
         func startedOrigin() -> Int64? { Self.startDeviceFrame(queue) }
         let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
         let toDeviceFrames = { (queueFrames: Int64) -> Int64 in Int64((Double(queueFrames) * deviceRate / fileRate).rounded()) }
@@ -406,8 +407,8 @@ struct RecordCommand: ParsableCommand {
                 break
             }
             // A queue the server never runs (seen on a loaded netjack2 master) must not leave jaq
-            // waiting for ever: say so and stop, after the start frame plus 10 s.
-            if startedOrigin() == nil, Self.deviceNow(queue) > requestedOrigin + Int64(10 * deviceRate) {
+            // waiting for ever: say so and stop, 10 s after the start frame.
+            if startWatch.hasTimedOut(deviceNow: Self.deviceNow(queue), started: startedOrigin() != nil) {
                 activeWriter.state.withLock { $0.error = $0.error ?? "the JACK server ran no cycles for jaq-record within 10 s of its start" }
                 continue
             }
@@ -551,6 +552,25 @@ struct RecordCommand: ParsableCommand {
     }
 
     /// The JACK frame now (0 when the server does not answer).
+    /// The check that the server runs the queue at all: 10 s of wall time after the device clock
+    /// passed the start frame with the queue still not started. Wall time, not device frames:
+    /// in freewheel 10 s of frames pass in a moment, before the queue thread has published its start.
+    struct StartWatch {
+        let origin: Int64
+        private var passedAt: Date?
+        init(origin: Int64) { self.origin = origin }
+
+        mutating func hasTimedOut(deviceNow: Int64, started: Bool) -> Bool {
+            guard !started, deviceNow > origin else {
+                passedAt = nil
+                return false
+            }
+            let since = passedAt ?? Date()
+            passedAt = since
+            return Date().timeIntervalSince(since) > 10
+        }
+    }
+
     static func deviceNow(_ queue: AudioQueueRef) -> Int64 {
         var now = AudioTimeStamp()
         AudioQueueDeviceGetCurrentTime(queue, &now)

@@ -221,6 +221,14 @@ struct RenderCommand: ParsableCommand {
         // (a render then returns fewer frames than asked): the mix ends with its longest track,
         // offsets, rate conversion and the time/pitch unit's tail included, to the frame.
         var ended = [Bool](repeating: false, count: tracks.count)
+        // A file at the mix's rate, with no time/pitch unit, plays exactly its valid frames after
+        // its offset: its queue's output is cut there. (jaq's own ALAC takes end on a whole 4096-
+        // frame packet whose decode runs past the take's last frame; the file's packet table
+        // says where the take ends.)
+        let limits = tracks.map { track -> Int? in
+            guard !timePitch.isActive, track.format.mSampleRate == mixRate else { return nil }
+            return Int(track.startFrame + track.frameCount)
+        }
         var mix = [Float](repeating: 0, count: chunk * channels)
         var written = 0
         while ended.contains(false) {
@@ -233,7 +241,11 @@ struct RenderCommand: ParsableCommand {
                 let status = AudioQueueOfflineRender(track.queue, &time, capture, UInt32(chunk))
                 guard status == noErr else { throw CLIError("\(track.path): offline render failed (\(describe(status, file: false)))") }
                 if let failure = track.failure.withLock({ $0 }) { throw CLIError(failure) }
-                let frames = Int(capture.pointee.mAudioDataByteSize) / (channels * 4)
+                var frames = Int(capture.pointee.mAudioDataByteSize) / (channels * 4)
+                if let limit = limits[index], written + frames >= limit {
+                    frames = max(0, limit - written)
+                    ended[index] = true
+                }
                 let samples = capture.pointee.mAudioData.assumingMemoryBound(to: Float.self)
                 for i in 0..<(frames * channels) { mix[i] += samples[i] }
                 longest = max(longest, frames)

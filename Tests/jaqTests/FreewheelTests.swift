@@ -196,11 +196,17 @@ import SoundFile
             try #require(made.status == 0, "ffmpeg: \(made.error)")
             source = "src.m4a"
         }
-        let (at, play) = try playAhead([source], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-src:out_", count: channels)
+        // The player loops: jackd 1.9.21 stalls when a client leaves during freewheel (see the suite's note).
+        let (at, play) = try playAhead([source], options: ["--quiet", "--loop"], server: server, dir: dir,
+                                       ports: "jaq-1-src:out_", count: channels)
         let take = bounce.takeM4A ? ["-f", "m4a", "--codec", "alac", "-o", "take.m4a"] : ["-o", "take-{n}.wav"]
         let record = try recordInBackground(["--at", "\(at)", "-d", "\(seconds)", "-q"] + take + ["jaq-1-src:out_"],
                                             server: server, dir: dir, measured: false)
-        #expect(waitForPorts(server, containing: "jaq-record:", count: channels) != nil, "\(log("\(dir)/record.log"))")
+        // Freewheel once the recorder is connected (its ports appear a moment before).
+        let connected = waitUntil(10, poll: 0.02) {
+            ((try? server.run(["jack_lsp", "-c", "jaq-record:in_\(channels)"])) ?? "").contains("jaq-1-src:out_\(channels)")
+        }
+        #expect(connected, "\(log("\(dir)/record.log"))")
         let realtimeBefore: Bool
         if bounce.freewheelBeforeStart {
             realtimeBefore = try frameNow(server) >= at - 4800
@@ -211,7 +217,8 @@ import SoundFile
         }
         try server.run(["jack_freewheel", "y"])
         #expect(waitForExit(record, timeout: 120) == 0, "\(log("\(dir)/record.log"))")
-        #expect(waitForExit(play, timeout: 60) == 0, "\(log("\(dir)/play.log"))")
+        play.interrupt()
+        _ = waitForExit(play, timeout: 30)
         let jackdLog = server.logText
         #expect(!jackdLog.contains("client = jaq-out") && !jackdLog.contains("client = jaq-in"), "no client but the named ones: \(jackdLog)")
         let check = {
