@@ -72,6 +72,7 @@ public final class JackServer: @unchecked Sendable {
         self.periodFrames = periodFrames
         self.backend = backend
         let unique = "jaqtest-\(getpid())-\(JackServer.counter.next())"
+        if backend == .jackd { JackServerRegistry.reclaimDeadServers() }
         let launch: ServerLaunch
         do {
             launch = backend == .jackd
