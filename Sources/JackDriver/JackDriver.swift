@@ -430,20 +430,18 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
 
     /// The names of the ports `port` is connected to.
     static func connections(of port: OpaquePointer?, in client: OpaquePointer) -> [String] {
-        guard let port, let list = jack_port_get_all_connections(client, port) else { return [] }
-        defer { jack_free(list) }
-        var names: [String] = []
-        var i = 0
-        while let name = list[i] {
-            names.append(String(cString: name))
-            i += 1
-        }
-        return names
+        guard let port else { return [] }
+        return names(jack_port_get_all_connections(client, port))
     }
 
     /// Port names the server lists for `flags` (audio ports only).
     static func portList(_ client: OpaquePointer, flags: UInt) -> [String] {
-        guard let list = jack_get_ports(client, nil, jaq_jack_default_audio_type(), flags) else { return [] }
+        names(jack_get_ports(client, nil, jaq_jack_default_audio_type(), flags))
+    }
+
+    /// The names of a NULL-terminated list libjack allocated; frees it.
+    private static func names(_ list: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> [String] {
+        guard let list else { return [] }
         defer { jack_free(list) }
         var names: [String] = []
         var i = 0
