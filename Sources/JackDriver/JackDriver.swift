@@ -120,7 +120,7 @@ private func jackProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutable
 /// thread reclaiming memory, a process starting (`jaq record` while `jaq play`'s client runs) or
 /// a compiler then makes a 5.3 ms cycle late. Measured with the record-format tests' take on an
 /// idle 2-core machine: xruns in 12 of 20 runs before, 6 of 20 after, in the take 5 and 1; with
-/// two busy loops beside it, 4 of 6 takes lost frames before, none after (Docs/testing.md,
+/// two busy loops beside it, 4 of 6 takes lost frames before, 2 of 12 after (Docs/testing.md,
 /// "Xruns"). So the thread also asks for a short slice (`processThreadSliceNanoseconds`), which
 /// makes it preempt threads with longer slices when it wakes; older kernels ignore it.
 private func jackThreadInit(_ argument: UnsafeMutableRawPointer?) {
