@@ -1,7 +1,7 @@
 # jaq — Audio Queue Services on JACK, in Swift.
 #
 #   make demo   set up (Debian packages), build, run the demo
-#   make test   set up, build (debug and release), run the tests
+#   make test   set up, build (debug and release), run the tests (with a fresh, empty HOME: Docs/testing.md)
 #   make bench  set up, build release, run the benchmarks against the peer tools
 #   make install / uninstall   the C API, libAudioToolbox.so, jaq, pkg-config file (PREFIX, DESTDIR)
 #   make deb    a Debian package of the same, in out/
