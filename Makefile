@@ -1,7 +1,7 @@
 # jaq — Audio Queue Services on JACK, in Swift.
 #
 #   make demo   set up (Debian packages), build, run the demo
-#   make test   set up, build (debug and release), run the tests
+#   make test   set up, build (debug and release), run the tests (with a fresh, empty HOME: Docs/testing.md)
 #   make bench  set up, build release, run the benchmarks against the peer tools
 #   make install / uninstall   the C API, libAudioToolbox.so, jaq, pkg-config file (PREFIX, DESTDIR)
 #   make deb    a Debian package of the same, in out/
@@ -34,6 +34,10 @@ PACKAGES += libavcodec-dev libavformat-dev libavutil-dev libswresample-dev ffmpe
 
 SWIFT ?= swift
 SWIFT_FLAGS ?=
+# Every `swift test` here runs with a fresh, empty HOME and XDG directories (removed afterwards):
+# nothing this machine's user accumulated (Ardour's configuration, caches, PipeWire state) can hide
+# what a new user meets. Docs/testing.md, "A fresh home". FRESH_HOME= runs them in your own HOME.
+FRESH_HOME ?= Configs/fresh-home.sh
 
 .PHONY: all deps build release test demo bench clean
 
@@ -61,7 +65,7 @@ release: deps
 test: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
-	$(SWIFT) test --no-parallel $(SWIFT_FLAGS)
+	$(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS)
 
 demo: build
 	./Configs/demo.sh
@@ -86,7 +90,7 @@ bench-late: release
 # a loop, DAW transport moves). Docs/cli.md, "With a DAW".
 test-daw: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
-	JAQ_DAW_LONG=1 $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter 'NetJackTests|ArdourTests'
+	JAQ_DAW_LONG=1 $(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter 'NetJackTests|ArdourTests'
 
 # make fuzz: the long runs that make test runs short versions of.
 fuzz: fuzz-files fuzz-freewheel fuzz-api fuzz-packets fuzz-descriptions
@@ -103,24 +107,24 @@ fuzz-files: deps
 # Mangled packets and magic cookies of AAC, ALAC, FLAC and Opus through the decoders (the short run
 # of PacketCodecTests, 400 rounds a codec, is in make test): a crash fails, a refusal must be .corruptPacket.
 fuzz-packets: deps
-	JAQ_PACKET_FUZZ_ROUNDS=$(FUZZ_ITERATIONS) JAQ_PACKET_FUZZ_SEED=$(FUZZ_SEED) $(SWIFT) test $(SWIFT_FLAGS) \
+	JAQ_PACKET_FUZZ_ROUNDS=$(FUZZ_ITERATIONS) JAQ_PACKET_FUZZ_SEED=$(FUZZ_SEED) $(FRESH_HOME) $(SWIFT) test $(SWIFT_FLAGS) \
 	  --filter PacketCodecTests/mangledPacketsAreRefusedNotFatal
 
 # Hostile packet descriptions enqueued on AAC and MP3 output queues (a ManualDriver, no server; the short
 # run, 600 buffers, is in make test): every enqueue gets the reference's code, what plays stays finite.
 fuzz-descriptions: deps
-	JAQ_DESCRIPTION_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) JAQ_DESCRIPTION_FUZZ_SEED=$(FUZZ_SEED) $(SWIFT) test $(SWIFT_FLAGS) \
+	JAQ_DESCRIPTION_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) JAQ_DESCRIPTION_FUZZ_SEED=$(FUZZ_SEED) $(FRESH_HOME) $(SWIFT) test $(SWIFT_FLAGS) \
 	  --filter HostileDescriptionTests
 
 # The freewheel bounce at 64 tracks x 10 minutes of audio (Docs/cli.md, "Freewheel").
 fuzz-freewheel: release
-	JAQ_LONG=1 JAQ_BINARY=$(CURDIR)/.build/release/jaq $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter FreewheelTests/aBounceInFreewheel
+	JAQ_LONG=1 JAQ_BINARY=$(CURDIR)/.build/release/jaq $(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter FreewheelTests/aBounceInFreewheel
 
 # make asan: the hostile-input tests (crashers, non-files, hostile formats and calls, a fuzz run) with every
 # Swift target built with AddressSanitizer, in a scratch path of their own.
 asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/HostileInputTests/lsan.supp \
-	$(SWIFT) test --sanitize=address --scratch-path .build-asan --no-parallel $(SWIFT_FLAGS) --filter HostileInputTests
+	$(FRESH_HOME) $(SWIFT) test --sanitize=address --scratch-path .build-asan --no-parallel $(SWIFT_FLAGS) --filter HostileInputTests
 
 # The queue API walk (Tests/AudioToolboxTests/AudioQueueAPIWalk.swift), ten times longer than
 # in `make test`. JAQ_API_WALK_SEED=<n> replays a seed a failure printed.
@@ -130,17 +134,17 @@ FUZZ_API_JACK_CALLS ?= 10000
 
 fuzz-api: deps
 	JAQ_API_WALK_CALLS=$(FUZZ_API_CALLS) JAQ_API_WALK_JACK_CALLS=$(FUZZ_API_JACK_CALLS) \
-	  $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter '$(API_WALK_TESTS)'
+	  $(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter '$(API_WALK_TESTS)'
 
 # The same under the sanitizers, each in its own scratch path; any report fails the run.
 asan-api: deps
-	ASAN_OPTIONS=halt_on_error=1:detect_leaks=0 $(SWIFT) test --no-parallel --sanitize=address \
+	ASAN_OPTIONS=halt_on_error=1:detect_leaks=0 $(FRESH_HOME) $(SWIFT) test --no-parallel --sanitize=address \
 	  --scratch-path .build-asan $(SWIFT_FLAGS) --filter '$(API_WALK_TESTS)'
 
 # Without the JACK walk: libjack is not instrumented, and its client thread ends "with ignores
 # enabled", which ThreadSanitizer reports as an error of its own before any race.
 tsan-api: deps
-	TSAN_OPTIONS=halt_on_error=1 $(SWIFT) test --no-parallel --sanitize=thread \
+	TSAN_OPTIONS=halt_on_error=1 $(FRESH_HOME) $(SWIFT) test --no-parallel --sanitize=thread \
 	  --scratch-path .build-tsan $(SWIFT_FLAGS) --filter 'AudioQueueAPIWalkTests.aRandomWalkOfCallsOnTheManualDriver|AudioQueueMisuseTests'
 
 clean:

@@ -1,5 +1,10 @@
 #include "CJack.h"
+#include <errno.h>
+#include <sched.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static jack_client_t *open_once(const char *client_name, jack_options_t options, jack_status_t *status,
@@ -37,3 +42,35 @@ int jaq_jack_open_failure_is_transient(jack_status_t status) {
 }
 
 const char *jaq_jack_default_audio_type(void) { return JACK_DEFAULT_AUDIO_TYPE; }
+
+/* struct sched_attr (include/uapi/linux/sched/types.h), spelled out: glibc 2.36 has no wrapper. */
+struct jaq_sched_attr {
+    uint32_t size;
+    uint32_t sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime;
+    uint64_t sched_deadline;
+    uint64_t sched_period;
+    uint32_t sched_util_min;
+    uint32_t sched_util_max;
+};
+
+int jaq_thread_set_slice(unsigned long long slice_ns) {
+#ifdef SYS_sched_setattr
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);  /* the calling thread's, on Linux */
+    if (nice == -1 && errno != 0) return -1;
+    struct jaq_sched_attr attr = {0};
+    attr.size = sizeof attr;
+    attr.sched_policy = SCHED_OTHER;
+    attr.sched_nice = nice;
+    attr.sched_runtime = slice_ns;
+    return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
+#else
+    (void)slice_ns;
+    errno = ENOSYS;
+    return -1;
+#endif
+}

@@ -281,9 +281,27 @@ public struct JackServerError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// Runs a command (via /usr/bin/env) and collects its output, with a timeout.
+/// Runs a command (via /usr/bin/env) and collects its output, with a timeout. A command killed
+/// by a signal returns the signal's number as its status (`runProcessEnding` tells the two apart).
 public func runProcess(_ arguments: [String], environment: [String: String]? = nil, timeout: Double = 60,
                        currentDirectory: String? = nil) throws -> (status: Int32, output: String, error: String) {
+    let ending = try runProcessEnding(arguments, environment: environment, timeout: timeout, currentDirectory: currentDirectory)
+    return (ending.status, ending.output, ending.error)
+}
+
+/// How a command run by `runProcessEnding` ended.
+public struct ProcessEnding: Sendable {
+    /// The exit status, or the signal's number when `signal` is set.
+    public var status: Int32
+    public var output: String
+    public var error: String
+    /// The signal that killed the command (SIGSEGV, SIGABRT …), or nil when it exited.
+    public var signal: Int32?
+}
+
+/// `runProcess`, saying whether the command exited or was killed by a signal.
+public func runProcessEnding(_ arguments: [String], environment: [String: String]? = nil, timeout: Double = 60,
+                             currentDirectory: String? = nil) throws -> ProcessEnding {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = arguments
@@ -308,7 +326,8 @@ public func runProcess(_ arguments: [String], environment: [String: String]? = n
         throw JackServerError("\(arguments.joined(separator: " ")) timed out after \(timeout) s")
     }
     process.waitUntilExit()
-    return (process.terminationStatus, outData.text(), errData.text())
+    return ProcessEnding(status: process.terminationStatus, output: outData.text(), error: errData.text(),
+                         signal: process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil)
 }
 
 /// Reads a pipe to the end on a background thread (so a chatty child never blocks).

@@ -3,12 +3,13 @@ import Foundation
 import SoundFile
 import Testing
 import JackTestSupport
+import RefereeTesting
 
 /// Files of compressed packets (CAF with 'pakt'/'kuki', MPEG-4 .m4a, ADTS): files made by
 /// ffmpeg's command line tool read back with the packets, cookie and priming ffprobe lists;
 /// files written with AudioFileWritePackets open in ffmpeg/ffprobe (and sox for ALAC CAF) with
 /// the same packets and decode to the same samples.
-@Suite struct AudioFilePacketTests {
+@Suite(.refereeCrashesAreKnownIssues) struct AudioFilePacketTests {
     let scratch: Scratch
     init() throws { scratch = try Scratch() }
 
@@ -17,7 +18,7 @@ import JackTestSupport
     /// Runs ffmpeg with `arguments`, quiet and overwriting.
     @discardableResult
     func ffmpeg(_ arguments: [String]) throws -> Data {
-        let result = try run(try #require(tool("ffmpeg")), ["-nostdin", "-v", "error", "-y"] + arguments)
+        let result = try runReferee(try #require(tool("ffmpeg")), ["-nostdin", "-v", "error", "-y"] + arguments)
         #expect(result.status == 0, "ffmpeg \(arguments.joined(separator: " ")): \(result.stderr)")
         return result.stdout
     }
@@ -40,7 +41,7 @@ import JackTestSupport
 
     /// The audio packets ffprobe lists, with the Adler-32 of their data.
     func probePackets(_ path: String) throws -> [ProbedPacket] {
-        let result = try run(try #require(tool("ffprobe")),
+        let result = try runReferee(try #require(tool("ffprobe")),
                              ["-v", "error", "-select_streams", "a:0", "-show_entries", "packet=size,data_hash",
                               "-show_data_hash", "adler32", "-of", "default=nw=1", path])
         #expect(result.status == 0, "ffprobe \(path): \(result.stderr)")
@@ -55,7 +56,7 @@ import JackTestSupport
 
     /// ffprobe's codec name and extradata (hex) of the first audio stream.
     func probeStream(_ path: String) throws -> (codec: String, extradata: [UInt8]) {
-        let result = try run(try #require(tool("ffprobe")),
+        let result = try runReferee(try #require(tool("ffprobe")),
                              ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=codec_name,extradata", "-show_data",
                               "-of", "default", path])
         let text = String(decoding: result.stdout, as: UTF8.self)

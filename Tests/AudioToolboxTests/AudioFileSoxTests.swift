@@ -1,11 +1,12 @@
 import AudioToolbox
 import Foundation
 import Testing
+import RefereeTesting
 import JackTestSupport
 
 /// sox is the referee: files written here open in sox with the right rate, channels, bit
 /// depth and length and decode to the samples written; files sox writes read back here.
-@Suite struct AudioFileSoxTests {
+@Suite(.refereeCrashesAreKnownIssues) struct AudioFileSoxTests {
     let scratch: Scratch
     let sox: String
     let soxi: String
@@ -17,13 +18,13 @@ import JackTestSupport
     }
 
     private func soxi(_ flag: String, _ path: String) throws -> String {
-        let result = try run(soxi, [flag, path])
+        let result = try runReferee(soxi, [flag, path])
         return String(decoding: result.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// The file's samples as sox decodes them: 32-bit signed, little-endian, interleaved.
     private func soxSamples(_ path: String) throws -> [Int32] {
-        let result = try run(sox, ["-D", "-V1", path, "-t", "raw", "-e", "signed-integer", "-b", "32", "-L", "-"])
+        let result = try runReferee(sox, ["-D", "-V1", path, "-t", "raw", "-e", "signed-integer", "-b", "32", "-L", "-"])
         try #require(result.status == 0, "sox could not decode \(path): \(result.stderr)")
         return result.stdout.withUnsafeBytes { Array($0.bindMemory(to: Int32.self)) }
     }
@@ -125,7 +126,7 @@ import JackTestSupport
     @Test(arguments: soxWritten)
     func filesSoxWritesReadBackHere(_ written: SoxWritten) throws {
         let path = scratch.path(written.name)
-        let make = try run(sox, ["-D", "-V1", "-n", "-r", "44100", "-c", "2"] + written.options
+        let make = try runReferee(sox, ["-D", "-V1", "-n", "-r", "44100", "-c", "2"] + written.options
             + [path, "synth", "0.25", "sine", "440", "sine", "1234", "gain", "-0.5"])
         try #require(make.status == 0, "sox could not write \(written.name): \(make.stderr)")
 

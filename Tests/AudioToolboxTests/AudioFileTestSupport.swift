@@ -177,6 +177,30 @@ extension AudioStreamBasicDescription {
 /// Runs a command line tool and returns its exit status and output.
 @discardableResult
 func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, stdout: Data, stderr: String) {
+    let ending = try runEnding(executable, arguments, environment: environment)
+    return (ending.status, ending.stdout, ending.stderr)
+}
+
+/// `run` for a referee (sox, ffmpeg, ffprobe): a run that dies of a signal is run again, up to
+/// `refereeAttempts` runs, then `RefereeCrashed` names the tool (a known issue in suites with
+/// `.refereeCrashesAreKnownIssues`). Not for jaq's own programs: their crash is jaq's.
+func runReferee(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws
+    -> (status: Int32, stdout: Data, stderr: String) {
+    let tool = URL(fileURLWithPath: executable).lastPathComponent
+    for attempt in 1...refereeAttempts {
+        let ending = try runEnding(executable, arguments, environment: environment)
+        guard let signal = ending.signal else { return (ending.status, ending.stdout, ending.stderr) }
+        print("\(tool) died of \(signalName(signal)) (run \(attempt) of \(refereeAttempts)): \(ending.stderr.suffix(300))")
+        if attempt == refereeAttempts {
+            throw RefereeCrashed(tool: tool, signal: signal, attempts: attempt, output: ending.stderr)
+        }
+    }
+    fatalError("unreachable")
+}
+
+/// `run`, with the signal that killed the tool (nil when it exited).
+private func runEnding(_ executable: String, _ arguments: [String], environment: [String: String]?) throws
+    -> (status: Int32, stdout: Data, stderr: String, signal: Int32?) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -194,7 +218,8 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     try err.close()
     let stdout = try Data(contentsOf: scratch.url("out"))
     let stderr = String(decoding: try Data(contentsOf: scratch.url("err")), as: UTF8.self)
-    return (process.terminationStatus, stdout, stderr)
+    return (process.terminationStatus, stdout, stderr,
+            process.terminationReason == .uncaughtSignal ? process.terminationStatus : nil)
 }
 
 /// Decodes packed data described by `format` to left-justified 32-bit samples, the way

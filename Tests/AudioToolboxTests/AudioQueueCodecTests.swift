@@ -6,12 +6,13 @@ import AudioToolbox
 @testable import AudioCodec
 import QueueCore
 import JackTestSupport
+import RefereeTesting
 
 /// Compressed queues through the public API on a ManualDriver: packets with descriptions
 /// decoded by output queues, packets made by input queues, their cookies and errors.
 /// One case at a time: each encodes or decodes as fast as a ManualDriver runs, and two
 /// encoders sharing two cores starve the queue thread (an Opus take came back empty).
-@Suite(.serialized) struct AudioQueueCodecTests {
+@Suite(.serialized, .refereeCrashesAreKnownIssues) struct AudioQueueCodecTests {
     // MARK: A packet player in the guide's style (Listing 3-x, the VBR branch)
 
     /// What the output callback reads packets from: the guide's AQPlayerState, with an array of
@@ -127,14 +128,10 @@ import JackTestSupport
 
     // MARK: ADTS, what ffmpeg's command line writes and reads for raw AAC
 
+    /// Runs a referee (ffmpeg) to completion; a crash is run again (`runReferee`).
     static func run(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CodecError.failed("\(arguments.joined(separator: " ")) failed") }
+        let result = try runReferee(arguments, timeout: 120)
+        guard result.status == 0 else { throw CodecError.failed("\(arguments.joined(separator: " ")) failed: \(result.error)") }
     }
 
     static func floats(_ path: String) throws -> [Float] {

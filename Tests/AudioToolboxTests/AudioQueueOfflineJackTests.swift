@@ -3,12 +3,13 @@ import Foundation
 import AudioToolbox
 import JackDriver
 import JackTestSupport
+import RefereeTesting
 import QueueCore
 import SoundFile
 
 /// Offline render against JACK: jack_capture records what a queue plays on a private
 /// server; the same program rendered offline must equal it, sample for sample.
-@Suite(.serialized) struct AudioQueueOfflineJackTests {
+@Suite(.serialized, .refereeCrashesAreKnownIssues) struct AudioQueueOfflineJackTests {
     /// Installs a pre-effects tap halving every sample (gainTap) when `tapped`.
     func tapIfAsked(_ queue: AudioQueueRef, _ tapped: Bool, _ log: TapLog) {
         guard tapped else { return }
@@ -43,49 +44,52 @@ import SoundFile
     /// exactly as on JACK.
     @Test(arguments: [(48000.0, false), (44100.0, false), (48000.0, true), (44100.0, true)])
     func offlineRenderEqualsWhatJackCaptureRecordsOfTheQueue(rate: Double, tapped: Bool) throws {
-        let server = try JackServer()
-        defer { server.stop() }
-        let dir = NSTemporaryDirectory() + "jaq-offline-\(getpid())-\(Int(rate))-\(tapped)"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "4", "-c", "2", "--manual-connections",
-                                        "\(dir)/captured.wav"], output: "\(dir)/capture.log")
-        let capturePorts = waitForPorts(server, containing: "jack_capture", count: 2) ?? []
-        #expect(capturePorts.count == 2)
-        let context = ProgramContext(rate: rate)
-        let liveLog = TapLog()
-        try JackServer.withInProcessClients {
-            let device = JackDriver(serverName: server.name)
-            let queue = try makeProgramQueue(context, device: device)
-            defer { AudioQueueDispose(queue, true) }
-            tapIfAsked(queue, tapped, liveLog)
-            var target: CFString? = CFString.make(capturePorts.joined(separator: ","))
-            #expect(AudioQueueSetProperty(queue, kAudioQueueProperty_CurrentDevice, &target, 8) == noErr)
-            #expect(AudioQueueStart(queue, nil) == noErr)
-            #expect(waitUntil(10) { context.finished.withLock { $0 } && !isRunning(queue) })
-        }
-        capture.waitUntilExit()
-        #expect(capture.terminationStatus == 0)
-        let recorded = try readPlanes("\(dir)/captured.wav")
-        let xruns = server.xrunCount
-        let frames = 40000 * 48000 / Int(rate) + 2000
-        let rendered = try renderProgram(rate: rate, tapped: tapped, frames: frames)
-        if tapped {
-            // The tap halves every sample (exact in float, and through the volume, pan and
-            // resampler's linear arithmetic): the render is the untapped one, halved.
-            let plain = try renderProgram(rate: rate, tapped: false, frames: frames)
-            #expect(firstMismatch(rendered, plain.map { $0 * 0.5 }) == nil, "the tap is heard offline")
-            #expect(!liveLog.calls.withLock { $0.isEmpty }, "the tap ran on JACK")
-        }
-        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns (a loaded machine)"), isIntermittent: true) {
-            for c in 0..<2 {
-                let offline = deinterleave(rendered, channels: 2, channel: c)
-                let start = try #require(recorded[c].firstIndex { $0 != 0 }, "jack_capture recorded channel \(c)")
-                let first = try #require(offline.firstIndex { $0 != 0 })
-                let end = try #require(offline.lastIndex { $0 != 0 }) + 1
-                let live = Array(recorded[c][start...].prefix(end - first))
-                #expect(firstMismatch(live, Array(offline[first..<end])) == nil, "channel \(c)")
+        // jack_capture (a referee) crashing: the scenario again (withRefereeRetries).
+        try withRefereeRetries {
+            let server = try JackServer()
+            defer { server.stop() }
+            let dir = NSTemporaryDirectory() + "jaq-offline-\(getpid())-\(Int(rate))-\(tapped)"
+            try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let capture = try server.spawn(["jack_capture", "--daemon", "-d", "4", "-c", "2", "--manual-connections",
+                                            "\(dir)/captured.wav"], output: "\(dir)/capture.log")
+            let capturePorts = waitForPorts(server, containing: "jack_capture", count: 2) ?? []
+            #expect(capturePorts.count == 2)
+            let context = ProgramContext(rate: rate)
+            let liveLog = TapLog()
+            try JackServer.withInProcessClients {
+                let device = JackDriver(serverName: server.name)
+                let queue = try makeProgramQueue(context, device: device)
+                defer { AudioQueueDispose(queue, true) }
+                tapIfAsked(queue, tapped, liveLog)
+                var target: CFString? = CFString.make(capturePorts.joined(separator: ","))
+                #expect(AudioQueueSetProperty(queue, kAudioQueueProperty_CurrentDevice, &target, 8) == noErr)
+                #expect(AudioQueueStart(queue, nil) == noErr)
+                #expect(waitUntil(10) { context.finished.withLock { $0 } && !isRunning(queue) })
             }
-        } when: { xruns > 0 }
+            let captured = try waitForReferee(capture, tool: "jack_capture", timeout: 60, log: "\(dir)/capture.log")
+            #expect(captured == 0)
+            let recorded = try readPlanes("\(dir)/captured.wav")
+            let xruns = server.xrunCount
+            let frames = 40000 * 48000 / Int(rate) + 2000
+            let rendered = try renderProgram(rate: rate, tapped: tapped, frames: frames)
+            if tapped {
+                // The tap halves every sample (exact in float, and through the volume, pan and
+                // resampler's linear arithmetic): the render is the untapped one, halved.
+                let plain = try renderProgram(rate: rate, tapped: false, frames: frames)
+                #expect(firstMismatch(rendered, plain.map { $0 * 0.5 }) == nil, "the tap is heard offline")
+                #expect(!liveLog.calls.withLock { $0.isEmpty }, "the tap ran on JACK")
+            }
+            try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns (a loaded machine)"), isIntermittent: true) {
+                for c in 0..<2 {
+                    let offline = deinterleave(rendered, channels: 2, channel: c)
+                    let start = try #require(recorded[c].firstIndex { $0 != 0 }, "jack_capture recorded channel \(c)")
+                    let first = try #require(offline.firstIndex { $0 != 0 })
+                    let end = try #require(offline.lastIndex { $0 != 0 }) + 1
+                    let live = Array(recorded[c][start...].prefix(end - first))
+                    #expect(firstMismatch(live, Array(offline[first..<end])) == nil, "channel \(c)")
+                }
+            } when: { xruns > 0 }
+        }
     }
 }

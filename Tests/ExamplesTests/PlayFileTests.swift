@@ -1,5 +1,6 @@
 import Foundation
 import JackTestSupport
+import RefereeTesting
 import Testing
 
 extension ExamplesTests {
@@ -94,11 +95,11 @@ extension ExamplesTests {
             let path = scratch.path(name)
             let reference = scratch.path("reference.raw")
             let ffmpeg = try tool("ffmpeg", package: "ffmpeg")
-            let make = try runProcess([ffmpeg, "-v", "error", "-y", "-f", "lavfi", "-i",
+            let make = try runReferee([ffmpeg, "-v", "error", "-y", "-f", "lavfi", "-i",
                                        "aevalsrc=0.3*sin(2*PI*440*t)+0.1*sin(2*PI*(100+2000*t)*t)|0.3*sin(2*PI*660*t):s=48000:d=3"]
                                       + codec + [path])
             try #require(make.status == 0, "ffmpeg: \(make.error)")
-            let decode = try runProcess([ffmpeg, "-v", "error", "-y", "-i", path, "-f", "f32le", "-c:a", "pcm_f32le", reference])
+            let decode = try runReferee([ffmpeg, "-v", "error", "-y", "-i", path, "-f", "f32le", "-c:a", "pcm_f32le", reference])
             try #require(decode.status == 0, "ffmpeg: \(decode.error)")
             let expected = try Data(contentsOf: URL(fileURLWithPath: reference)).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
             #expect(expected.count >= 2 * 3 * Self.rate)

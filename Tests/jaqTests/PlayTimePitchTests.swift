@@ -1,10 +1,11 @@
 import Testing
 import Foundation
 import JackTestSupport
+import RefereeTesting
 import SoundFile
 
 /// `jaq play --rate/--pitch`, recorded by jack_capture on a private jackd.
-@Suite(.serialized) struct PlayTimePitchTests {
+@Suite(.serialized, .refereeCrashesAreKnownIssues) struct PlayTimePitchTests {
     /// Writes `seconds` of a 1 kHz sine (amplitude 0.5), float stereo at 48 kHz.
     func writeSine(_ path: String, seconds: Int) throws {
         let info = SoundFile.Info(sampleRate: 48000, channelCount: 2, format: SoundFile.Format(.wav, .float))
@@ -28,28 +29,32 @@ import SoundFile
     }
 
     @Test func rateTwoPlaysTheSinePitchKeptInHalfTheTime() throws {
-        let server = try JackServer()
-        defer { server.stop() }
-        let dir = scratchDirectory("timepitch")
-        defer { removeScratch(dir) }
-        try writeSine("\(dir)/sine.wav", seconds: 2)
-        let (_, play) = try playAhead(["sine.wav"], options: ["--quiet", "--rate", "2"], server: server, dir: dir,
-                                      ports: "jaq-1-sine:out_", count: 2)
-        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "7", "-c", "2", "--port", "jaq-1-sine:out_1",
-                                        "--port", "jaq-1-sine:out_2", "\(dir)/captured.wav"], output: "\(dir)/capture.log")
-        #expect(waitForExit(play) == 0, "\((try? String(contentsOfFile: "\(dir)/play.log", encoding: .utf8)) ?? "")")
-        #expect(waitForExit(capture, timeout: 20) == 0)
-        let got = try left("\(dir)/captured.wav")
-        let (first, span) = try #require(audibleSpan(got))
-        // Rising zero crossings over the steady middle give the frequency.
-        let hertz = measuredFrequency(got, in: (first + 4800)..<(first + span - 1 - 4800))
-        print("measured: jaq play --rate 2, 2 s of 1 kHz: \(span) frames, \(hertz) Hz")
-        // A cycle the loaded machine skipped (an xrun) drops its period, as jaq play does to stay on time.
-        let xruns = server.xrunCount
-        withKnownIssue(Comment(rawValue: "jackd logged \(xruns) xruns"), isIntermittent: true) {
-            #expect(abs(span - 48000) <= 48, "played \(span) frames")
-            #expect(abs(hertz - 1000) <= 1, "\(hertz) Hz")
-        } when: { xruns > 0 }
+        // jack_capture (a referee) crashing: the scenario again (withRefereeRetries).
+        try withRefereeRetries {
+            let server = try JackServer()
+            defer { server.stop() }
+            let dir = scratchDirectory("timepitch")
+            defer { removeScratch(dir) }
+            try writeSine("\(dir)/sine.wav", seconds: 2)
+            let (_, play) = try playAhead(["sine.wav"], options: ["--quiet", "--rate", "2"], server: server, dir: dir,
+                                          ports: "jaq-1-sine:out_", count: 2)
+            let capture = try server.spawn(["jack_capture", "--daemon", "-d", "7", "-c", "2", "--port", "jaq-1-sine:out_1",
+                                            "--port", "jaq-1-sine:out_2", "\(dir)/captured.wav"], output: "\(dir)/capture.log")
+            #expect(waitForExit(play) == 0, "\((try? String(contentsOfFile: "\(dir)/play.log", encoding: .utf8)) ?? "")")
+            let captured = try waitForReferee(capture, tool: "jack_capture", timeout: 20, log: "\(dir)/capture.log")
+            #expect(captured == 0)
+            let got = try left("\(dir)/captured.wav")
+            let (first, span) = try #require(audibleSpan(got))
+            // Rising zero crossings over the steady middle give the frequency.
+            let hertz = measuredFrequency(got, in: (first + 4800)..<(first + span - 1 - 4800))
+            print("measured: jaq play --rate 2, 2 s of 1 kHz: \(span) frames, \(hertz) Hz")
+            // A cycle the loaded machine skipped (an xrun) drops its period, as jaq play does to stay on time.
+            let xruns = server.xrunCount
+            withKnownIssue(Comment(rawValue: "jackd logged \(xruns) xruns"), isIntermittent: true) {
+                #expect(abs(span - 48000) <= 48, "played \(span) frames")
+                #expect(abs(hertz - 1000) <= 1, "\(hertz) Hz")
+            } when: { xruns > 0 }
+        }
     }
 
     @Test func outOfRangeValuesAreRefusedWithOneLine() throws {

@@ -339,6 +339,36 @@ import SoundFile
         #expect(niceValues().contains(0))
     }
 
+    /// Nice alone does not make a waking thread preempt a running one on Linux 6.12 and later
+    /// (EEVDF): the running one may finish its slice first (1.4 ms here, and a second thread
+    /// per core does the same), and a 5.3 ms cycle is gone — the xruns an idle 2-core machine
+    /// showed in the record-format tests (Docs/testing.md, "Xruns"). The process threads ask
+    /// for a 0.5 ms slice, which makes them preempt threads with longer ones when they wake.
+    @Test func processThreadsAskForAShortSliceOnANonRealtimeServer() throws {
+        guard let release = try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8) else { return }
+        let version = release.split(separator: ".").prefix(2).compactMap { Int($0.prefix { $0.isNumber }) }
+        // Custom slices for ordinary threads came with Linux 6.12 (older kernels ignore the request).
+        guard version.count == 2, (version[0], version[1]) >= (6, 12) else { return }
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("slice")
+        defer { removeScratch(dir) }
+        let record = try jaqInBackground(["record", "-q", "-d", "10", "-o", "t-{n}.wav", "system:capture_1"],
+                                         server: server, log: "\(dir)/record.log", directory: dir)
+        defer { record.interrupt(); waitForExit(record) }
+        func slices() -> [Int] {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(record.processIdentifier)/task")) ?? []
+            return tasks.compactMap { tid in
+                // "se.slice  :  500000" in /proc/PID/task/TID/sched (nanoseconds).
+                guard let sched = try? String(contentsOfFile: "/proc/\(record.processIdentifier)/task/\(tid)/sched", encoding: .utf8),
+                      let line = sched.split(separator: "\n").first(where: { $0.hasPrefix("se.slice") }) else { return nil }
+                return Int(line.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "")
+            }
+        }
+        #expect(waitUntil(10, poll: 0.05) { slices().contains(500_000) }, "thread slices (ns): \(slices())")
+        // The others keep the default.
+        #expect(slices().contains { $0 != 500_000 }, "thread slices (ns): \(slices())")
+    }
 }
 
 /// The server goes away in the middle of a take: jaq record writes what it captured, says what

@@ -1,10 +1,11 @@
 import Testing
 import Foundation
 import JackTestSupport
+import RefereeTesting
 import SoundFile
 
 /// `jaq render`: an offline mix through audio queues, against the same mix played on JACK.
-@Suite(.serialized) struct RenderCommandTests {
+@Suite(.serialized, .refereeCrashesAreKnownIssues) struct RenderCommandTests {
     /// Writes `frames` frames of a 16-bit signal that is never 0; returns its samples, interleaved.
     @discardableResult
     func writeTrack(_ path: String, frames: Int, channels: Int, seed: Int, rate: Int = 48000) throws -> [Int16] {
@@ -27,36 +28,40 @@ import SoundFile
     }
 
     @Test func renderEqualsTheSameMixPlayedOnJackAndRecordedByJackCapture() throws {
-        let server = try JackServer()
-        defer { server.stop() }
-        let dir = scratchDirectory("render")
-        defer { removeScratch(dir) }
-        try writeTrack("\(dir)/a.wav", frames: 48000, channels: 2, seed: 1)
-        try writeTrack("\(dir)/b.wav", frames: 30000, channels: 1, seed: 2)
-        let options = ["--volume", "2:0.5", "--pan", "2:-0.25", "--volume", "1:0.75"]
-        let rendered = try jaq(["render", "-o", "mix.wav"] + options + ["a.wav", "b.wav"], server: nil, directory: dir)
-        #expect(rendered.status == 0, "\(rendered.error)")
-        let mix = try readPlanes("\(dir)/mix.wav")
-        #expect(mix.count == 2 && mix[0].count == 48000)
+        // jack_capture (a referee) crashing: the scenario again (withRefereeRetries).
+        try withRefereeRetries {
+            let server = try JackServer()
+            defer { server.stop() }
+            let dir = scratchDirectory("render")
+            defer { removeScratch(dir) }
+            try writeTrack("\(dir)/a.wav", frames: 48000, channels: 2, seed: 1)
+            try writeTrack("\(dir)/b.wav", frames: 30000, channels: 1, seed: 2)
+            let options = ["--volume", "2:0.5", "--pan", "2:-0.25", "--volume", "1:0.75"]
+            let rendered = try jaq(["render", "-o", "mix.wav"] + options + ["a.wav", "b.wav"], server: nil, directory: dir)
+            #expect(rendered.status == 0, "\(rendered.error)")
+            let mix = try readPlanes("\(dir)/mix.wav")
+            #expect(mix.count == 2 && mix[0].count == 48000)
 
-        // The same files, volumes and pans played by `jaq play` on JACK into jack_capture.
-        let capture = try server.spawn(["jack_capture", "--daemon", "-d", "6", "-c", "2", "--manual-connections",
-                                        "\(dir)/captured.wav"], output: "\(dir)/capture.log")
-        #expect(waitForPorts(server, containing: "jack_capture", count: 2) != nil)
-        let ports = try server.run(["jack_lsp"]).split(separator: "\n").filter { $0.contains("jack_capture") }.map(String.init).sorted()
-        let (_, play) = try playAhead(["a.wav", "b.wav"], options: ["--quiet", "--to", ports.joined(separator: ",")] + options,
-                                      server: server, dir: dir, ports: "jaq-", count: 4)
-        #expect(waitForExit(play) == 0)
-        #expect(waitForExit(capture, timeout: 20) == 0)
-        let live = try readPlanes("\(dir)/captured.wav")
-        let xruns = server.xrunCount
-        try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns (a loaded machine)"), isIntermittent: true) {
-            for c in 0..<2 {
-                let first = try #require(live[c].firstIndex { $0 != 0 }, "jack_capture recorded channel \(c)")
-                let heard = Array(live[c][first...].prefix(48000))
-                #expect(difference(heard, mix[c]) == nil, "channel \(c): the render equals what JACK mixed")
-            }
-        } when: { xruns > 0 }
+            // The same files, volumes and pans played by `jaq play` on JACK into jack_capture.
+            let capture = try server.spawn(["jack_capture", "--daemon", "-d", "6", "-c", "2", "--manual-connections",
+                                            "\(dir)/captured.wav"], output: "\(dir)/capture.log")
+            #expect(waitForPorts(server, containing: "jack_capture", count: 2) != nil)
+            let ports = try server.run(["jack_lsp"]).split(separator: "\n").filter { $0.contains("jack_capture") }.map(String.init).sorted()
+            let (_, play) = try playAhead(["a.wav", "b.wav"], options: ["--quiet", "--to", ports.joined(separator: ",")] + options,
+                                          server: server, dir: dir, ports: "jaq-", count: 4)
+            #expect(waitForExit(play) == 0)
+            let captured = try waitForReferee(capture, tool: "jack_capture", timeout: 20, log: "\(dir)/capture.log")
+            #expect(captured == 0)
+            let live = try readPlanes("\(dir)/captured.wav")
+            let xruns = server.xrunCount
+            try withKnownIssue(Comment(rawValue: "the server logged \(xruns) xruns (a loaded machine)"), isIntermittent: true) {
+                for c in 0..<2 {
+                    let first = try #require(live[c].firstIndex { $0 != 0 }, "jack_capture recorded channel \(c)")
+                    let heard = Array(live[c][first...].prefix(48000))
+                    #expect(difference(heard, mix[c]) == nil, "channel \(c): the render equals what JACK mixed")
+                }
+            } when: { xruns > 0 }
+        }
     }
 
     @Test func offsetsDelayATrackByExactlyThatManyFramesAndBadInputIsOneLine() throws {

@@ -26,6 +26,14 @@ jack_client_t *jaq_jack_client_open(const char *client_name, jack_options_t opti
 /* Whether a failed open's status is PipeWire's transient JackInitFailure (worth another try). */
 int jaq_jack_open_failure_is_transient(jack_status_t status);
 
+/*
+ * Asks the scheduler to run the calling thread (an ordinary SCHED_OTHER one) soon after it wakes:
+ * a scheduling slice of `slice_ns` (Linux 6.12 and later, EEVDF: a waking thread with a shorter
+ * slice than the running one preempts it), at its current nice value. sched_setattr has no glibc
+ * wrapper; it is a syscall. Returns 0, or -1 with errno (older kernels accept and ignore the slice).
+ */
+int jaq_thread_set_slice(unsigned long long slice_ns);
+
 /* JACK_DEFAULT_AUDIO_TYPE is a macro string Swift does not import. */
 const char *jaq_jack_default_audio_type(void);
 
