@@ -320,7 +320,7 @@ extension RecordCommand {
                         transportChanges: transport ? session.transportChanges().count : 0)
         }
         let requestedOrigin = Int64(queueStart.mSampleTime)
-        var startWatch = RecordCommand.StartWatch(origin: requestedOrigin)
+        var startWatch = RecordCommand.StartWatch(origin: requestedOrigin, rate: deviceRate)
         let started = AudioQueueStart(queue, &queueStart)
         guard started == noErr else { throw CLIError("cannot start recording: \(describe(started, file: false))") }
         startup.disarm()

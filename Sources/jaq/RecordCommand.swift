@@ -221,7 +221,10 @@ struct RecordCommand: ParsableCommand {
             removeFiles(files)
             throw CLIError("cannot allocate \(bufferCount) buffers of \(bufferFrames) frames: \(describe(allocated, file: false))")
         }
-        activeWriter.state.withLock { $0.preroll = Int64((preRoll * fileRate).rounded()) }
+        activeWriter.state.withLock {
+            $0.preroll = Int64((preRoll * fileRate).rounded())
+            $0.keepsFromQueueStart = startAt != nil || `in` != nil
+        }
         activeWriter.start()
 
         // Start the queue on a known frame: queue time 0 is that frame.
@@ -256,7 +259,7 @@ struct RecordCommand: ParsableCommand {
         // Queue time 0 is the device frame the queue really started on: the one asked for, or
         // later if the machine was too slow to start it by then.
         let requestedOrigin = Int64(queueStart.mSampleTime)
-        var startWatch = StartWatch(origin: requestedOrigin)
+        var startWatch = StartWatch(origin: requestedOrigin, rate: deviceRate)
         func startedOrigin() -> Int64? { Self.startDeviceFrame(queue) }
         let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
         let toDeviceFrames = { (queueFrames: Int64) -> Int64 in Int64((Double(queueFrames) * deviceRate / fileRate).rounded()) }
@@ -552,13 +555,18 @@ struct RecordCommand: ParsableCommand {
     }
 
     /// The JACK frame now (0 when the server does not answer).
-    /// The check that the server runs the queue at all: 10 s of wall time after the device clock
-    /// passed the start frame with the queue still not started. Wall time, not device frames:
-    /// in freewheel 10 s of frames pass in a moment, before the queue thread has published its start.
+    /// The check that the server runs the queue at all: the queue not started 10 s after its
+    /// start frame, counted both on the device clock and on the wall clock. Device frames alone
+    /// pass in a moment in freewheel, before the queue thread has published its start; wall time
+    /// alone passes while jackd stalls (waiting for a client), when no frame passes either.
     struct StartWatch {
         let origin: Int64
+        let rate: Double
         private var passedAt: Date?
-        init(origin: Int64) { self.origin = origin }
+        init(origin: Int64, rate: Double) {
+            self.origin = origin
+            self.rate = rate
+        }
 
         mutating func hasTimedOut(deviceNow: Int64, started: Bool) -> Bool {
             guard !started, deviceNow > origin else {
@@ -567,7 +575,7 @@ struct RecordCommand: ParsableCommand {
             }
             let since = passedAt ?? Date()
             passedAt = since
-            return Date().timeIntervalSince(since) > 10
+            return Date().timeIntervalSince(since) > 10 && deviceNow > origin + Int64(10 * rate)
         }
     }
 

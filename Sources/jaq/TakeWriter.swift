@@ -119,6 +119,11 @@ final class TakeWriter: @unchecked Sendable {
         var clippedSamples: Int64 = 0
         var finished = false
         var preroll: Int64 = 0
+        /// A take that starts on a known frame (`--at`, `--in`): the queue starts on it (less the
+        /// pre-roll), so every frame from queue time 0 on may be the take's; none is let go while
+        /// the main loop has not yet seen the start. (In freewheel seconds of audio pass between
+        /// two of its looks: the queue then waits for buffers, and the server for the queue.)
+        var keepsFromQueueStart = false
     }
 
     // Writer thread only.
@@ -400,10 +405,12 @@ final class TakeWriter: @unchecked Sendable {
 
     /// Writes every take frame all tracks have, and frees the buffers no track needs.
     private func flushTake(final: Bool) {
-        let (takeStart, end, preroll) = state.withLock { ($0.takeStart, $0.end, $0.preroll) }
+        let (takeStart, end, preroll, keepsAll) = state.withLock { ($0.takeStart, $0.end, $0.preroll, $0.keepsFromQueueStart) }
         let last = held.last?.end ?? expectedQueueFrame ?? 0
         guard let takeStart else {
-            // Waiting for the start: keep the pre-roll, the latency skew and the trigger slack.
+            // Waiting for the start: keep the pre-roll, the latency skew and the trigger slack
+            // (everything, for a take that starts on a known frame).
+            guard !keepsAll else { return }
             let keep = preroll + maxSkip + Int64(TakeWriter.triggerSlackSeconds * rate)
             while let first = held.first, first.end <= last - keep { release(held.removeFirst()!.buffer) }
             return

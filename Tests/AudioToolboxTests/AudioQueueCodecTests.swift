@@ -313,6 +313,14 @@ import RefereeTesting
         }
         #expect(AudioQueueStart(q, nil) == noErr)
         if let drive { drive(driver) } else { driver.run(cycles: cycles) }
+        // IsRunning goes to 1 once the queue thread has seen the start (the cycles above started
+        // the queue): wait for it, or the wait for 0 below could end before the queue began.
+        #expect(waitUntil(30) {
+            var running: UInt32 = 0
+            var size = UInt32(4)
+            AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size)
+            return running == 1
+        })
         #expect(AudioQueueStop(q, false) == noErr)
         // Stop(false) delivers everything captured, the encoder's last packets included, then IsRunning goes to 0.
         // (Encoding the second recorded here takes the queue thread a while on a loaded 2-core machine

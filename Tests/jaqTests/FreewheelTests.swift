@@ -65,6 +65,7 @@ import SoundFile
         try writeRamp("\(dir)/src.wav", frames: loopSeconds * 48000, channels: channels)
         let (at, play) = try playAhead(["src.wav"], options: ["--loop", "--quiet"], server: server, dir: dir,
                                        ports: "jaq-1-src:out_", count: channels)
+        let startHasCome = Date().addingTimeInterval(Double(startLead) / 48000 + 0.1)
         let record = try recordInBackground(["--at", "\(at)", "-o", "take-{n}.wav"] + recordArguments + ["jaq-1-src:out_"],
                                             server: server, dir: dir, measured: measured)
         // Real time until the take has begun, then freewheel. (The recorder must be connected
@@ -72,7 +73,8 @@ import SoundFile
         // "JackFreewheelDriver::Process: SuspendRefNum error" — jack_capture hangs there, jaq exits 1.)
         let started = Date().addingTimeInterval(60)
         while Date() < started && !log("\(dir)/record.log").contains("tracks from JACK frame") && record.isRunning { usleep(20_000) }
-        while try Date() < started && frameNow(server) < at + 4800 { usleep(20_000) }
+        // (Told by the wall clock: a `jaq time` client closing as the freewheel starts stalls jackd.)
+        while Date() < startHasCome { usleep(20_000) }
         try server.run(["jack_freewheel", "y"])
         return (record, play)
     }
@@ -199,20 +201,20 @@ import SoundFile
         // The player loops: jackd 1.9.21 stalls when a client leaves during freewheel (see the suite's note).
         let (at, play) = try playAhead([source], options: ["--quiet", "--loop"], server: server, dir: dir,
                                        ports: "jaq-1-src:out_", count: channels)
+        // `at` was `startLead` frames ahead a moment ago: past this, it has come. (No `jaq time`
+        // near the switch: jackd takes a while over a client that closes as it starts to freewheel.)
+        let startHasCome = Date().addingTimeInterval(Double(startLead) / 48000 + 0.3)
         let take = bounce.takeM4A ? ["-f", "m4a", "--codec", "alac", "-o", "take.m4a"] : ["-o", "take-{n}.wav"]
-        let record = try recordInBackground(["--at", "\(at)", "-d", "\(seconds)", "-q"] + take + ["jaq-1-src:out_"],
+        let record = try recordInBackground(["--at", "\(at)", "-d", "\(seconds)"] + take + ["jaq-1-src:out_"],
                                             server: server, dir: dir, measured: false)
-        // Freewheel once the recorder is connected (its ports appear a moment before).
-        let connected = waitUntil(10, poll: 0.02) {
-            ((try? server.run(["jack_lsp", "-c", "jaq-record:in_\(channels)"])) ?? "").contains("jaq-1-src:out_\(channels)")
-        }
-        #expect(connected, "\(log("\(dir)/record.log"))")
+        // Freewheel once the recorder is connected and armed (it says so).
+        let armed = waitUntil(10, poll: 0.01) { log("\(dir)/record.log").contains("from JACK frame \(at)") }
+        #expect(armed, "\(log("\(dir)/record.log"))")
         let realtimeBefore: Bool
         if bounce.freewheelBeforeStart {
-            realtimeBefore = try frameNow(server) >= at - 4800
+            realtimeBefore = Date().addingTimeInterval(0.5) >= startHasCome
         } else {
-            let deadline = Date().addingTimeInterval(30)
-            while try Date() < deadline && frameNow(server) < at + 9600 { usleep(20_000) }
+            while Date() < startHasCome { usleep(20_000) }
             realtimeBefore = true
         }
         try server.run(["jack_freewheel", "y"])
@@ -258,6 +260,7 @@ import SoundFile
         defer { removeScratch(dir) }
         try writeRamp("\(dir)/src.wav", frames: 48000, channels: 2)
         try server.run(["jack_freewheel", "y"])
+        usleep(500_000)  // jack_freewheel returns as the server begins to switch
         for arguments in [["record", "-d", "1", "-o", "take-{n}.wav", "system"], ["play", "src.wav"]] {
             let clock = Date()
             let result = try jaq(arguments, server: server, timeout: 60, directory: dir)
