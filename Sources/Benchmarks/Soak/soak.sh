@@ -11,9 +11,10 @@
 # Phase 2, real time: a fresh private jackd (realtime scheduling when allowed), the peer player
 # `sndfile-jackplay -l 0` looping the same ramp into `jaq record --at T -d SECONDS` (default 600).
 # Every track must be the looping ramp from one source frame, the same on every track, without a
-# break to the end (soak-check contiguous). Each break is listed with its place and sorted: frames
-# repeating the one before are the player running dry; a break within SOAK_XRUN_WINDOW seconds of
-# an xrun in the server's log is the server's; the rest are "outside xruns" and fail the soak.
+# break to the end (soak-check contiguous). Each break is listed with its place and sorted: the
+# player running dry (frames repeating the frame before, and breaks on other tracks at the same
+# time); a break within SOAK_XRUN_WINDOW seconds of an xrun in the server's log is the server's;
+# the rest are "outside xruns" and fail the soak.
 #
 # A client that does not run from its start (jackd: "was not finished" in every cycle; seen with
 # jaq play when other clients join and leave while it starts) stops the attempt: the phase is
@@ -131,11 +132,12 @@ forget() {  # forget ARRAY PID: a pid that has been waited for is no longer ours
     list=("${kept[@]}")
 }
 
-stop_child() {  # a player: SIGINT, then SIGKILL after 10 s
-    local pid=$1 i
-    kill -INT "$pid" 2>/dev/null
+stop_child() {  # a player (and its children, if JAQ is a wrapper): SIGINT, then SIGKILL after 10 s
+    local pid=$1 i family
+    family=$(pgrep -P "$pid")
+    kill -INT $family "$pid" 2>/dev/null
     for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null
+    kill -KILL $family "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     forget children "$pid"
 }
@@ -279,13 +281,14 @@ rows=()
 notes=()
 
 # measure NAME PHASE-DIR AUDIO-SECONDS: reads the phase's /usr/bin/time and soak-check logs into a
-# row of the report. The mismatched frames are sorted by what they were: a break made only of
-# frames repeating the one before is the player running dry (sndfile-jackplay plays its last frame
-# again when its 21 ms ring is empty), not the recorder; a break within SOAK_XRUN_WINDOW s (wall
-# clock) of an xrun in the server's log is blamed on the server; the rest (and the breaks past
-# the 50 a track that soak-check lists) are "outside xruns" and fail the soak. take_start_wall
-# is the wall-clock time of the take's first frame; empty in freewheel, which has no deadlines
-# (its frames are not wall-clock time), so that every mismatch there fails.
+# row of the report. The mismatched frames are sorted by what they were: the player's breaks
+# (soak-check: breaks overlapping one with frames repeating the frame before, on any track:
+# sndfile-jackplay plays its last frame again when its 21 ms ring is empty), not the recorder's;
+# a break within SOAK_XRUN_WINDOW s
+# (wall clock) of an xrun in the server's log is blamed on the server; the rest (and any break
+# past the 1000 a track that soak-check lists) are "outside xruns" and fail the soak.
+# take_start_wall is the wall-clock time of the take's first frame; empty in freewheel, which has
+# no deadlines (its frames are not wall-clock time), so that every mismatch there fails.
 measure() {
     local name=$1 dir=$2 audio=$3
     local tfile=$dir/time.txt check_log=$dir/check.log
@@ -298,23 +301,26 @@ measure() {
     percent=$(awk -v c="$cpu" -v w="$wall" 'BEGIN { printf "%.1f", (w > 0 ? 100 * c / w : 0) }')
     checked=$(summary_field checked)
     mismatched=$(summary_field mismatched)
+    peer=$(summary_field player)
     late_clients=$(grep -c 'JackEngine::XRun' "$dir/jackd.log")
     late_driver=$(grep -c 'JackTimedDriver::Process XRun' "$dir/jackd.log")
     lost=$(sed -n -e 's/.*lost \([0-9]*\) frames at .*/\1/p' -e 's/.*fell behind: \([0-9]*\) frames dropped.*/\1/p' "$dir/record.log" \
         | awk '{ s += $1 } END { print s + 0 }')
-    read -r peer during < <(awk -v start="$take_start_wall" -v rate="$rate" -v window="$xrun_window" '
+    during=$(awk -v start="$take_start_wall" -v rate="$rate" -v window="$xrun_window" '
         FNR == NR { xrun[++n] = $1; next }
-        /^discontinuity / {
-            if ($7 == $9) { peer += $7; next }
-            if (start == "") next
+        /^discontinuity / && $11 == 0 && start != "" {
             at = start + $5 / rate
             for (i = 1; i <= n; i++) if (xrun[i] > at - window && xrun[i] < at + window) { during += $7; next }
         }
-        END { print peer + 0, during + 0 }' "$dir/xruns.log" "$check_log")
-    outside=$(( ${mismatched:-0} - peer - during ))
-    rows+=("| $name | $audio | $wall | $rss | $cpu | $percent | ${checked:-0} | ${mismatched:-?} | $peer | $during | $outside | $late_clients / $late_driver | $lost | $record_status |")
-    if grep -q '^discontinuity ' "$check_log"; then
-        notes+=("$name: breaks of the ramp: $(summary_field discontinuities); the first ones: $(grep -m 6 '^discontinuity ' "$check_log" | sed 's/^discontinuity //' | paste -sd';' | sed 's/;/; /g')")
+        END { print during + 0 }' "$dir/xruns.log" "$check_log")
+    outside=$(( ${mismatched:-0} - ${peer:-0} - during ))
+    rows+=("| $name | $audio | $wall | $rss | $cpu | $percent | ${checked:-0} | ${mismatched:-?} | ${peer:-?} | $during | $outside | $late_clients / $late_driver | $lost | $record_status |")
+    local others
+    others=$(awk '/^discontinuity / && $11 == 0' "$check_log" | head -6 | sed 's/^discontinuity //' | paste -sd';' | sed 's/;/; /g')
+    if [ -n "$others" ]; then
+        notes+=("$name: breaks of the ramp: $(summary_field discontinuities) (all tracks); the first ones not the player's: $others")
+    elif grep -q '^discontinuity ' "$check_log"; then
+        notes+=("$name: breaks of the ramp: $(summary_field discontinuities) (all tracks), all the player's running dry")
     fi
     if grep -q -e '^length ' -e '^start ' "$check_log"; then
         notes+=("$name: $(grep -m 4 -e '^length ' -e '^start ' "$check_log" | paste -sd';' | sed 's/;/; /g')")
@@ -370,7 +376,7 @@ check_takes() {
         "$checker" "$1" "$loop_frames" $(( $2 * rate )) "${takes[@]}" > "$dir/check.log"
         check_status=$?
     else
-        echo "summary tracks ${#takes[@]} frames $(( $2 * rate )) checked 0 mismatched 0 repeated 0 discontinuities 0 start -1 starts OK lengths DIFFER" > "$dir/check.log"
+        echo "summary tracks ${#takes[@]} frames $(( $2 * rate )) checked 0 mismatched 0 repeated 0 player 0 discontinuities 0 start -1 starts OK lengths DIFFER" > "$dir/check.log"
         echo "length of the take: ${#takes[@]} files, expected $channels" >> "$dir/check.log"
     fi
     grep '^summary ' "$dir/check.log" >&2
@@ -483,7 +489,7 @@ fi
 report=$(
     echo "Soak: $channels tracks, 24-bit, 48 kHz, 256-frame periods; $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); real-time server $realtime_mode."
     echo
-    echo "| phase | audio s | wall s | jaq record peak RSS MiB | CPU s (user+sys) | CPU % of one core | frames checked | mismatched | the player's repeats | near server xruns | outside xruns | server xruns (late clients / late driver wake-ups) | frames jaq record reported lost | jaq record exit |"
+    echo "| phase | audio s | wall s | jaq record peak RSS MiB | CPU s (user+sys) | CPU % of one core | frames checked | mismatched | the player's (ran dry) | near server xruns | outside xruns | server xruns (late clients / late driver wake-ups) | frames jaq record reported lost | jaq record exit |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows[@]}"
     [ ${#notes[@]} -gt 0 ] && { echo; printf -- '- %s\n' "${notes[@]}"; }
