@@ -17,8 +17,8 @@
 # the rest are "outside xruns" and fail the soak.
 #
 # A client that does not run from its start (jackd: "was not finished" in every cycle; seen with
-# jaq play when other clients join and leave while it starts) stops the attempt: the phase is
-# started again, up to SOAK_START_ATTEMPTS times, and the report says so.
+# jaq play and jaq record when other clients joined and left while they started) stops the
+# attempt: the phase is started again, up to SOAK_START_ATTEMPTS times, and the report says so.
 #
 # jaq record runs under /usr/bin/time -v: peak RSS, user + system CPU. The report is one markdown
 # table on stdout (and in SOAK_REPORT, if set). Exit status: 0 when every frame matched (outside
@@ -385,8 +385,8 @@ check_takes() {
 
 # stuck PHASE WHO: a client did not run at its start (see `running`). Stops what the attempt
 # started, keeps the server's log (jackd-stuck-N.log) and says so in the report; the caller starts
-# again, up to SOAK_START_ATTEMPTS times (default 3). jaq play has been seen to do this when other
-# clients (jack_lsp) join and leave the server while it starts.
+# again, up to SOAK_START_ATTEMPTS times (default 3). jaq play and jaq record have been seen to do
+# this when other clients (jack_lsp) joined and left the server while they started.
 stuck() {
     start_failures=$((start_failures + 1))
     notes+=("$1: $2's JACK client did not run from its start (jackd: \"was not finished\" in every cycle); stopped and started again (log: jackd-stuck-$start_failures.log)")
