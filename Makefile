@@ -3,6 +3,9 @@
 #   make demo   set up (Debian packages), build, run the demo
 #   make test   set up, build (debug and release), run the tests (with a fresh, empty HOME: Docs/testing.md)
 #   make bench  set up, build release, run the benchmarks against the peer tools
+#   make soak   build release; 1 hour of 64-track recording in freewheel and 10 minutes in real time from a
+#               peer player, every frame checked; jaq record's peak memory and CPU (SOAK_* settings:
+#               Sources/Benchmarks/Soak/soak.sh; needs 40 GB of disk)
 #   make install / uninstall   the C API, libAudioToolbox.so, jaq, pkg-config file (PREFIX, DESTDIR)
 #   make deb    a Debian package of the same, in out/
 #   make test-daw  the longer netjack2 (network namespaces, as root) and Ardour (headless) tests
@@ -79,11 +82,20 @@ bench: release
 	Sources/Benchmarks/render-bench.sh 60
 	.build/release/codec-bench --seconds 60
 
+# The soak (Docs/benchmarks.md, "Soak"): jaq play into jaq record in freewheel (SOAK_FREEWHEEL_SECONDS,
+# default 3600) and sndfile-jackplay into jaq record in real time (SOAK_REALTIME_SECONDS, default 600),
+# 64 tracks of 24-bit; every frame of every track checked (soak-check.c); prints one markdown table
+# (also to SOAK_REPORT). Takes go to SOAK_DIR (default a new directory under /var/tmp), removed at the
+# end unless SOAK_KEEP=1.
+soak: release
+	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
+	Sources/Benchmarks/Soak/soak.sh
+
 # Late cycles on a non-realtime server, jaq record against jack_capture (Docs/queues.md, "Realtime").
 bench-late: release
 	Sources/Benchmarks/late-cycles.sh
 
-.PHONY: bench-late fuzz fuzz-packets fuzz-descriptions fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
+.PHONY: soak bench-late fuzz fuzz-packets fuzz-descriptions fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
 
 # The longer netjack2 tests (make test runs a compact version): a slave that records, 1 % packet loss, a slave
 # leaving and returning; and the Ardour tests again (make test runs them too: takes against Ardour's export,
