@@ -66,6 +66,11 @@ struct JackClientRealtime: ~Copyable {
     let processor = Atomic<UnsafeMutableRawPointer?>(nil)
     /// 1 while a cycle runs the entry: the handshake that lets `setProcessor(nil)` wait it out.
     let inCycle = Atomic<Int>(0)
+    /// Cycles run so far (the check that the server runs the client at all).
+    let cyclesRun = Atomic<Int>(0)
+    /// The ports are registered: until then a cycle only counts itself (they are registered
+    /// once the server has run the client, so a client it never runs shows no port).
+    let portsReady = Atomic<Bool>(false)
     let freewheeling = Atomic<Bool>(false)
     let shutDown = Atomic<Bool>(false)
     /// The `jack_status_t` the shutdown callback gave (its reason), stored before `shutDown`.
@@ -86,6 +91,10 @@ struct ProcessorRecord {
 private func jackProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
     guard let argument else { return 0 }
     let rt = argument.assumingMemoryBound(to: JackClientRealtime.self)
+    guard rt.pointee.portsReady.load(ordering: .acquiring) else {
+        rt.pointee.cyclesRun.wrappingAdd(1, ordering: .relaxed)
+        return 0
+    }
     let n = Int(frameCount)
     for p in 0..<rt.pointee.portCount {
         rt.pointee.buffers[p] = jack_port_get_buffer(rt.pointee.ports[p], frameCount).assumingMemoryBound(to: Float.self)
@@ -105,6 +114,7 @@ private func jackProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutable
         for p in 0..<rt.pointee.portCount { rt.pointee.buffers[p].update(repeating: 0, count: n) }
     }
     rt.pointee.inCycle.store(0, ordering: .sequentiallyConsistent)
+    rt.pointee.cyclesRun.wrappingAdd(1, ordering: .relaxed)
     return 0
 }
 
@@ -174,7 +184,7 @@ private func jackLatency(_ mode: jack_latency_callback_mode_t, _ argument: Unsaf
     let rt = argument.assumingMemoryBound(to: JackClientRealtime.self)
     var none = jack_latency_range_t(min: 0, max: 0)
     let ours = rt.pointee.isOutput ? JackCaptureLatency : JackPlaybackLatency
-    guard mode == ours else { return }
+    guard mode == ours, rt.pointee.portsReady.load(ordering: .acquiring) else { return }
     for p in 0..<rt.pointee.portCount { jack_port_set_latency_range(rt.pointee.ports[p], mode, &none) }
 }
 
@@ -230,11 +240,12 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         var attempt = 1
         while true {
             do {
-                return try openClientOnce(driver: driver, name: name, direction: direction, layout: layout)
+                return try openClientOnce(driver: driver, name: name, direction: direction, layout: layout,
+                                          requiresCycle: attempt < 4)
             } catch let failure as ClientSetupFailure {
                 guard attempt < 5 else { throw failure.error }
                 attempt += 1
-                HostClock.sleep(seconds: 0.005)
+                HostClock.sleep(seconds: failure.retryAfter)
             }
         }
     }
@@ -242,10 +253,12 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
     /// A client that opened but could not register its ports or activate.
     private struct ClientSetupFailure: Error {
         let error: QueueError
+        /// How long to wait before the next attempt.
+        var retryAfter = 0.005
     }
 
     private static func openClientOnce(driver: JackDriver, name: String, direction: DeviceDirection,
-                                       layout: PortLayout) throws -> UnsafeMutablePointer<JackClientRealtime> {
+                                       layout: PortLayout, requiresCycle: Bool) throws -> UnsafeMutablePointer<JackClientRealtime> {
         var status = jack_status_t(0)
         let limit = Int(jack_client_name_size()) - 1
         let clientName = String(name.prefix(max(limit, 1)))
@@ -261,15 +274,7 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
         }
         let portCount = layout.names.count
         let ports = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: portCount)
-        let flags = UInt(direction == .output ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
-        for (i, short) in layout.names.enumerated() {
-            ports[i] = jack_port_register(client, short, jaq_jack_default_audio_type(), flags, 0)
-            if ports[i] == nil {
-                jack_client_close(client)
-                ports.deallocate()
-                throw ClientSetupFailure(error: .invalidDevice("cannot register JACK port \(short)"))
-            }
-        }
+        ports.initialize(repeating: nil, count: portCount)
         let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: max(portCount, 1))
         let rt = UnsafeMutablePointer<JackClientRealtime>.allocate(capacity: 1)
         rt.initialize(to: JackClientRealtime(
@@ -303,6 +308,35 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             HostClock.sleep(seconds: 0.001)
             waited += 0.001
         }
+        // jackd 1.9.21 sometimes never runs a client it has activated: it logs the client as
+        // triggered and not finished every cycle, for good (seen when a client of the same name
+        // had just left the server). Its first cycle comes within a few periods otherwise: a
+        // client that has none in a second is opened again (the last attempt is kept as it is).
+        if requiresCycle && !JackLibrary.isPipeWire {
+            let deadline = Deadline.after(seconds: 1)
+            while rt.pointee.cyclesRun.load(ordering: .relaxed) == 0 && !deadline.hasPassed
+                    && !rt.pointee.shutDown.load(ordering: .acquiring) {
+                HostClock.sleep(seconds: 0.001)
+            }
+            if rt.pointee.cyclesRun.load(ordering: .relaxed) == 0 && !rt.pointee.shutDown.load(ordering: .acquiring) {
+                jack_deactivate(client)
+                jack_client_close(client)
+                Self.free(rt)
+                // Long enough for the server to have let go of this client's name.
+                throw ClientSetupFailure(error: .invalidDevice("the JACK server ran no cycle of client \(clientName)"), retryAfter: 0.25)
+            }
+        }
+        let flags = UInt(direction == .output ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
+        for (i, short) in layout.names.enumerated() {
+            ports[i] = jack_port_register(client, short, jaq_jack_default_audio_type(), flags, 0)
+            if ports[i] == nil {
+                jack_deactivate(client)
+                jack_client_close(client)
+                Self.free(rt)
+                throw ClientSetupFailure(error: .invalidDevice("cannot register JACK port \(short)"))
+            }
+        }
+        rt.pointee.portsReady.store(true, ordering: .releasing)
         return rt
     }
 

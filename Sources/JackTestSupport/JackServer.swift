@@ -71,8 +71,13 @@ public final class JackServer: @unchecked Sendable {
         self.sampleRate = sampleRate
         self.periodFrames = periodFrames
         self.backend = backend
-        let unique = "jaqtest-\(getpid())-\(JackServer.counter.next())"
-        if backend == .jackd { JackServerRegistry.reclaimDeadServers() }
+        // The pid and a counter, and a random part: a pid comes back in a later run, and a
+        // killed run's client semaphores with it (see JackServerRegistry).
+        let unique = "jaqtest-\(getpid())-\(JackServer.counter.next())-\(String(UInt16.random(in: .min ... .max), radix: 16))"
+        if backend == .jackd {
+            JackServerRegistry.reclaimDeadServers()
+            JackServerRegistry.removeDeadTestSemaphores()
+        }
         let launch: ServerLaunch
         do {
             launch = backend == .jackd

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// jackd's registry of running servers (`/dev/shm/jack-shm-registry`, jack2's `shm.h`): eight
@@ -13,6 +14,23 @@ public enum JackServerRegistry {
     static let slotSize = 264
     static let slotCount = 8
     static let magic: UInt32 = 0x4a41434b
+
+    /// Removes the client semaphores (`/dev/shm/jack_sem.<uid>_jaqtest-<pid>-<n>_<client>`) that
+    /// test servers of test processes no longer running left behind (a killed run's clients). A
+    /// server named like one of them would open those files again, with what they still count,
+    /// and its client of that name would never run a cycle. Returns how many were removed.
+    @discardableResult
+    public static func removeDeadTestSemaphores() -> Int {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/dev/shm") else { return 0 }
+        var removed = 0
+        for name in names where name.hasPrefix("jack_sem.") {
+            guard let range = name.range(of: "_jaqtest-") else { continue }
+            let pidText = name[range.upperBound...].prefix { $0.isNumber }
+            guard let pid = Int32(pidText), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            if unlink("/dev/shm/" + name) == 0 { removed += 1 }
+        }
+        return removed
+    }
 
     /// Empties the slots of servers whose process is gone; returns how many.
     @discardableResult
