@@ -63,7 +63,8 @@ struct Ardour {
     }
 
     /// Ardour's CPU feature flags (`ARDOUR_FPU_FLAGS`, read by libpbd's `FPU` instead of
-    /// CPUID): what this CPU has, less AVX-512F.
+    /// CPUID) on a CPU with AVX-512F: what this CPU has, less AVX-512F; nil elsewhere (an arm64
+    /// or older x86 CPU), where Ardour's own detection is left alone.
     ///
     /// Ardour 7.3 (Debian 12) picks its AVX-512F mixing routines on a CPU that has AVX-512F, and
     /// those write past the end of their destination: their alignment prologue mixes 8 (or 4)
@@ -78,10 +79,11 @@ struct Ardour {
     /// routines, as on any CPU without AVX-512 (the sums are the same: a mix without gain is one
     /// float addition either way). Denormals-are-zero is left out: /proc/cpuinfo does not tell
     /// it, and setting it on a CPU without it faults (Ardour then flushes denormals to zero only).
-    static let fpuFlags: String = {
+    static let fpuFlags: String? = {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
         let line = cpuinfo.split(separator: "\n").first { $0.hasPrefix("flags") } ?? ""
         let features = Set(line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == ":" }).map(String.init))
+        guard features.contains("avx512f") else { return nil }
         // libpbd's FPU flags: FlushToZero 0x1, SSE 0x4, SSE2 0x8, AVX 0x10, FMA 0x40 (AVX512F is 0x80).
         var flags = 0
         if features.contains("sse") { flags |= 0x1 | 0x4 }
