@@ -26,21 +26,24 @@ struct ClockCommand: ParsableCommand {
 
     @OptionGroup var serverOptions: ServerOptions
 
+    @OptionGroup var quietOption: QuietOption
+
     func run() throws {
-        try runReportingFailure("jaq clock") { try send() }
+        try runReportingFailure("jaq clock", quiet: quietOption.quiet) { try send() }
     }
 
     func send() throws {
         guard !to.isEmpty else {
-            throw CLIError("name the slave ports the clock goes to: --to PORT (e.g. --to slave1:to_slave_2)", exitCode: 2)
+            throw CLIError("name the slave ports the clock goes to: --to PORT (e.g. --to slave1:to_slave_2)", exitCode: CLIError.usage)
         }
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
-        let server = try ServerContext(serverOptions, clientName: "jaq-clock-ctl", privateServer: false,
-                                       noServer: "no JACK server is running (a clock of a private one would be gone when jaq exits)")
-        server.closeSession()
+        let server = try ServerContext(serverOptions, clientName: "jaq-clock-ctl")
         let generator: NetClockGenerator
         do { generator = try NetClockGenerator(serverName: server.name) } catch { throw CLIError("\(error)") }
+        // Closed once the generator's client is open: a server started with -T (one jaq started
+        // from ~/.jackdrc) stops when its last client leaves.
+        server.closeSession()
         defer { generator.close() }
         var connected: [String] = []
         for target in to {
@@ -120,7 +123,7 @@ struct MasterClock {
         let ahead = Int64(Int32(bitPattern: master32 &- now))
         guard master >= 0, abs(ahead) < Self.reach else {
             throw CLIError("--at \(master): too far from the master's frame now (\(now)) to resolve through the clock "
-                           + "(it must be within 2^30 frames of it: 6.2 h at 48 kHz)", exitCode: 2)
+                           + "(it must be within 2^30 frames of it: 6.2 h at 48 kHz)", exitCode: CLIError.usage)
         }
         return reader.deviceFrame(lock.localFrame(forMaster: master32))
     }

@@ -25,7 +25,7 @@ struct CompressedTake {
     init?(format: String, codec: String?, bits: String, bitRate: String? = nil) throws {
         let lowered = format.lowercased()
         guard lowered == "m4a" || (lowered == "caf" && codec != nil) else {
-            if let codec { throw CLIError("--codec \(codec) is for -f m4a or -f caf", exitCode: 2) }
+            if let codec { throw CLIError("--codec \(codec) is for -f m4a or -f caf", exitCode: CLIError.usage) }
             return nil
         }
         switch (codec ?? "aac").lowercased() {
@@ -37,13 +37,13 @@ struct CompressedTake {
             switch bits {
             case "16": formatFlags = 1  // kAppleLosslessFormatFlag_16BitSourceData
             case "24": formatFlags = 3  // kAppleLosslessFormatFlag_24BitSourceData
-            default: throw CLIError("-b \(bits): ALAC records 16 or 24-bit sources", exitCode: 2)
+            default: throw CLIError("-b \(bits): ALAC records 16 or 24-bit sources", exitCode: CLIError.usage)
             }
         default:
-            throw CLIError("--codec \(codec ?? ""): jaq records aac or alac", exitCode: 2)
+            throw CLIError("--codec \(codec ?? ""): jaq records aac or alac", exitCode: CLIError.usage)
         }
         if let bitRate {
-            guard formatID == kAudioFormatMPEG4AAC else { throw CLIError("--bitrate \(bitRate) is for AAC takes; ALAC is lossless", exitCode: 2) }
+            guard formatID == kAudioFormatMPEG4AAC else { throw CLIError("--bitrate \(bitRate) is for AAC takes; ALAC is lossless", exitCode: CLIError.usage) }
             self.bitRate = try Self.bitsPerSecond(bitRate)
         } else {
             self.bitRate = nil
@@ -59,7 +59,7 @@ extension CompressedTake {
         let lowered = text.lowercased()
         let digits = lowered.hasSuffix("k") ? String(lowered.dropLast()) : lowered
         guard let value = Double(digits), value.isFinite, value > 0, value < 100_000_000 else {
-            throw CLIError("--bitrate \(text): a bit rate in kbit/s (128, 128k) or bit/s (128000)", exitCode: 2)
+            throw CLIError("--bitrate \(text): a bit rate in kbit/s (128, 128k) or bit/s (128000)", exitCode: CLIError.usage)
         }
         let kilo = lowered.hasSuffix("k") || value < 1000
         return UInt32((kilo ? value * 1000 : value).rounded())
@@ -216,11 +216,11 @@ extension RecordCommand {
     func recordCompressed(_ take: CompressedTake) throws {
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
-        let server = try ServerContext(serverOptions, clientName: "jaq-record-ctl", watchTransport: transport)
+        let server = try ServerContext(serverOptions, privateServer: privateServerOptions, clientName: "jaq-record-ctl", watchTransport: transport)
         defer { server.stop() }
         var trigger: Trigger
         do { trigger = try Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter) } catch {
-            throw CLIError("use only one of --at, --in, --transport and --on-enter", exitCode: 2)
+            throw CLIError("use only one of --at, --in, --transport and --on-enter", exitCode: CLIError.usage)
         }
         let interruption = Interruption()
         let deviceRate = server.session.sampleRate
@@ -248,7 +248,7 @@ extension RecordCommand {
         if var bitRate = take.bitRate {
             let status = AudioQueueSetProperty(queue, kAudioQueueProperty_EncoderBitRate, &bitRate, 4)
             guard status == noErr else {
-                throw CLIError("--bitrate \(bitRate / 1000)k for \(sources.count) channel(s): \(describe(status, file: false)) (8-320 kbit/s a channel)", exitCode: 2)
+                throw CLIError("--bitrate \(bitRate / 1000)k for \(sources.count) channel(s): \(describe(status, file: false)) (8-320 kbit/s a channel)", exitCode: CLIError.usage)
             }
         }
         var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
@@ -273,11 +273,11 @@ extension RecordCommand {
         var durationFrames: Int64?
         if let duration {
             guard let frames = TimeSpec.frames(duration, rate: fileRate), frames > 0 else {
-                throw CLIError("--duration \(duration): not a time", exitCode: 2)
+                throw CLIError("--duration \(duration): \(TimeSpec.problem(duration))", exitCode: CLIError.usage)
             }
             durationFrames = frames
         }
-        let prerollFrames = Int64((preRoll * fileRate).rounded())
+        let prerollFrames = preRoll.frames(at: fileRate)
         recorder.file = file
         recorder.framesPerPacket = Int64(max(format.mFramesPerPacket, 1))
         recorder.encoderPriming = Int64(table.mPrimingFrames)

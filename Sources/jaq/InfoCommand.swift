@@ -20,13 +20,15 @@ struct InfoCommand: ParsableCommand {
             Examples:
               jaq info take.wav
               jaq info takes/*.caf
-              jaq info --json take.flac | jq '.peaks[].dBFS'
+              jaq info --json take.flac | jq '.[0].peaks[].dBFS'
               jaq info --json a.wav b.aiff | jq '.[] | {path, frames}'
             """
     )
 
-    @Flag(help: "Print JSON for scripts: one object for one file, an array for several.")
+    @Flag(help: "Print JSON for scripts: an array with one object per file.")
     var json = false
+
+    @OptionGroup var quietOption: QuietOption
 
     @Argument(help: "The audio files to describe.")
     var files: [String]
@@ -45,11 +47,8 @@ struct InfoCommand: ParsableCommand {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            if files.count > 1 {
-                print(String(decoding: try encoder.encode(reports), as: UTF8.self))
-            } else if let report = reports.first {
-                print(String(decoding: try encoder.encode(report), as: UTF8.self))
-            }
+            // Always an array, one object per file described, so a script reads one shape.
+            print(String(decoding: try encoder.encode(reports), as: UTF8.self))
         } else if !reports.isEmpty {
             print(reports.map(\.text).joined(separator: "\n\n"))
         }

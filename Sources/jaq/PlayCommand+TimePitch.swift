@@ -39,27 +39,35 @@ struct TimePitchSettings {
     func playedSeconds(_ seconds: Double) -> Double { seconds / Double(rate) }
 }
 
-/// `jaq play --rate R --pitch CENTS [--varispeed | --time-domain]`.
+/// `--speed S --pitch CENTS [--varispeed | --time-domain]`, for `jaq play` and `jaq render`.
+/// `--speed` was `--rate` in play and `--play-rate` in render: both are still read, hidden from
+/// the help (`--rate` is the sample rate wherever a command has one; play's `--rate` is
+/// PlayCommand's own hidden option).
 struct TimePitchOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Play at this speed, 0.5...2, keeping the pitch (Rubber Band).", valueName: "rate"))
-    var rate: Float = 1
+    @Option(name: .long, help: ArgumentHelp("Play at this speed, 0.5...2, keeping the pitch (Rubber Band).", valueName: "speed"))
+    var speed: Float?
+
+    @Option(name: .customLong("play-rate"), help: ArgumentHelp("The old spelling of --speed.", visibility: .hidden))
+    var playRate: Float?
 
     @Option(name: .long, help: ArgumentHelp("Shift the pitch by this many cents, -2400...2400, keeping the speed.", valueName: "cents"))
     var pitch: Float = 0
 
-    @Flag(name: .long, help: "With --rate: resample like tape (libsoxr), the pitch following the speed.")
+    @Flag(name: .long, help: "With --speed: resample like tape (libsoxr), the pitch following the speed.")
     var varispeed = false
 
-    @Flag(name: .long, help: "With --rate: Rubber Band's faster time-domain engine (Apple's TimeDomain algorithm).")
+    @Flag(name: .long, help: "With --speed: Rubber Band's faster time-domain engine (Apple's TimeDomain algorithm).")
     var timeDomain = false
 
-    var settings: TimePitchSettings { TimePitchSettings(rate: rate, pitch: pitch, varispeed: varispeed, timeDomain: timeDomain) }
+    /// The settings, with `oldRate` (play's hidden `--rate`) standing for --speed if given.
+    func settings(oldRate: Float? = nil) -> TimePitchSettings {
+        TimePitchSettings(rate: speed ?? playRate ?? oldRate ?? 1, pitch: pitch, varispeed: varispeed, timeDomain: timeDomain)
+    }
 
-    func validate() throws { try settings.validate(rateOption: "--rate") }
-
-    var isActive: Bool { settings.isActive }
-
-    func apply(to queue: AudioQueueRef, path: String) throws { try settings.apply(to: queue, path: path) }
-
-    func playedSeconds(_ seconds: Double) -> Double { settings.playedSeconds(seconds) }
+    /// Checks the values, naming the option as the user spelled it.
+    func validate(oldRate: Float?, oldRateName: String) throws {
+        let given = [speed.map { ("--speed", $0) }, playRate.map { ("--play-rate", $0) }, oldRate.map { (oldRateName, $0) }].compactMap { $0 }
+        if given.count > 1 { throw ValidationError("\(given.map(\.0).joined(separator: " and ")): give the speed once (--speed)") }
+        try settings(oldRate: oldRate).validate(rateOption: given.first?.0 ?? "--speed")
+    }
 }

@@ -118,11 +118,11 @@ struct PlayCommand: ParsableCommand {
 
         Examples:
           jaq play drums.wav bass.flac vocals.aif
-          jaq play --to 1:system:playback_1 --to 2:system:playback_2 left.wav right.wav
+          jaq play --to 1:system:playback_1 --to 2:system:playback_2 l.wav r.wav
           jaq play --at 4800000 click.wav            # start on JACK frame 4800000
           jaq play --in 2 --volume 0.5 --pan 2:-1 a.wav b.wav
-          jaq play --transport --loop backing.wav     # start when JACK transport rolls
-          jaq play --rate 0.75 --pitch -200 solo.wav   # slower, a whole tone lower
+          jaq play --transport --loop backing.wav   # when the transport rolls
+          jaq play --speed 0.75 --pitch -200 solo.wav   # slower, a tone lower
         """)
 
     @Argument(help: "Audio files (anything libsndfile reads: WAV, AIFF, CAF, FLAC, Ogg, MP3, ...).")
@@ -136,14 +136,16 @@ struct PlayCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Start on this JACK frame (see `jaq time`).", valueName: "frame"))
     var at: Int64?
 
-    @Option(name: .long, help: ArgumentHelp("Start in this many seconds.", valueName: "seconds"))
-    var `in`: Double?
+    @Option(name: .long, help: ArgumentHelp("Start after this long: seconds, m:ss, h:mm:ss, or Nf for JACK frames.", valueName: "time"),
+            transform: TimeValue.parse)
+    var `in`: TimeValue?
 
     @Flag(name: .long, help: "Start when JACK transport starts rolling.")
     var transport = false
 
-    @Option(name: .long, help: ArgumentHelp("Seconds between now and the common start when none is given.", valueName: "seconds"))
-    var margin: Double = 0.25
+    @Option(name: .long, help: ArgumentHelp("Time between now and the common start when none is given (as --in).", valueName: "time"),
+            transform: TimeValue.parse)
+    var margin: TimeValue = TimeValue(seconds: 0.25)
 
     @Flag(name: .long, help: "Play the files again and again until interrupted.")
     var loop = false
@@ -151,17 +153,24 @@ struct PlayCommand: ParsableCommand {
     @Flag(name: .shortAndLong, help: "No progress line.")
     var quiet = false
 
-    @OptionGroup(title: "Speed and pitch") var timePitch: TimePitchOptions
+    @OptionGroup(title: "Speed and pitch") var timePitchOptions: TimePitchOptions
+
+    @Option(name: .long, help: ArgumentHelp("The old spelling of --speed.", visibility: .hidden))
+    var rate: Float?
+
+    var timePitch: TimePitchSettings { timePitchOptions.settings(oldRate: rate) }
 
     @OptionGroup var clockOptions: ClockOptions
 
     @OptionGroup var serverOptions: ServerOptions
 
+    @OptionGroup var privateServerOptions: PrivateServerOptions
+
     func validate() throws {
         if (try? Trigger(at: at, in: `in`, transport: transport, onEnter: false)) == nil {
             throw ValidationError("use only one of --at, --in and --transport")
         }
-        if let seconds = `in`, seconds < 0 { throw ValidationError("--in must not be negative") }
+        try timePitchOptions.validate(oldRate: rate, oldRateName: "--rate")
     }
 
     func run() throws {
@@ -173,12 +182,12 @@ struct PlayCommand: ParsableCommand {
         var result: [Int: String] = [:]
         for entry in entries {
             if let colon = entry.firstIndex(of: ":"), let n = Int(entry[..<colon]) {
-                guard n >= 1, n <= files.count else { throw CLIError("--\(name) \(entry): there is no file \(n)", exitCode: 2) }
+                guard n >= 1, n <= files.count else { throw CLIError("--\(name) \(entry): there is no file \(n)", exitCode: CLIError.usage) }
                 let value = String(entry[entry.index(after: colon)...])
-                guard parse(value) != nil else { throw CLIError("--\(name) \(entry): not a valid value", exitCode: 2) }
+                guard parse(value) != nil else { throw CLIError("--\(name) \(entry): not a valid value", exitCode: CLIError.usage) }
                 result[n - 1] = value
             } else {
-                guard parse(entry) != nil else { throw CLIError("--\(name) \(entry): not a valid value", exitCode: 2) }
+                guard parse(entry) != nil else { throw CLIError("--\(name) \(entry): not a valid value", exitCode: CLIError.usage) }
                 for i in 0..<files.count where result[i] == nil { result[i] = entry }
             }
         }
@@ -192,7 +201,7 @@ struct PlayCommand: ParsableCommand {
         let players = try files.enumerated().map { try FilePlayer(path: $0.element, index: $0.offset + 1, loop: loop) }
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was played")
-        let server = try ServerContext(serverOptions, clientName: "jaq-play-ctl", watchTransport: transport)
+        let server = try ServerContext(serverOptions, privateServer: privateServerOptions, clientName: "jaq-play-ctl", watchTransport: transport)
         defer { server.stop() }
         let interruption = Interruption()
         let session = server.session!
@@ -253,10 +262,10 @@ struct PlayCommand: ParsableCommand {
         startup.disarm()
         var trigger: Trigger
         do { trigger = try Trigger(at: startAt, in: `in`, transport: transport, onEnter: false) } catch {
-            throw CLIError("use only one of --at, --in and --transport", exitCode: 2)
+            throw CLIError("use only one of --at, --in and --transport", exitCode: CLIError.usage)
         }
         let nowFrame = Int64(now.mSampleTime)
-        trigger.arm(now: nowFrame, deviceRate: rate, origin: nowFrame + Int64((margin * rate).rounded()),
+        trigger.arm(now: nowFrame, deviceRate: rate, origin: nowFrame + margin.frames(at: rate),
                     transportChanges: transport ? session.transportChanges().count : 0)
         if transport { Log.info("waiting for JACK transport to roll (Ctrl-C to give up)") }
         while true {

@@ -25,31 +25,39 @@ struct PortsCommand: ParsableCommand {
 
     @OptionGroup var serverOptions: ServerOptions
 
+    @OptionGroup var quietOption: QuietOption
+
+    @OptionGroup var privateServerOptions: PrivateServerOptions
+
     func run() throws {
         Log.command = "jaq ports"
-        let (server, watchdog) = try ServerContext.forCommand(serverOptions, clientName: "jaq-ports")
+        Log.quiet = quietOption.quiet
+        // A usage error is found before a server is looked for (or started).
+        var regex: Regex<AnyRegexOutput>?
+        if let pattern {
+            guard let compiled = try? Regex(pattern) else {
+                Log.error("\(pattern): not a regular expression")
+                throw ExitCode(CLIError.usage)
+            }
+            regex = compiled
+        }
+        let (server, watchdog) = try ServerContext.forCommand(serverOptions, privateServer: privateServerOptions, clientName: "jaq-ports")
         defer { watchdog.disarm() }
         defer { server.stop() }
         let session = server.session!
         var ports = session.ports()
-        if let pattern {
-            guard let regex = try? Regex(pattern) else {
-                Log.error("\(pattern): not a regular expression")
-                throw ExitCode(2)
-            }
-            ports = ports.filter { (try? regex.firstMatch(in: $0.name)) != nil }
-        }
+        if let regex { ports = ports.filter { (try? regex.firstMatch(in: $0.name)) != nil } }
         ports = ports.filter { !$0.name.hasPrefix("jaq-ports:") }
         let frame = try? session.frameTime
         if json {
             let entries = ports.map { port -> [String: Any] in
                 ["name": port.name, "direction": port.isInput ? "input" : "output", "physical": port.isPhysical,
-                 "capture_latency": [port.captureLatency.lowerBound, port.captureLatency.upperBound],
-                 "playback_latency": [port.playbackLatency.lowerBound, port.playbackLatency.upperBound],
+                 "captureLatency": [port.captureLatency.lowerBound, port.captureLatency.upperBound],
+                 "playbackLatency": [port.playbackLatency.lowerBound, port.playbackLatency.upperBound],
                  "connections": port.connections]
             }
-            let object: [String: Any] = ["server": server.name ?? "default", "sample_rate": session.sampleRate,
-                                         "period_frames": session.periodFrames, "frame_time": frame.map { $0 as Any } ?? NSNull(),
+            let object: [String: Any] = ["server": server.name ?? "default", "sampleRate": session.sampleRate,
+                                         "periodFrames": session.periodFrames, "frameTime": frame.map { $0 as Any } ?? NSNull(),
                                          "ports": entries]
             let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
             print(String(decoding: data, as: UTF8.self))
@@ -84,8 +92,9 @@ struct TimeCommand: ParsableCommand {
 
         Examples:
           jaq time
-          AT=$(( $(jaq time) + 96000 )); jaq play --at $AT a.wav & jaq record --at $AT -d 10 system
-          jaq time --clock system:capture_2          # on a slave: the master's frame
+          AT=$(( $(jaq time) + 96000 ))        # two seconds from now, at 48 kHz
+          jaq play --at $AT a.wav & jaq record --at $AT -d 10 system
+          jaq time --clock system:capture_2     # on a slave: the master's frame
         """)
 
     @Flag(name: .long, help: "Also print the sample rate and period.")
@@ -95,10 +104,12 @@ struct TimeCommand: ParsableCommand {
 
     @OptionGroup var serverOptions: ServerOptions
 
+    @OptionGroup var quietOption: QuietOption
+
     func run() throws {
         Log.command = "jaq time"
-        let (server, watchdog) = try ServerContext.forCommand(serverOptions, clientName: "jaq-time", privateServer: false,
-                                                              noServer: "no JACK server is running (a private one would be gone when jaq exits)")
+        Log.quiet = quietOption.quiet
+        let (server, watchdog) = try ServerContext.forCommand(serverOptions, clientName: "jaq-time")
         defer { watchdog.disarm() }
         let session = server.session!
         if let port = clockOptions.clock {
@@ -138,26 +149,39 @@ struct TransportCommand: ParsableCommand {
 
     @OptionGroup var serverOptions: ServerOptions
 
+    @OptionGroup var quietOption: QuietOption
+
     func run() throws {
         Log.command = "jaq transport"
-        let (server, watchdog) = try ServerContext.forCommand(serverOptions, clientName: "jaq-transport", privateServer: false)
+        Log.quiet = quietOption.quiet
+        // A usage error is found before a server is looked for (or started).
+        var locateFrame: UInt32?
+        switch action.first {
+        case nil, "start", "stop":
+            if action.count > 1 {
+                Log.error("\(action.joined(separator: " ")): one action at a time (start, stop or locate FRAME)")
+                throw ExitCode(CLIError.usage)
+            }
+        case "locate":
+            guard action.count == 2, let frame = UInt32(action[1]) else {
+                Log.error("locate needs a frame (0...\(UInt32.max))")
+                throw ExitCode(CLIError.usage)
+            }
+            locateFrame = frame
+        default:
+            Log.error("\(action[0]): use start, stop or locate FRAME")
+            throw ExitCode(CLIError.usage)
+        }
+        let (server, watchdog) = try ServerContext.forCommand(serverOptions, clientName: "jaq-transport")
         defer { watchdog.disarm() }
         let session = server.session!
         switch action.first {
-        case nil:
-            let state = session.transport()
-            print("\(state.rolling ? "rolling" : "stopped") at frame \(state.frame)")
         case "start": session.startTransport()
         case "stop": session.stopTransport()
-        case "locate":
-            guard action.count == 2, let frame = UInt32(action[1]) else {
-                Log.error("locate needs a frame")
-                throw ExitCode(2)
-            }
-            session.locateTransport(frame)
+        case "locate": session.locateTransport(locateFrame!)
         default:
-            Log.error("\(action[0]): use start, stop or locate FRAME")
-            throw ExitCode(2)
+            let state = session.transport()
+            print("\(state.rolling ? "rolling" : "stopped") at frame \(state.frame)")
         }
     }
 }

@@ -43,9 +43,9 @@ struct RecordCommand: ParsableCommand {
         aligned using it (--no-latency-compensation to keep them raw).
 
         Examples:
-          jaq record system                          # every physical input, until Ctrl-C
+          jaq record system                  # every physical input, until Ctrl-C
           jaq record -d 30 system:capture_1 system:capture_2
-          jaq record -f flac -b 24 -o 'song-{take}-{track}.{ext}' 'system:capture_[1-4]$'
+          jaq record -f flac -o 'song-{take}-{track}.{ext}' 'system:capture_[1-4]$'
           jaq record --interleaved -d 1:00 'jaq-.*:out_'
           jaq record --transport --pre-roll 2 system
           jaq record -f m4a --codec alac --at 960000 -d 30 system
@@ -75,14 +75,15 @@ struct RecordCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Sample rate of the files (default: the server's; others are resampled).", valueName: "hz"))
     var rate: Double?
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Stop after this long: seconds, m:ss, or N f for frames.", valueName: "time"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("Stop after this long: seconds, m:ss, h:mm:ss, or Nf for frames.", valueName: "time"))
     var duration: String?
 
     @Option(name: .long, help: ArgumentHelp("Start on this JACK frame (see `jaq time`).", valueName: "frame"))
     var at: Int64?
 
-    @Option(name: .long, help: ArgumentHelp("Start in this many seconds.", valueName: "seconds"))
-    var `in`: Double?
+    @Option(name: .long, help: ArgumentHelp("Start after this long (a time, as --duration).", valueName: "time"),
+            transform: TimeValue.parse)
+    var `in`: TimeValue?
 
     @Flag(name: .long, help: "Start when JACK transport rolls and stop when it stops (a jump while it rolls, a DAW's loop, stays in the take and is reported with its take frame).")
     var transport = false
@@ -90,11 +91,13 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: .long, help: "Start when Enter is pressed (reads standard input).")
     var onEnter = false
 
-    @Option(name: .long, help: ArgumentHelp("Include this many seconds before the start.", valueName: "seconds"))
-    var preRoll: Double = 0
+    @Option(name: .long, help: ArgumentHelp("Include this long before the start (a time, as --duration).", valueName: "time"),
+            transform: TimeValue.parse)
+    var preRoll: TimeValue = TimeValue(seconds: 0)
 
-    @Option(name: .long, help: ArgumentHelp("Seconds of audio the writer may fall behind the disk before frames are dropped (buffers allocated up front).", valueName: "seconds"))
-    var buffer: Double = 10
+    @Option(name: .long, help: ArgumentHelp("How far (a time, as --duration) the writer may fall behind the disk before frames are dropped (buffers allocated up front).", valueName: "time"),
+            transform: TimeValue.parse)
+    var buffer: TimeValue = TimeValue(seconds: 10)
 
     @Flag(name: .long, help: "Do not align tracks by their ports' capture latency.")
     var noLatencyCompensation = false
@@ -105,6 +108,8 @@ struct RecordCommand: ParsableCommand {
     @OptionGroup var clockOptions: ClockOptions
 
     @OptionGroup var serverOptions: ServerOptions
+
+    @OptionGroup var privateServerOptions: PrivateServerOptions
 
     /// How late a network gap (`--clock`) may be found and its frames still be silenced: the
     /// files are written this far behind the capture while the take runs.
@@ -123,7 +128,13 @@ struct RecordCommand: ParsableCommand {
         if (try? Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter)) == nil {
             throw ValidationError("use only one of --at, --in, --transport and --on-enter")
         }
-        if preRoll < 0 || buffer <= 0 { throw ValidationError("--pre-roll and --buffer must be positive") }
+        if buffer.isZero { throw ValidationError("--buffer must be more than 0") }
+        if let duration, (TimeSpec.frames(duration, rate: 48000) ?? 0) <= 0 {
+            throw ValidationError("--duration \(duration): \(TimeSpec.problem(duration))")
+        }
+        if let output, !interleaved, ports.count > 1, !output.contains("{track}"), !output.contains("{n}") {
+            throw ValidationError("--output \(output): several tracks need {track} or {n} in the name (or --interleaved)")
+        }
         if let rate, rate < 1000 || rate > 768_000 { throw ValidationError("--rate \(rate) Hz is out of range") }
     }
 
@@ -134,12 +145,12 @@ struct RecordCommand: ParsableCommand {
     func record() throws {
         // m4a (AAC or ALAC) and compressed CAF: an encoding input queue (CompressedTake.swift).
         if let take = try CompressedTake(format: format, codec: codec, bits: bits, bitRate: bitrate) { return try recordCompressed(take) }
-        if let bitrate { throw CLIError("--bitrate \(bitrate) is for AAC takes (-f m4a, or -f caf --codec aac)", exitCode: 2) }
+        if let bitrate { throw CLIError("--bitrate \(bitrate) is for AAC takes (-f m4a, or -f caf --codec aac)", exitCode: CLIError.usage) }
         let takeFormat: AudioTakeFile.Format
-        do { takeFormat = try AudioTakeFile.Format(name: format, bits: bits) } catch { throw CLIError(error.description, exitCode: 2) }
+        do { takeFormat = try AudioTakeFile.Format(name: format, bits: bits) } catch { throw CLIError(error.description, exitCode: CLIError.usage) }
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
-        let server = try ServerContext(serverOptions, clientName: "jaq-record-ctl", watchTransport: transport)
+        let server = try ServerContext(serverOptions, privateServer: privateServerOptions, clientName: "jaq-record-ctl", watchTransport: transport)
         defer { server.stop() }
         let interruption = Interruption()
         let deviceRate = server.session.sampleRate
@@ -147,7 +158,7 @@ struct RecordCommand: ParsableCommand {
         var durationFrames: Int64?
         if let duration {
             guard let frames = TimeSpec.frames(duration, rate: fileRate), frames > 0 else {
-                throw CLIError("--duration \(duration): not a time", exitCode: 2)
+                throw CLIError("--duration \(duration): \(TimeSpec.problem(duration))", exitCode: CLIError.usage)
             }
             durationFrames = frames
         }
@@ -205,8 +216,8 @@ struct RecordCommand: ParsableCommand {
         // them for the disk, and what the writer keeps for the pre-roll, latency and triggers.
         let bufferFrames = Self.bufferFrames
         let enqueued = Self.enqueuedBuffers
-        let bufferCount = TakeWriter.bufferCount(bufferSeconds: buffer, rate: fileRate, bufferFrames: bufferFrames,
-                                                 preroll: preRoll, maxSkip: skip.max() ?? 0, stopsByTrigger: transport || masterClock != nil,
+        let bufferCount = TakeWriter.bufferCount(bufferSeconds: buffer.seconds(at: fileRate), rate: fileRate, bufferFrames: bufferFrames,
+                                                 preroll: preRoll.seconds(at: fileRate), maxSkip: skip.max() ?? 0, stopsByTrigger: transport || masterClock != nil,
                                                  enqueued: enqueued)
         let activeWriter = TakeWriter(format: takeFormat, channelCount: sources.count, rate: fileRate, files: files,
                                       skip: skip, bufferFrames: bufferFrames, bufferCount: bufferCount,
@@ -222,7 +233,7 @@ struct RecordCommand: ParsableCommand {
             throw CLIError("cannot allocate \(bufferCount) buffers of \(bufferFrames) frames: \(describe(allocated, file: false))")
         }
         activeWriter.state.withLock {
-            $0.preroll = Int64((preRoll * fileRate).rounded())
+            $0.preroll = preRoll.frames(at: fileRate)
             $0.keepsFromQueueStart = startAt != nil || `in` != nil
         }
         activeWriter.start()
@@ -230,7 +241,7 @@ struct RecordCommand: ParsableCommand {
         // Start the queue on a known frame: queue time 0 is that frame.
         var now = AudioTimeStamp()
         AudioQueueDeviceGetCurrentTime(queue, &now)
-        let prerollDevice = Int64((preRoll * deviceRate).rounded())
+        let prerollDevice = Int64((preRoll.seconds(at: fileRate) * deviceRate).rounded())
         var queueStart = AudioTimeStamp()
         queueStart.mSampleTime = now.mSampleTime + (0.05 * deviceRate).rounded()
         queueStart.mFlags = .sampleTimeValid
@@ -248,8 +259,8 @@ struct RecordCommand: ParsableCommand {
             if Double(normalized - prerollDevice - early) > queueStart.mSampleTime {
                 queueStart.mSampleTime = Double(normalized - prerollDevice - early)
             }
-        } else if let seconds = `in` {
-            takeStartDevice = Int64(now.mSampleTime + (seconds * deviceRate).rounded())
+        } else if let delay = `in` {
+            takeStartDevice = Int64(now.mSampleTime) + delay.frames(at: deviceRate)
             if Double(takeStartDevice! - prerollDevice) > queueStart.mSampleTime { queueStart.mSampleTime = Double(takeStartDevice! - prerollDevice) }
         }
         guard AudioQueueStart(queue, &queueStart) == noErr else {
@@ -263,7 +274,7 @@ struct RecordCommand: ParsableCommand {
         func startedOrigin() -> Int64? { Self.startDeviceFrame(queue) }
         let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
         let toDeviceFrames = { (queueFrames: Int64) -> Int64 in Int64((Double(queueFrames) * deviceRate / fileRate).rounded()) }
-        let prerollFrames = Int64((preRoll * fileRate).rounded())
+        let prerollFrames = preRoll.frames(at: fileRate)
         func beginTake(atDevice frame: Int64, origin: Int64) {
             let offset = toQueueFrames(frame - origin)
             activeWriter.state.withLock {
@@ -275,7 +286,7 @@ struct RecordCommand: ParsableCommand {
         let trackCount = "\(sources.count) track\(sources.count == 1 ? "" : "s")"
         var trigger: Trigger
         do { trigger = try Trigger(at: startAt, in: `in`, transport: transport, onEnter: onEnter) } catch {
-            throw CLIError("use only one of --at, --in, --transport and --on-enter", exitCode: 2)
+            throw CLIError("use only one of --at, --in, --transport and --on-enter", exitCode: CLIError.usage)
         }
         trigger.arm(now: Int64(now.mSampleTime), deviceRate: deviceRate, origin: requestedOrigin,
                     transportChanges: transport ? session.transportChanges().count : 0)
@@ -487,7 +498,6 @@ struct RecordCommand: ParsableCommand {
         }
         activeWriter.finishInput()
         activeWriter.waitUntilFinished()
-        display.finish()
         let final = activeWriter.state.withLock { $0 }
         let frames = activeWriter.framesWritten
         for event in final.lostEvents {
@@ -629,7 +639,7 @@ struct RecordCommand: ParsableCommand {
     private func createFiles(format: AudioTakeFile.Format, tracks: [String], rate: Double) throws -> [TakeFile] {
         let pattern = output ?? (interleaved ? "take-{take}.{ext}" : "take-{take}-{track}.{ext}")
         if !interleaved && tracks.count > 1 && !pattern.contains("{track}") && !pattern.contains("{n}") {
-            throw CLIError("--output \(pattern): several tracks need {track} or {n} in the name (or --interleaved)", exitCode: 2)
+            throw CLIError("--output \(pattern): several tracks need {track} or {n} in the name (or --interleaved)", exitCode: CLIError.usage)
         }
         let date = ISO8601DateFormatter.string(from: Date(), timeZone: .current, formatOptions: [.withFullDate])
         // Track names: the port's name, with its client's unless that is "system"; unique.
@@ -676,7 +686,8 @@ struct RecordCommand: ParsableCommand {
     }
 }
 
-/// The live display: a meter per track with peak hold and clip marks, time, buffer, xruns.
+/// The live display: a meter per track with peak hold and clip marks, time, buffer, xruns,
+/// laid out to fit the terminal (MeterLayout).
 final class RecordDisplay {
     let enabled: Bool
     let tracks: [String]
@@ -696,30 +707,33 @@ final class RecordDisplay {
 
     func update(written: Int64, meters: [AudioQueueLevelMeterState], bufferFill: Double, xruns: Int, dropped: Int64, armed: Bool) {
         guard enabled, Date().timeIntervalSince(last) >= 0.08 else { return }
-        last = Date()
-        var lines: [String] = []
+        let now = Date()
+        last = now
         let status = armed ? "ARMED" : "● REC"
-        lines.append("\(status) \(TimeSpec.clock(written, rate: rate))  buffer \(String(format: "%3d", Int(bufferFill * 100)))%  xruns \(xruns)  dropped \(dropped)")
-        let width = 40
-        let nameWidth = min(24, tracks.map(\.count).max() ?? 8)
+        var layout = MeterLayout(status: "\(status) \(TimeSpec.clock(written, rate: rate))  buffer \(String(format: "%3d", Int(bufferFill * 100)))%  xruns \(xruns)  dropped \(dropped)")
         for (i, track) in tracks.enumerated() {
             let level = i < meters.count ? meters[i].mPeakPower : -120
-            if level >= holds[i].level || Date() > holds[i].until { holds[i] = (level, Date().addingTimeInterval(2)) }
-            if level >= -0.01 { clips[i] = Date().addingTimeInterval(3) }
-            let filled = Int((Double(max(level, -60)) + 60) / 60 * Double(width))
-            let hold = Int((Double(max(holds[i].level, -60)) + 60) / 60 * Double(width))
-            var bar = Array(repeating: Character(" "), count: width)
-            for j in 0..<min(filled, width) { bar[j] = j < width * 5 / 6 ? "=" : "#" }
-            if hold > 0 && hold <= width { bar[hold - 1] = "|" }
-            let name = String(track.suffix(nameWidth)).padding(toLength: nameWidth, withPad: " ", startingAt: 0)
-            let clip = Date() < clips[i] ? " CLIP" : "     "
-            lines.append("\(name) [\(String(bar))] \(String(format: "%6.1f", max(level, -99.9))) dB\(clip)")
+            if level >= holds[i].level || now > holds[i].until { holds[i] = (level, now.addingTimeInterval(2)) }
+            if level >= -0.01 { clips[i] = now.addingTimeInterval(3) }
+            layout.meters.append(MeterLayout.Meter(name: track, level: level, hold: holds[i].level, clipping: now < clips[i]))
         }
+        let size = terminalSize()
+        let lines = layout.lines(rows: size.rows, columns: size.columns)
         var text = drawn > 0 ? "\u{1B}[\(drawn)A" : ""
         text += lines.map { "\r\u{1B}[K" + $0 }.joined(separator: "\n") + "\n"
+        if lines.count < drawn {
+            // The layout shrank (the terminal did): clear what is left below.
+            text += "\u{1B}[J"
+        }
         drawn = lines.count
         FileHandle.standardOutput.write(Data(text.utf8))
     }
 
-    func finish() {}
+    /// The terminal's rows and columns (24 × 80 when it does not say).
+    private func terminalSize() -> (rows: Int, columns: Int) {
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0, size.ws_col > 0 else { return (24, 80) }
+        return (Int(size.ws_row), Int(size.ws_col))
+    }
 }
+

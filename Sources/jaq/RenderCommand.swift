@@ -19,7 +19,7 @@ final class RenderTrack: @unchecked Sendable {
     /// Compressed files (MP3, AAC, ALAC...): cookie, buffer size, priming and padding, as jaq play.
     let packetPlayback: PacketPlayback?
 
-    init(path: String, offsetSeconds: Double) throws {
+    init(path: String, offset: TimeValue) throws {
         self.path = path
         let opened = try PlayableFile(path: path)
         file = opened.id
@@ -27,7 +27,7 @@ final class RenderTrack: @unchecked Sendable {
         totalPackets = opened.packetCount
         packetsPerBuffer = opened.packetsPerBuffer(minimumPCMPackets: 1024)
         packetPlayback = PacketPlayback(opened.id, format: opened.format, packetsPerBuffer: packetsPerBuffer)
-        startFrame = Int64((offsetSeconds * format.mSampleRate).rounded())
+        startFrame = offset.frames(at: format.mSampleRate)
     }
 
     /// Frames the file plays.
@@ -101,8 +101,8 @@ struct RenderCommand: ParsableCommand {
             JACK would mix from the same queues playing in real time.
 
             Example:
-              jaq render -o mix.wav drums.wav bass.wav --volume 2:0.8 --pan 2:-0.3 --offset 2:1.5
-              jaq render -o slow.wav --play-rate 0.75 --pitch -200 solo.wav   # slower, a whole tone lower
+              jaq render -o mix.wav drums.wav bass.wav --volume 2:0.8 --offset 2:1.5
+              jaq render -o slow.wav --speed 0.75 --pitch -200 solo.wav  # a tone lower
             """)
 
     @Argument(help: "Audio files to mix.")
@@ -111,9 +111,14 @@ struct RenderCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("The file to write (WAV; see --bits).", valueName: "file"))
     var output: String
 
+    @Flag(name: .long, help: "Replace --output if it exists (without it, jaq render refuses, as jaq record does).")
+    var force = false
+
     @OptionGroup var levels: LevelOptions
 
-    @Option(name: .long, help: ArgumentHelp("Seconds of silence before file N (or every file) starts.", valueName: "[N:]seconds"))
+    @Option(name: .long, help: ArgumentHelp("Silence before file N (or every file) starts: a time as jaq record --duration reads it "
+                                            + "(seconds, m:ss, h:mm:ss, Nf for frames of the file); 2:1:30 is file 2 at 1 min 30 s.",
+                                            valueName: "[N:]time"))
     var offset: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Sample rate of the mix (default: the first file's).", valueName: "hz"))
@@ -122,43 +127,40 @@ struct RenderCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Sample format: float (32-bit), 16, 24 or 32 (integer).", valueName: "bits"))
     var bits: String = "float"
 
-    @Option(name: .customLong("play-rate"),
-            help: ArgumentHelp("Every file at this speed, 0.5...2, keeping the pitch (as jaq play --rate).", valueName: "rate"))
-    var playRate: Float = 1
+    @OptionGroup(title: "Speed and pitch") var timePitchOptions: TimePitchOptions
 
-    @Option(name: .long, help: ArgumentHelp("Shift every file's pitch by this many cents, -2400...2400.", valueName: "cents"))
-    var pitch: Float = 0
+    @OptionGroup var quietOption: QuietOption
 
-    @Flag(name: .long, help: "With --play-rate: resample like tape (libsoxr), the pitch following the speed.")
-    var varispeed = false
-
-    @Flag(name: .long, help: "With --play-rate: Rubber Band's faster time-domain engine (Apple's TimeDomain algorithm).")
-    var timeDomain = false
-
-    var timePitch: TimePitchSettings { TimePitchSettings(rate: playRate, pitch: pitch, varispeed: varispeed, timeDomain: timeDomain) }
+    var timePitch: TimePitchSettings { timePitchOptions.settings() }
 
     func validate() throws {
         if files.isEmpty { throw ValidationError("name at least one file to mix") }
         if !["float", "16", "24", "32"].contains(bits) { throw ValidationError("--bits takes float, 16, 24 or 32") }
         if let rate, !(rate >= 1000 && rate <= 768_000) { throw ValidationError("--rate \(rate): 1000...768000 Hz") }
-        try timePitch.validate(rateOption: "--play-rate")
+        try timePitchOptions.validate(oldRate: nil, oldRateName: "")
     }
 
     func run() throws {
-        try runReportingFailure("jaq render") { try render() }
+        try runReportingFailure("jaq render", quiet: quietOption.quiet) { try render() }
     }
 
-    /// Values of a per-file option ("[N:]value"): file index (0-based) → value.
-    private func values(_ entries: [String], _ name: String, _ range: ClosedRange<Double>) throws -> [Int: Double] {
-        var result: [Int: Double] = [:]
+    /// Values of a per-file option ("[N:]value", N the file's number from 1; without it, every
+    /// file not named otherwise): file index (0-based) → value. `parse` reads a value (nil: not
+    /// one), `why` says what was wrong with the text. A first field followed by another is the
+    /// file's number, so "2:1:30" is file 2 at 1:30 and "1:30" file 1 at 30 s.
+    private func perFile<Value>(_ entries: [String], _ name: String, parse: (String) -> Value?,
+                                why: (String) -> String) throws -> [Int: Value] {
+        var result: [Int: Value] = [:]
         for entry in entries {
             let parts = entry.split(separator: ":", maxSplits: 1).map(String.init)
             let index = parts.count == 2 ? Int(parts[0]) : nil
-            guard let value = Double(parts.last ?? ""), range.contains(value), parts.count == 1 || index != nil else {
-                throw CLIError("--\(name) \(entry): not a value in \(range)", exitCode: 2)
+            if parts.count == 2 && index == nil {
+                throw CLIError("--\(name) \(entry): [N:]value, N the file's number", exitCode: CLIError.usage)
             }
+            let text = parts.last ?? ""
+            guard let value = parse(text) else { throw CLIError("--\(name) \(entry): \(why(text))", exitCode: CLIError.usage) }
             if let index {
-                guard (1...files.count).contains(index) else { throw CLIError("--\(name) \(entry): there is no file \(index)", exitCode: 2) }
+                guard (1...files.count).contains(index) else { throw CLIError("--\(name) \(entry): there is no file \(index)", exitCode: CLIError.usage) }
                 result[index - 1] = value
             } else {
                 for i in files.indices where result[i] == nil { result[i] = value }
@@ -167,11 +169,26 @@ struct RenderCommand: ParsableCommand {
         return result
     }
 
+    /// A per-file level (--volume, --pan) in `range`.
+    private func values(_ entries: [String], _ name: String, _ range: ClosedRange<Double>) throws -> [Int: Double] {
+        try perFile(entries, name, parse: { Double($0).flatMap { range.contains($0) ? $0 : nil } }, why: { _ in "not a value in \(range)" })
+    }
+
+    /// `--offset [N:]time`: a time as every time option reads it, at most a day.
+    private func offsetValues() throws -> [Int: TimeValue] {
+        try perFile(offset, "offset", parse: { text in (try? TimeValue.parse(text)).flatMap { $0.seconds(at: 48000) <= 86_400 ? $0 : nil } },
+                    why: { text in (try? TimeValue.parse(text)) != nil ? "at most a day" : TimeSpec.problem(text) })
+    }
+
     private func render() throws {
+        let target = URL(fileURLWithPath: output).standardizedFileURL.resolvingSymlinksInPath().path
+        if files.contains(where: { URL(fileURLWithPath: $0).standardizedFileURL.resolvingSymlinksInPath().path == target }) {
+            throw CLIError("\(output): is also one of the files to mix; write the mix elsewhere")
+        }
         let volumes = try values(levels.volume, "volume", 0...1)
         let pans = try values(levels.pan, "pan", -1...1)
-        let offsets = try values(offset, "offset", 0...86_400)
-        let tracks = try files.enumerated().map { try RenderTrack(path: $0.element, offsetSeconds: offsets[$0.offset] ?? 0) }
+        let offsets = try offsetValues()
+        let tracks = try files.enumerated().map { try RenderTrack(path: $0.element, offset: offsets[$0.offset] ?? TimeValue(seconds: 0)) }
         let mixRate = rate ?? tracks[0].format.mSampleRate
         // Mono queues have a left/right pair of ports: the mix is at least stereo.
         let channels = max(2, tracks.map { Int($0.format.mChannelsPerFrame) }.max() ?? 2)
@@ -216,6 +233,10 @@ struct RenderCommand: ParsableCommand {
             guard result == noErr else { throw CLIError("\(track.path): cannot render offline (\(describe(result, file: false)))") }
         }
 
+        // After every input and value is checked: the one error left to report is this one.
+        if FileManager.default.fileExists(atPath: output) && !force {
+            throw CLIError("\(output): exists (--force replaces it)")
+        }
         let out = try MixFile(path: output, bits: bits, sampleRate: mixRate, channels: channels, frames: chunk)
         // Each track renders until its queue, stopped at the end of its file, has played out
         // (a render then returns fewer frames than asked): the mix ends with its longest track,

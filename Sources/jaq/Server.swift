@@ -2,13 +2,37 @@ import ArgumentParser
 import Foundation
 import JackDriver
 
-/// `--server NAME` and what jaq does when no server runs.
+/// `--server NAME`: the server every command talks to.
 struct ServerOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Use the JACK server NAME (default: $JACK_DEFAULT_SERVER or JACK's default).", valueName: "name"))
+    @Option(name: .long, help: ArgumentHelp("Use the JACK server NAME (default: $JACK_DEFAULT_SERVER or JACK's default). "
+                                            + "When none runs, jaq starts the one configured in ~/.jackdrc, as every JACK program does.",
+                                            valueName: "name"))
     var server: String?
+}
 
-    @Option(name: .long, help: ArgumentHelp("jackd arguments for the private server jaq starts when none runs (default: PREFIX/share/jaq/jackd.conf when installed, Configs/jackd.conf in the source tree: the dummy backend).", valueName: "file"))
+/// `-q`: every command has it; status lines go, errors and the command's output stay.
+struct QuietOption: ParsableArguments {
+    @Flag(name: .shortAndLong, help: "No status lines (errors and the command's output are still printed).")
+    var quiet = false
+}
+
+/// `--private-server`: the silent dummy server jaq starts only when asked (record, play, ports).
+struct PrivateServerOptions: ParsableArguments {
+    @Flag(name: .long, help: ArgumentHelp("When no JACK server runs, start a private one of jaq's own instead of the one in ~/.jackdrc: "
+                                          + "the dummy backend (no sound card, silent system ports) from jackd.conf, stopped when jaq exits. "
+                                          + "Also $JAQ_PRIVATE_SERVER=1."))
+    var privateServer = false
+
+    @Option(name: .long, help: ArgumentHelp("jackd arguments for --private-server (default: PREFIX/share/jaq/jackd.conf when installed, "
+                                            + "Configs/jackd.conf in the source tree; also $JAQ_SERVER_CONFIG).", valueName: "file"))
     var serverConfig: String?
+
+    /// Whether a private server was asked for, by the flag or by $JAQ_PRIVATE_SERVER.
+    var wanted: Bool {
+        if privateServer { return true }
+        guard let value = ProcessInfo.processInfo.environment["JAQ_PRIVATE_SERVER"] else { return false }
+        return !["", "0", "no", "false"].contains(value.lowercased())
+    }
 }
 
 /// The JACK server a command talks to: an existing one, or a private one jaq
@@ -23,12 +47,12 @@ final class ServerContext: @unchecked Sendable {
     /// For the control commands (ports, time, transport): opens the command's client under a
     /// watchdog that guards the whole command (the caller disarms it when done); a server that
     /// cannot be found is logged in one line and becomes the exit code.
-    static func forCommand(_ options: ServerOptions, clientName: String, privateServer: Bool = true,
-                           noServer: String = "no JACK server is running") throws -> (ServerContext, Watchdog) {
+    static func forCommand(_ options: ServerOptions, privateServer: PrivateServerOptions? = nil,
+                           clientName: String) throws -> (ServerContext, Watchdog) {
         let watchdog = Watchdog(seconds: Watchdog.startupSeconds,
                                 message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
         do {
-            return (try ServerContext(options, clientName: clientName, privateServer: privateServer, noServer: noServer), watchdog)
+            return (try ServerContext(options, privateServer: privateServer, clientName: clientName), watchdog)
         } catch {
             watchdog.disarm()
             guard let error = error as? CLIError else { throw error }
@@ -37,21 +61,20 @@ final class ServerContext: @unchecked Sendable {
         }
     }
 
-    /// Finds the server and opens the command's control client `clientName`; starts a private
-    /// server if none runs, `--server` was not given and `privateServer` allows it (otherwise
-    /// `noServer` is the error).
-    init(_ options: ServerOptions, announce: Bool = true, clientName: String, watchTransport: Bool = false,
-         privateServer: Bool = true, noServer: String = "no JACK server is running") throws {
+    /// Finds the server and opens the command's control client `clientName`. When no server
+    /// runs, starts a private one if `privateServer` asks for it, else the user's configured
+    /// server (ConfiguredServer), as libjack does; a CLIError says why none could be had.
+    init(_ options: ServerOptions, privateServer: PrivateServerOptions? = nil, announce: Bool = true, clientName: String,
+         watchTransport: Bool = false) throws {
         let pipeWire = JackLibrary.isPipeWire
-        if let server = options.server {
+        if let server = options.server, pipeWire {
             guard let session = try Self.session(server, clientName: clientName, watchTransport: watchTransport) else {
-                throw CLIError(pipeWire ? "PipeWire server \"\(server)\" is not running (with PipeWire's libjack, --server names "
-                               + "a PipeWire socket in $XDG_RUNTIME_DIR, such as pipewire-0)"
-                               : "JACK server \"\(server)\" is not running")
+                throw CLIError("PipeWire server \"\(server)\" is not running (with PipeWire's libjack, --server names "
+                               + "a PipeWire socket in $XDG_RUNTIME_DIR, such as pipewire-0)")
             }
-            // The queues' clients open the default server: make it this one. jackd2's libjack
-            // reads JACK_DEFAULT_SERVER, PipeWire's reads PIPEWIRE_REMOTE.
-            setenv(pipeWire ? "PIPEWIRE_REMOTE" : "JACK_DEFAULT_SERVER", server, 1)
+            // The queues' clients open the default server: make it this one (PipeWire's
+            // libjack reads PIPEWIRE_REMOTE).
+            setenv("PIPEWIRE_REMOTE", server, 1)
             name = server
             self.session = session
             return
@@ -69,15 +92,23 @@ final class ServerContext: @unchecked Sendable {
             self.session = session
             return
         }
-        let environment = ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]
-        if let session = try Self.session(environment, clientName: clientName, watchTransport: watchTransport) {
-            name = environment
+        let wanted = options.server ?? ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]
+        if let session = try Self.session(wanted, clientName: clientName, watchTransport: watchTransport) {
+            self.name = wanted
             self.session = session
+            if let server = options.server { Self.makeDefault(server) }
             return
         }
-        guard privateServer else { throw CLIError(noServer) }
-        let arguments = try Self.privateServerArguments(options.serverConfig)
-        let privateName = "jaq-\(getpid())"
+        guard let privateServer, privateServer.wanted else {
+            let (name, session) = try Self.startConfigured(wanted, clientName: clientName, watchTransport: watchTransport,
+                                                           announce: announce, offerPrivate: privateServer != nil)
+            self.name = name
+            self.session = session
+            if let server = options.server { Self.makeDefault(server) }
+            return
+        }
+        let arguments = try Self.privateServerArguments(privateServer.serverConfig)
+        let privateName = options.server ?? "jaq-\(getpid())"
         let jackd = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let jackd else { throw CLIError("no JACK server is running and jackd is not installed (apt-get install jackd2)") }
         let child = Process()
@@ -109,9 +140,67 @@ final class ServerContext: @unchecked Sendable {
             throw CLIError("the private JACK server \(privateName) does not answer")
         }
         if announce {
-            Log.info("no JACK server running: started private server \(privateName) (jackd \(arguments.joined(separator: " "))); it stops when jaq exits")
+            Log.info("no JACK server was running: started private server \(privateName) (jackd \(arguments.joined(separator: " "))); it stops when jaq exits")
         }
         ServerContext.running = self
+    }
+
+    /// The queues' clients open the default server: make it `server` (jackd2's libjack reads
+    /// JACK_DEFAULT_SERVER).
+    private static func makeDefault(_ server: String) { setenv("JACK_DEFAULT_SERVER", server, 1) }
+
+    /// Starts the user's configured server (ConfiguredServer) named `server` and opens the
+    /// control client on it; waits up to 10 s (libjack waits 5), and stops the server it
+    /// started if it does not answer. The failure says why in one line, and how to start one.
+    private static func startConfigured(_ server: String?, clientName: String, watchTransport: Bool, announce: Bool,
+                                        offerPrivate: Bool) throws -> (String?, JackSession) {
+        let which = server.map { "JACK server \"\($0)\"" } ?? "JACK server"
+        let how = "start one with qjackctl or `jackd -d alsa &`, or run jaq under pw-jack to use PipeWire"
+            + (offerPrivate ? "; --private-server starts a silent one of jaq's own" : "")
+        guard !ConfiguredServer.startingIsForbidden else {
+            throw CLIError("no \(which) is running, and JACK_NO_START_SERVER is set, so none is started; \(how)")
+        }
+        let configured = ConfiguredServer.load()
+        let origin = configured.source.map { "the one configured in \($0)" } ?? "JACK's default (there is no ~/.jackdrc)"
+        let shown = configured.shown(serverName: server)
+        let started: ConfiguredServer.Started
+        do { started = try configured.start(serverName: server) } catch let error as CLIError {
+            throw CLIError("no \(which) is running, and \(origin) could not be started (\(error.description)); \(how)")
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            if let session = try Self.session(server, clientName: clientName, watchTransport: watchTransport) {
+                if announce {
+                    Log.info("no \(which) was running: started \(origin), \(shown) (pid \(started.pid), "
+                             + "its messages in \(started.log)); it stops when its last client leaves")
+                }
+                return (server, session)
+            }
+            var status: Int32 = 0
+            let exited = waitpid(started.pid, &status, WNOHANG) == started.pid
+            if exited || Date() > deadline {
+                if !exited { stopStarted(started.pid) }
+                let said = ConfiguredServer.lastWords(started.log)
+                let exitStatus = (status & 0x7f) == 0 ? "exit status \((status >> 8) & 0xff)" : "signal \(status & 0x7f)"
+                let words = said.map { ": \($0)" } ?? (exited ? ": \(exitStatus), no reason given" : "")
+                try? FileManager.default.removeItem(atPath: started.log)
+                let what = exited ? "did not start" : "did not answer within 10 s (stopped)"
+                throw CLIError("no \(which) is running, and \(origin) \(what) (\(shown)\(words)); \(how)")
+            }
+            usleep(50_000)
+        }
+    }
+
+    /// Stops a server jaq started that never answered: SIGTERM, then SIGKILL after 2 s.
+    private static func stopStarted(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<100 {
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(20_000)
+        }
+        kill(pid, SIGKILL)
+        waitpid(pid, &status, 0)
     }
 
     /// The control client on `server`, or nil if no server answers; a freewheeling jackd is an
@@ -190,6 +279,10 @@ final class ServerContext: @unchecked Sendable {
 
 /// An error the CLI reports in one line and exits non-zero for.
 struct CLIError: Error, CustomStringConvertible {
+    /// The exit status of every usage error (a bad option or value), whichever layer finds it:
+    /// 64 (EX_USAGE), as swift-argument-parser exits for the errors it finds itself.
+    static let usage: Int32 = 64
+
     let description: String
     let exitCode: Int32
     init(_ description: String, exitCode: Int32 = 1) {

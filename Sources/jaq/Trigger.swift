@@ -12,7 +12,7 @@ struct Trigger: Equatable {
     enum Start: Equatable {
         case now
         case frame(Int64)
-        case delay(seconds: Double)
+        case delay(TimeValue)
         case transport
         case enter
     }
@@ -52,11 +52,11 @@ struct Trigger: Equatable {
 
     /// The trigger the options name; nil options mean "now".
     /// - Throws: the message for more than one start option.
-    init(at: Int64?, in seconds: Double?, transport: Bool, onEnter: Bool) throws(TriggerError) {
-        let chosen = [at != nil, seconds != nil, transport, onEnter].filter { $0 }.count
+    init(at: Int64?, in delay: TimeValue?, transport: Bool, onEnter: Bool) throws(TriggerError) {
+        let chosen = [at != nil, delay != nil, transport, onEnter].filter { $0 }.count
         guard chosen <= 1 else { throw TriggerError() }
         if let at { start = .frame(at) }
-        else if let seconds { start = .delay(seconds: seconds) }
+        else if let delay { start = .delay(delay) }
         else if transport { start = .transport }
         else if onEnter { start = .enter }
         else { start = .now }
@@ -70,7 +70,7 @@ struct Trigger: Equatable {
         switch start {
         case .now: plannedFrame = origin
         case .frame(let frame): plannedFrame = frame
-        case .delay(let seconds): plannedFrame = now + Int64((seconds * deviceRate).rounded())
+        case .delay(let delay): plannedFrame = now + delay.frames(at: deviceRate)
         case .transport, .enter: plannedFrame = nil
         }
     }

@@ -95,11 +95,13 @@ import Testing
         #expect(found.status == 0 && found.stdout.contains("AAC-LC"), "\(found.stdout)\(found.stderr)")
     }
 
-    @Test func jsonIsAnObjectForOneFileAndAnArrayForSeveral() throws {
+    @Test func jsonIsAnArrayForOneFileAndForSeveral() throws {
         let take = try makeTake("a.aiff"), other = try makeTake("b.aiff", frames: 24000)
         let one = try run(["info", "--json", take])
         #expect(one.status == 0)
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(one.stdout.utf8)) as? [String: Any])
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(one.stdout.utf8)) as? [[String: Any]])
+        #expect(list.count == 1)
+        let object = try #require(list.first)
         #expect(object["frames"] as? Int == 48000)
         #expect(object["sampleRate"] as? Double == 48000)
         #expect(object["channels"] as? Int == 2)

@@ -157,17 +157,45 @@ nonisolated(unsafe) private var installScratch: String?
         let dir = scratchDirectory("installed-config")
         defer { removeScratch(dir) }
         // Found on PATH and run elsewhere, as a user runs it: argv[0] is just "jaq".
-        let ports = try runProcess(["jaq", "ports", "--json"],
+        let ports = try runProcess(["jaq", "ports", "--private-server", "--json"],
                                    environment: cleanEnvironment(["PATH": "\(package.root)/usr/bin:/usr/bin:/bin",
                                                                   "JACK_DEFAULT_SERVER": "jaq-test-none-\(getpid())"]),
                                    timeout: 60, currentDirectory: dir)
         #expect(ports.status == 0, "\(ports.error)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(ports.output.utf8)) as? [String: Any], "\(ports.output)")
-        #expect(object["sample_rate"] as? Int == 44100, "\(ports.output)")
+        #expect(object["sampleRate"] as? Int == 44100, "\(ports.output)")
         let names = (object["ports"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         #expect(names.filter { $0.hasPrefix("system:capture_") }.count == 3, "\(names)")
         #expect(names.filter { $0.hasPrefix("system:playback_") }.count == 5, "\(names)")
         #expect(ports.error.contains("started private server"), "\(ports.error)")
+    }
+
+    /// The package's jaq says the version `make version` says; its manual pages are the
+    /// argument parser's, one per command, and bash completes commands and options from the
+    /// installed script.
+    @Test func versionManualAndCompletionsAreInstalled() throws {
+        let version = try runProcess([package.jaq, "--version"], environment: cleanEnvironment())
+        let make = try runProcess(["make", "-s", "-C", ReleaseProducts.packageRoot.path, "--no-print-directory", "version"])
+        #expect(version.status == 0 && version.output == make.output && !make.output.isEmpty, "\(version.output) \(make.output)")
+        let manuals = "\(package.root)/usr/share/man/man1"
+        for command in ["", ".record", ".play", ".render", ".ports", ".time", ".transport", ".clock", ".info"] {
+            let page = try runProcess(["sh", "-c", "zcat '\(manuals)/jaq\(command).1.gz'"])
+            #expect(page.status == 0 && page.output.contains(".Dt JAQ\(command.uppercased()) 1"), "jaq\(command).1: \(page.error)")
+        }
+        let record = try runProcess(["sh", "-c", "zcat '\(manuals)/jaq.record.1.gz'"]).output
+        #expect(record.contains("private-server") && record.contains("pre-roll"), "jaq.record.1 lists the options")
+        let rendered = try runProcess(["man", "-l", "\(manuals)/jaq.1.gz"], environment: cleanEnvironment(["MANPAGER": "cat", "MANWIDTH": "80"]))
+        if rendered.status == 0 { #expect(rendered.output.contains("jackdrc"), "man jaq: \(rendered.output)") }
+        let completion = "\(package.root)/usr/share/bash-completion/completions/jaq"
+        let script = """
+            source '\(completion)'
+            COMP_WORDS=(jaq rec); COMP_CWORD=1; COMP_LINE='jaq rec'; COMP_POINT=7; _jaq jaq rec jaq; echo "${COMPREPLY[*]}"
+            COMP_WORDS=(jaq record --pri); COMP_CWORD=2; COMP_LINE='jaq record --pri'; COMP_POINT=16
+            _jaq jaq --pri record; echo "${COMPREPLY[*]}"
+            """
+        let completed = try runProcess(["bash", "-c", script], environment: cleanEnvironment(["PATH": "\(package.root)/usr/bin:/usr/bin:/bin"]))
+        let lines = completed.output.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && lines[0] == "record" && lines[1].contains("--private-server"), "\(completed.output) \(completed.error)")
     }
 
     @Test func makeUninstallRemovesWhatMakeInstallPut() throws {
@@ -180,7 +208,9 @@ nonisolated(unsafe) private var installScratch: String?
         let prefix = "\(destination)/usr/local"
         for file in ["bin/jaq", "lib/libAudioToolbox.so.1.0.0", "lib/libAudioToolbox.so.1", "lib/libAudioToolbox.so",
                      "lib/pkgconfig/AudioToolbox.pc", "lib/jaq/swift/libswiftCore.so", "include/AudioToolbox/AudioQueue.h",
-                     "share/jaq/jackd.conf"] {
+                     "share/jaq/jackd.conf", "share/man/man1/jaq.1.gz", "share/man/man1/jaq.record.1.gz",
+                     "share/bash-completion/completions/jaq", "share/zsh/vendor-completions/_jaq",
+                     "share/fish/vendor_completions.d/jaq.fish"] {
             #expect(FileManager.default.fileExists(atPath: "\(prefix)/\(file)"), "make install put no \(file)")
         }
         let uninstall = try runProcess(make + ["uninstall"], timeout: 60)

@@ -399,7 +399,7 @@ struct NetJackTests {
         guard let data = json.data(using: .utf8),
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               let ports = object["ports"] as? [[String: Any]],
-              let latency = ports.first?["capture_latency"] as? [Int] else { return nil }
+              let latency = ports.first?["captureLatency"] as? [Int] else { return nil }
         return latency.last
     }
 }

@@ -36,7 +36,7 @@ import SoundFile
             let dir = scratchDirectory("timepitch")
             defer { removeScratch(dir) }
             try writeSine("\(dir)/sine.wav", seconds: 2)
-            let (_, play) = try playAhead(["sine.wav"], options: ["--quiet", "--rate", "2"], server: server, dir: dir,
+            let (_, play) = try playAhead(["sine.wav"], options: ["--quiet", "--speed", "2"], server: server, dir: dir,
                                           ports: "jaq-1-sine:out_", count: 2)
             let capture = try server.spawn(["jack_capture", "--daemon", "-d", "7", "-c", "2", "--port", "jaq-1-sine:out_1",
                                             "--port", "jaq-1-sine:out_2", "\(dir)/captured.wav"], output: "\(dir)/capture.log")

@@ -90,6 +90,28 @@ import SoundFile
         #expect(missing.error.split(separator: "\n").count == 1 && missing.error.contains("missing.wav"), "\(missing.error)")
         let noFile3 = try jaq(["render", "-o", "x.wav", "--volume", "3:0.5", "a.wav"], server: nil, directory: dir)
         #expect(noFile3.status != 0 && noFile3.error.contains("no file 3"), "\(noFile3.error)")
+        // The offset in frames of the file, or as m:ss for file 1: the same mix.
+        #expect(try jaq(["render", "-o", "late-f.wav", "--offset", "24000f", "a.wav"], server: nil, directory: dir).status == 0)
+        #expect(try jaq(["render", "-o", "late-m.wav", "--offset", "1:0:00.5", "a.wav"], server: nil, directory: dir).status == 0)
+        for name in ["late-f.wav", "late-m.wav"] { #expect(try readPlanes("\(dir)/\(name)") == late, "\(name)") }
+    }
+
+    /// A mix never overwrites a file unless told to (--force), as jaq record never does, and never
+    /// one of its own inputs.
+    @Test func renderRefusesToOverwriteWithoutForce() throws {
+        let dir = scratchDirectory("render-force")
+        defer { removeScratch(dir) }
+        try writeTrack("\(dir)/a.wav", frames: 4800, channels: 1, seed: 5)
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: "\(dir)/mix.wav"))
+        let refused = try jaq(["render", "-o", "mix.wav", "a.wav"], server: nil, directory: dir)
+        #expect(refused.status == 1 && refused.error.contains("mix.wav: exists (--force replaces it)"), "\(refused.error)")
+        #expect(try String(contentsOfFile: "\(dir)/mix.wav", encoding: .utf8) == "keep me")
+        let forced = try jaq(["render", "-o", "mix.wav", "--force", "a.wav"], server: nil, directory: dir)
+        #expect(forced.status == 0, "\(forced.error)")
+        #expect(try readPlanes("\(dir)/mix.wav")[0].count == 4800)
+        let ontoItself = try jaq(["render", "-o", "./a.wav", "--force", "a.wav"], server: nil, directory: dir)
+        #expect(ontoItself.status == 1 && ontoItself.error.contains("is also one of the files to mix"), "\(ontoItself.error)")
+        #expect(try readPlanes("\(dir)/a.wav")[0].count == 4800)
     }
 
     /// The mix is converted to integers by an AudioConverter (x × 2^(n-1), rounded, clipped):

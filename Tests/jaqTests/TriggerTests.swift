@@ -15,7 +15,7 @@ import Testing
         var at = try Trigger(at: 500, in: nil, transport: false, onEnter: false)
         at.arm(now: 90_000, deviceRate: 48000, origin: 92_400, transportChanges: 0)
         #expect(at.step(.init(now: 90_000)) == .start(frame: 500))
-        var delay = try Trigger(at: nil, in: 1.5, transport: false, onEnter: false)
+        var delay = try Trigger(at: nil, in: TimeValue(seconds: 1.5), transport: false, onEnter: false)
         delay.arm(now: 10_000, deviceRate: 48000, origin: 12_400, transportChanges: 0)
         #expect(delay.step(.init(now: 10_000)) == .start(frame: 10_000 + 72_000))
     }
@@ -65,7 +65,7 @@ import Testing
     }
 
     @Test func moreThanOneStartIsRefused() {
-        #expect(throws: TriggerError.self) { try Trigger(at: 1, in: 2, transport: false, onEnter: false) }
+        #expect(throws: TriggerError.self) { try Trigger(at: 1, in: TimeValue(seconds: 2), transport: false, onEnter: false) }
         #expect(throws: TriggerError.self) { try Trigger(at: nil, in: nil, transport: true, onEnter: true) }
     }
 }
