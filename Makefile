@@ -42,7 +42,7 @@ SWIFT_FLAGS ?=
 # what a new user meets. Docs/testing.md, "A fresh home". FRESH_HOME= runs them in your own HOME.
 FRESH_HOME ?= Configs/fresh-home.sh
 
-.PHONY: all deps build release test demo bench clean
+.PHONY: all deps build release manual test demo bench clean
 
 all: build
 
@@ -64,10 +64,23 @@ build: deps
 
 release: deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	@$(MAKE) --no-print-directory manual
+
+# The manual pages (jaq.1, jaq.record.1, ...), generated from the release jaq's own description of
+# its options by swift-argument-parser's generate-manual plugin, into MANPAGES; make install puts
+# them in share/man/man1. The date on them is the last commit's (SOURCE_DATE_EPOCH wins), so the
+# same source gives the same pages.
+MANPAGES    := .build/plugins/GenerateManual/outputs/jaq
+MANUAL_DATE ?= $(shell if [ -n "$$SOURCE_DATE_EPOCH" ]; then date -u -d @$$SOURCE_DATE_EPOCH +%F; \
+                 else git log -1 --format=%cs 2>/dev/null || date -u +%F; fi)
+manual:
+	$(SWIFT) package $(SWIFT_FLAGS) --disable-sandbox generate-manual --configuration release --multi-page \
+	  --authors "jaq developers" --date $(MANUAL_DATE) >/dev/null
 
 test: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	@$(MAKE) --no-print-directory manual
 	$(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS)
 
 demo: build
@@ -170,7 +183,10 @@ clean:
 #   lib/libAudioToolbox.so.$(VERSION), .so.$(SOVERSION), .so   the library (soname .so.$(SOVERSION))
 #   lib/pkgconfig/AudioToolbox.pc                              pkg-config --cflags --libs AudioToolbox
 #   lib/jaq/swift/                the Swift runtime libraries the two need, from the toolchain
-#   bin/jaq, share/jaq/jackd.conf   the command and its private server's settings
+#   bin/jaq, share/jaq/jackd.conf   the command and its private server's settings (--private-server)
+#   share/man/man1/jaq*.1.gz      the manual pages, generated from the argument parser
+#   share/bash-completion/completions/jaq, share/zsh/vendor-completions/_jaq,
+#   share/fish/vendor_completions.d/jaq.fish   shell completions, from jaq --generate-completion-script
 # The library's runpath is $ORIGIN/jaq/swift and jaq's is the same directory seen from bin/, so
 # neither needs /opt/swift at run time. SwiftPM has no per-product linker flags (a target's
 # flags go into every executable and test bundle linking it, and unsafe flags would keep other
@@ -178,7 +194,8 @@ clean:
 # copies with patchelf (after strip; one change per call: patchelf 0.14 drops --set-rpath
 # given with --set-soname). `install-built` and `deb-built` take the products from BUILT as they
 # are, without building (the tests use them while `swift test` holds the build directory).
-VERSION    := 1.0.0
+# The version is written once, in Sources/jaq/Version.swift (what `jaq --version` prints).
+VERSION    := $(shell sed -n 's/^let jaqVersion = "\(.*\)"$$/\1/p' Sources/jaq/Version.swift)
 SOVERSION  := 1
 PREFIX     ?= /usr/local
 DESTDIR    ?=
@@ -195,7 +212,11 @@ DEB_COMPRESSION ?= xz
 DEB_MAINTAINER  ?= jaq developers <jaq@localhost>
 HEADER_DIRS := AudioToolbox CoreAudioTypes CoreFoundation
 
-.PHONY: install install-built uninstall deb deb-built
+.PHONY: install install-built uninstall deb deb-built version
+
+# Prints the version (the packages', the library's and `jaq --version`'s).
+version:
+	@echo $(VERSION)
 
 install: release
 	@$(MAKE) --no-print-directory install-built
@@ -227,6 +248,7 @@ install-built:
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
 	  Configs/AudioToolbox.pc.in > $$lib/pkgconfig/AudioToolbox.pc; \
 	install -m 644 Configs/jackd.conf $(DESTDIR)$(DATADIR)/jaq/jackd.conf; \
+	Configs/install-docs.sh $(BUILT)/jaq $(MANPAGES) $(DESTDIR)$(DATADIR); \
 	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi; \
 	echo "installed jaq $(VERSION) into $(DESTDIR)$(PREFIX)"
 
@@ -235,6 +257,9 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/jaq $(DESTDIR)$(LIBDIR)/libAudioToolbox.so $(DESTDIR)$(LIBDIR)/libAudioToolbox.so.$(SOVERSION) \
 	      $(DESTDIR)$(LIBDIR)/libAudioToolbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/AudioToolbox.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/jaq $(DESTDIR)$(DATADIR)/jaq
+	rm -f $(DESTDIR)$(DATADIR)/man/man1/jaq.1.gz $(DESTDIR)$(DATADIR)/man/man1/jaq-*.1.gz \
+	      $(DESTDIR)$(DATADIR)/bash-completion/completions/jaq $(DESTDIR)$(DATADIR)/zsh/vendor-completions/_jaq \
+	      $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/jaq.fish
 	@for d in $(HEADER_DIRS); do \
 	  for h in Sources/CAudioToolbox/include/$$d/*.h; do rm -f $(DESTDIR)$(INCLUDEDIR)/$$d/$$(basename $$h); done; \
 	  rmdir --ignore-fail-on-non-empty $(DESTDIR)$(INCLUDEDIR)/$$d 2>/dev/null || true; \
