@@ -287,7 +287,8 @@ notes=()
 # a break within SOAK_XRUN_WINDOW s
 # (wall clock) of an xrun in the server's log is blamed on the server; the rest (and any break
 # past the 1000 a track that soak-check lists) are "outside xruns" and fail the soak.
-# take_start_wall is the wall-clock time of the take's first frame; empty in freewheel, which has
+# take_start_wall is the wall-clock time of the take's first frame (end_frame and end_wall: a second
+# reading of the clock at the end); empty in freewheel, which has
 # no deadlines (its frames are not wall-clock time), so that every mismatch there fails.
 measure() {
     local name=$1 dir=$2 audio=$3
@@ -306,11 +307,18 @@ measure() {
     late_driver=$(grep -c 'JackTimedDriver::Process XRun' "$dir/jackd.log")
     lost=$(sed -n -e 's/.*lost \([0-9]*\) frames at .*/\1/p' -e 's/.*fell behind: \([0-9]*\) frames dropped.*/\1/p' "$dir/record.log" \
         | awk '{ s += $1 } END { print s + 0 }')
-    during=$(awk -v start="$take_start_wall" -v rate="$rate" -v window="$xrun_window" '
+    # A take frame f is on the wall clock between start + f/rate (no cycle lost before it) and
+    # end_wall - (end_frame - at - f)/rate (every cycle lost by the end lost before it): the server
+    # skips frames of its clock when its driver wakes up late, so one reading drifts. A break is
+    # the server's if an xrun lies in that span, widened by the window on both sides.
+    during=$(awk -v start="$take_start_wall" -v rate="$rate" -v window="$xrun_window" \
+                 -v at="${at:-0}" -v endframe="${end_frame:-}" -v endwall="${end_wall:-}" '
         FNR == NR { xrun[++n] = $1; next }
         /^discontinuity / && $11 == 0 && start != "" {
-            at = start + $5 / rate
-            for (i = 1; i <= n; i++) if (xrun[i] > at - window && xrun[i] < at + window) { during += $7; next }
+            low = start + $5 / rate
+            high = endframe != "" ? endwall - (endframe - at - $5) / rate : low
+            if (high < low) { t = low; low = high; high = t }
+            for (i = 1; i <= n; i++) if (xrun[i] > low - window && xrun[i] < high + window) { during += $7; next }
         }
         END { print during + 0 }' "$dir/xruns.log" "$check_log")
     outside=$(( ${mismatched:-0} - ${peer:-0} - during ))
@@ -355,8 +363,31 @@ finish_recording() {
         record_status=124
     fi
     stop_child "$2"
+    # In real time, a second reading of the clock: where the take's frames are on the wall clock
+    # at its end (see measure).
+    if [ -n "${take_start_wall:-}" ]; then
+        local before after
+        before=$EPOCHREALTIME
+        end_frame=$(jaq_time) || end_frame=""
+        after=$EPOCHREALTIME
+        end_wall=$(awk -v b="$before" -v a="$after" 'BEGIN { printf "%.3f", (a + b) / 2 }')
+    fi
     stop_server "$server_pid" "$JACK_DEFAULT_SERVER"
     stop_follower
+}
+
+# settle: waits (up to 300 s) until the kernel has written the dirty pages back (the 33 GB phase 1
+# wrote and removed), so that phase 2's real time does not start on a machine busy with phase 1's disk.
+settle() {
+    local i dirty
+    sync
+    for i in $(seq 300); do
+        dirty=$(awk '/^(Dirty|Writeback):/ { s += $2 } END { print s }' /proc/meminfo)
+        [ "${dirty:-0}" -lt 65536 ] && break
+        sleep 1
+    done
+    sleep 5
+    say "disk settled (dirty + writeback ${dirty:-?} kB); load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 stop_follower() {
@@ -475,6 +506,7 @@ fi
 if [ "$realtime_seconds" -gt 0 ]; then
     dir=$work/realtime
     mkdir -p "$dir"
+    [ "$freewheel_seconds" -gt 0 ] && settle
     say "phase 2: real time ($realtime_mode), sndfile-jackplay into jaq record, $channels tracks x $realtime_seconds s"
     in_attempts start_realtime "jaq-soak-$$-rt"
     finish_recording $(( realtime_seconds + 300 )) "$player"
