@@ -55,7 +55,7 @@ say() { echo "soak: $*" >&2; }
 die() { say "$*"; failed=1; exit 2; }
 
 for tool in jackd jack_lsp jack_freewheel sndfile-jackplay cc chrt; do
-    command -v "$tool" >/dev/null || die "$tool is not installed (make deps)"
+    command -v "$tool" >/dev/null || die "$tool is not installed (make deps-bench)"
 done
 [ -x /usr/bin/time ] || die "/usr/bin/time is missing (apt-get install time)"
 [ -x "$jaq" ] || die "$jaq not found: build it first (make release)"
@@ -266,7 +266,7 @@ summary_field() { awk -v k="$1" '/^summary / { for (i = 1; i < NF; i++) if ($i =
 # The checker and the source.
 checker=$work/soak-check
 cc -O2 -Wall "$root/Sources/Benchmarks/Soak/soak-check.c" -o "$checker" -lsndfile \
-    || die "cannot build soak-check (cc, libsndfile1-dev: make deps)"
+    || die "cannot build soak-check (cc, libsndfile1-dev: make deps-bench)"
 source_wav=$work/src.wav
 "$checker" ramp "$source_wav" "$channels" "$loop_frames" || die "cannot write the ramp source"
 
