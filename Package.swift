@@ -15,7 +15,12 @@ let package = Package(
         // C libraries of the system.
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
-        .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
+        // Rubber Band's declarations only: CRubberBandLoad defines the functions jaq calls and
+        // opens the library (dlopen) when the first stretcher is made, so that nothing links the
+        // GPL library and an installation without it still runs (Varispeed works, Spectral and
+        // TimeDomain are refused).
+        .systemLibrary(name: "CRubberBand", providers: [.apt(["librubberband-dev"])]),
+        .target(name: "CRubberBandLoad"),
         // FFmpeg: libavcodec (codecs), libavformat (containers), libavutil. Headers only:
         // Sources/CFFmpeg/shim.h spells the error macros Swift cannot import; CFFmpegLoad
         // defines the functions jaq calls and opens FFmpeg (dlopen) on the first call, so that
@@ -32,7 +37,7 @@ let package = Package(
         // files of Sources/QueueCore/Realtime, and the checker must see every callee's body
         // (release builds compile the whole module anyway). -num-threads keeps one object
         // file per source file, which is what SwiftPM links and indexes.
-        .target(name: "QueueCore", dependencies: ["CQueueCore", "CSoxr", "CRubberBand"],
+        .target(name: "QueueCore", dependencies: ["CQueueCore", "CSoxr", "CRubberBand", "CRubberBandLoad"],
                 swiftSettings: [.unsafeFlags(["-wmo", "-num-threads", "2"], .when(configuration: .debug))]),
         // libc functions Swift's Glibc module does not declare (sem_clockwait).
         .target(name: "CQueueCore"),

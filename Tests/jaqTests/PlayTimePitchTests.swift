@@ -92,3 +92,31 @@ import SoundFile
         #expect(keeps.status != 0 && keeps.error.contains("--time-domain"), "\(keeps.error)")
     }
 }
+
+/// Rubber Band is opened when first used, never linked (its GPL-2+ would bind every program
+/// linking libAudioToolbox.so): without it, the Spectral and TimeDomain units are refused with
+/// one line, Varispeed (libsoxr) and everything else still work.
+@Suite struct RubberBandMissingTests {
+    @Test func withoutRubberBandTheSpeedSaysWhyAndVarispeedStillWorks() throws {
+        let dir = scratchDirectory("no-rubberband")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/a.wav", frames: 48000, step: 97)
+        var environment = ProcessInfo.processInfo.environment
+        environment["JAQ_RUBBERBAND_LIBRARY"] = "librubberband-not-here.so.2"
+        environment["JACK_NO_START_SERVER"] = "1"
+        func render(_ options: [String], _ output: String) throws -> (status: Int32, output: String, error: String) {
+            try runProcess([jaqBinary, "render", "-o", output] + options + ["a.wav"], environment: environment, currentDirectory: dir)
+        }
+        for options in [["--speed", "1.5"], ["--pitch", "100"], ["--speed", "0.8", "--time-domain"]] {
+            let refused = try render(options, "x.wav")
+            #expect(refused.status == 1, "\(options): \(refused.error)")
+            #expect(refused.error.contains("Rubber Band is not installed") && refused.error.contains("--varispeed"), "\(refused.error)")
+        }
+        let varispeed = try render(["--speed", "1.5", "--varispeed"], "v.wav")
+        #expect(varispeed.status == 0, "\(varispeed.error)")
+        #expect(abs(try readPlanes("\(dir)/v.wav")[0].count - 32000) <= 256)
+        let plain = try render([], "p.wav")
+        #expect(plain.status == 0, "\(plain.error)")
+        #expect(try readPlanes("\(dir)/p.wav")[0].count == 48000)
+    }
+}

@@ -1,4 +1,5 @@
 import CRubberBand
+import CRubberBandLoad
 import CSoxr
 import Foundation
 
@@ -50,6 +51,8 @@ final class TimePitchStage: ConversionStage {
                 options |= Int32(RubberBandOptionEngineFaster.rawValue)
             }
             guard let state = rubberband_new(UInt32(sampleRate.rounded()), UInt32(channelCount), options, 1, 1) else {
+                // Not installed: the algorithm is a value this machine cannot take.
+                if let missing = jaq_rubberband_error() { throw QueueError.invalidPropertyValue(String(cString: missing)) }
                 throw QueueError.unsupportedFormat("Rubber Band refused \(sampleRate) Hz, \(channelCount) channels")
             }
             rubberband_set_max_process_size(state, UInt32(Self.maximumProcessFrames))
