@@ -18,22 +18,42 @@ SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 export DEBIAN_FRONTEND := noninteractive
 
-# Debian packages the build, the tests and the demo need.
-# gcc: the tests build the C example and a C helper with cc against libAudioToolbox.so.
-# pipewire, pipewire-jack, pipewire-bin: the tests run jaq on a private PipeWire through its libjack (pw-jack).
-PACKAGES := pkg-config gcc time libjack-jackd2-dev libsndfile1-dev libsoxr-dev librubberband-dev jackd2 sox libsox-fmt-all \
-            jack-capture jack-tools sndfile-tools ecasound pipewire pipewire-jack pipewire-bin \
-            rubberband-cli
-# iproute2, nftables: the netjack2 tests build two network namespaces joined by a veth pair (as root) and
-# drop packets with nft (Tests/jaqTests/NetJackTests.swift). ardour: the DAW tests run Ardour headless
-# (ardour7-lua, ardour7-export; Tests/jaqTests/ArdourTests.swift).
-PACKAGES += iproute2 nftables ardour
+# Debian packages, apart: what building needs, what make install/deb add, what the demo and the
+# benchmarks run, and the tests' referees and neighbours. `make build`, `make release` and
+# `make install` install only the first two; only `make test` (and the fuzz/DAW runs) installs the
+# referees. `make packages-build` (…-install, -demo, -bench, -test) prints a list.
+# Building: the C libraries jaq links or whose headers it compiles against (FFmpeg's libraries are
+# opened at run time, their headers needed to build), and cc for the C shims.
+BUILD_PACKAGES := pkg-config gcc libjack-jackd2-dev libsndfile1-dev libsoxr-dev librubberband-dev \
+                  libavcodec-dev libavformat-dev libavutil-dev
 # make install and make deb: patchelf sets the installed files' soname and runpath, dpkg-dev
 # (dpkg-shlibdeps) finds the package's dependencies.
-PACKAGES += patchelf dpkg-dev
-# FFmpeg: the codecs (AAC, ALAC, MP3, FLAC, Opus, IMA4) and the containers (m4a, CAF, ADTS, MP3) through
-# libavcodec/libavformat; the ffmpeg CLI makes and checks the compressed files in the tests.
-PACKAGES += libavcodec-dev libavformat-dev libavutil-dev libswresample-dev ffmpeg
+INSTALL_PACKAGES := patchelf dpkg-dev
+# make demo: a JACK server to run on, sox to make the session.
+DEMO_PACKAGES := jackd2 sox
+# make bench and make soak: the peers they are compared with, /usr/bin/time.
+BENCH_PACKAGES := jackd2 time jack-capture sndfile-tools sox
+# make test: the referees and neighbours. jack-tools, ecasound, sndfile-tools, jack-capture: the
+# peers; pipewire*: jaq on a private PipeWire through its libjack (pw-jack); iproute2, nftables: the
+# netjack2 tests (two network namespaces joined by a veth pair, packets dropped with nft);
+# ardour: the DAW tests (ardour7-lua, ardour7-export); ffmpeg: makes and checks compressed files;
+# rubberband-cli, sox: reference signals; man-db: the installed manual pages are read.
+TEST_PACKAGES := $(INSTALL_PACKAGES) time jackd2 sox libsox-fmt-all jack-capture jack-tools sndfile-tools ecasound \
+                 pipewire pipewire-jack pipewire-bin rubberband-cli iproute2 nftables ardour ffmpeg man-db
+
+# install_packages(LIST, PRESEED): apt-get installs what of LIST is missing (needs root or sudo
+# the first time); PRESEED, if given, is debconf answers set first (only the tests give one).
+define install_packages
+	@missing=""; for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	  if [ -n "$(2)" ]; then echo "$(2)" | $$SUDO debconf-set-selections 2>/dev/null || true; fi; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
 
 SWIFT ?= swift
 SWIFT_FLAGS ?=
@@ -42,54 +62,65 @@ SWIFT_FLAGS ?=
 # what a new user meets. Docs/testing.md, "A fresh home". FRESH_HOME= runs them in your own HOME.
 FRESH_HOME ?= Configs/fresh-home.sh
 
-.PHONY: all deps build release manual test demo bench clean
+.PHONY: all deps deps-build deps-install deps-demo deps-bench build release manual-tool test demo bench clean \
+        packages-build packages-install packages-demo packages-bench packages-test
 
 all: build
 
-# Installs only what is missing; needs root (or sudo) the first time.
-deps:
-	@missing=""; for p in $(PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
-	  echo "jackd2 jackd/tweak_rt_limits boolean false" | $$SUDO debconf-set-selections 2>/dev/null || true; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+# deps: everything (the tests'); deps-build: what building needs; the others, on top of it.
+# The tests' server must not ask about realtime privileges: the preseeded answer is theirs alone
+# (elsewhere apt's noninteractive frontend takes debconf's default and nothing is written).
+deps: deps-build
+	$(call install_packages,$(TEST_PACKAGES),jackd2 jackd/tweak_rt_limits boolean false)
+
+deps-build:
+	$(call install_packages,$(BUILD_PACKAGES))
 	@command -v $(SWIFT) >/dev/null || { echo "swift not found (expected at /opt/swift/usr/bin)"; exit 1; }
 
-build: deps
+deps-install: deps-build
+	$(call install_packages,$(INSTALL_PACKAGES))
+
+deps-demo: deps-build
+	$(call install_packages,$(DEMO_PACKAGES))
+
+deps-bench: deps-build
+	$(call install_packages,$(BENCH_PACKAGES))
+
+packages-build packages-install packages-demo packages-bench packages-test:
+	@echo $(sort $(BUILD_PACKAGES) $(if $(filter packages-build,$@),,$($(shell echo $(@:packages-%=%) | tr a-z A-Z)_PACKAGES)))
+
+build: deps-build
 	$(SWIFT) build $(SWIFT_FLAGS)
 
-release: deps
+release: deps-build
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
-	@$(MAKE) --no-print-directory manual
+	@$(MAKE) --no-print-directory manual-tool
 
-# The manual pages (jaq.1, jaq.record.1, ...), generated from the release jaq's own description of
-# its options by swift-argument-parser's generate-manual plugin, into MANPAGES; make install puts
-# them in share/man/man1. The date on them is the last commit's (SOURCE_DATE_EPOCH wins), so the
-# same source gives the same pages.
-MANPAGES    := .build/plugins/GenerateManual/outputs/jaq
+# The manual pages (jaq.1, jaq.record.1, ...) are generated from the installed jaq's own
+# description of its options by swift-argument-parser's generate-manual tool, which make install
+# runs (Configs/install-docs.sh). The tool is built here, in debug: run through its SwiftPM
+# plugin instead, it would build the package in release with other settings, and the next
+# `swift build -c release` would compile everything again. The date on the pages is the last
+# commit's (SOURCE_DATE_EPOCH wins), so the same source gives the same pages.
+GENERATE_MANUAL := .build/debug/generate-manual
 MANUAL_DATE ?= $(shell if [ -n "$$SOURCE_DATE_EPOCH" ]; then date -u -d @$$SOURCE_DATE_EPOCH +%F; \
                  else git log -1 --format=%cs 2>/dev/null || date -u +%F; fi)
-manual:
-	$(SWIFT) package $(SWIFT_FLAGS) --disable-sandbox generate-manual --configuration release --multi-page \
-	  --authors "jaq developers" --date $(MANUAL_DATE) >/dev/null
+manual-tool:
+	$(SWIFT) build $(SWIFT_FLAGS) --product generate-manual
 
 test: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
-	@$(MAKE) --no-print-directory manual
+	@$(MAKE) --no-print-directory manual-tool
 	$(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS)
 
-demo: build
+demo: deps-demo build
 	./Configs/demo.sh
 
 # jaq record against jack_capture (float and 24-bit), 2/16/64 channels, 60 s each in real time;
 # jaq play against sndfile-jackplay (64-channel 16-bit WAV); 10 takes of 64 tracks on a
 # non-realtime server, counting the xruns jackd blames on a jaq client. Writes Docs/benchmarks.md.
-bench: release
+bench: deps-bench release
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
 	Sources/Benchmarks/render-bench.sh 60
@@ -100,12 +131,12 @@ bench: release
 # 64 tracks of 24-bit; every frame of every track checked (soak-check.c); prints one markdown table
 # (also to SOAK_REPORT). Takes go to SOAK_DIR (default a new directory under /var/tmp), removed at the
 # end unless SOAK_KEEP=1.
-soak: release
+soak: deps-bench release
 	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
 	Sources/Benchmarks/Soak/soak.sh
 
 # Late cycles on a non-realtime server, jaq record against jack_capture (Docs/queues.md, "Realtime").
-bench-late: release
+bench-late: deps-bench release
 	Sources/Benchmarks/late-cycles.sh
 
 .PHONY: soak bench-late fuzz fuzz-packets fuzz-descriptions fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
@@ -179,12 +210,14 @@ clean:
 # make install, make uninstall, make deb (Docs/install.md).
 #
 # What is installed, under PREFIX (/usr/local unless given; DESTDIR is prepended to every path):
-#   include/AudioToolbox, include/CoreAudioTypes, include/CoreFoundation    the C headers
+#   include/jaq/AudioToolbox, include/jaq/CoreAudioTypes, include/jaq/CoreFoundation   the C headers, in a
+#                                 directory of jaq's own (pkg-config --cflags adds -I.../include/jaq), so
+#                                 nothing of jaq's sits beside GNUstep's or another CoreFoundation's
 #   lib/libAudioToolbox.so.$(VERSION), .so.$(SOVERSION), .so   the library (soname .so.$(SOVERSION))
 #   lib/pkgconfig/AudioToolbox.pc                              pkg-config --cflags --libs AudioToolbox
 #   lib/jaq/swift/                the Swift runtime libraries the two need, from the toolchain
 #   bin/jaq, share/jaq/jackd.conf   the command and its private server's settings (--private-server)
-#   share/man/man1/jaq*.1.gz      the manual pages, generated from the argument parser
+#   share/man/man1/jaq*.1.gz      the manual pages, generated from the argument parser (GENERATE_MANUAL)
 #   share/bash-completion/completions/jaq, share/zsh/vendor-completions/_jaq,
 #   share/fish/vendor_completions.d/jaq.fish   shell completions, from jaq --generate-completion-script
 # The library's runpath is $ORIGIN/jaq/swift and jaq's is the same directory seen from bin/, so
@@ -218,7 +251,7 @@ HEADER_DIRS := AudioToolbox CoreAudioTypes CoreFoundation
 version:
 	@echo $(VERSION)
 
-install: release
+install: deps-install release
 	@$(MAKE) --no-print-directory install-built
 
 install-built:
@@ -226,12 +259,12 @@ install-built:
 	for f in $(BUILT)/libAudioToolbox.so $(BUILT)/jaq; do \
 	  [ -f $$f ] || { echo "$$f is missing: run make release (or make install)"; exit 1; }; \
 	done; \
-	command -v patchelf >/dev/null || { echo "patchelf is not installed (make deps, or apt-get install patchelf)"; exit 1; }; \
+	command -v patchelf >/dev/null || { echo "patchelf is not installed (make deps-install, or apt-get install patchelf)"; exit 1; }; \
 	lib=$(DESTDIR)$(LIBDIR); runtime=$$lib/jaq/swift; \
 	install -d $(DESTDIR)$(BINDIR) $$lib/pkgconfig $$runtime $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(DATADIR)/jaq; \
 	for d in $(HEADER_DIRS); do \
-	  install -d $(DESTDIR)$(INCLUDEDIR)/$$d; \
-	  install -m 644 Sources/CAudioToolbox/include/$$d/*.h $(DESTDIR)$(INCLUDEDIR)/$$d/; \
+	  install -d $(DESTDIR)$(INCLUDEDIR)/jaq/$$d; \
+	  install -m 644 Sources/CAudioToolbox/include/$$d/*.h $(DESTDIR)$(INCLUDEDIR)/jaq/$$d/; \
 	done; \
 	install -m 755 $(BUILT)/libAudioToolbox.so $$lib/libAudioToolbox.so.$(VERSION); \
 	install -m 755 $(BUILT)/jaq $(DESTDIR)$(BINDIR)/jaq; \
@@ -248,7 +281,7 @@ install-built:
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
 	  Configs/AudioToolbox.pc.in > $$lib/pkgconfig/AudioToolbox.pc; \
 	install -m 644 Configs/jackd.conf $(DESTDIR)$(DATADIR)/jaq/jackd.conf; \
-	Configs/install-docs.sh $(BUILT)/jaq $(MANPAGES) $(DESTDIR)$(DATADIR); \
+	Configs/install-docs.sh $(BUILT)/jaq $(GENERATE_MANUAL) $(MANUAL_DATE) $(DESTDIR)$(DATADIR); \
 	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi; \
 	echo "installed jaq $(VERSION) into $(DESTDIR)$(PREFIX)"
 
@@ -257,21 +290,20 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/jaq $(DESTDIR)$(LIBDIR)/libAudioToolbox.so $(DESTDIR)$(LIBDIR)/libAudioToolbox.so.$(SOVERSION) \
 	      $(DESTDIR)$(LIBDIR)/libAudioToolbox.so.$(VERSION) $(DESTDIR)$(LIBDIR)/pkgconfig/AudioToolbox.pc
 	rm -rf $(DESTDIR)$(LIBDIR)/jaq $(DESTDIR)$(DATADIR)/jaq
-	rm -f $(DESTDIR)$(DATADIR)/man/man1/jaq.1.gz $(DESTDIR)$(DATADIR)/man/man1/jaq-*.1.gz \
+	rm -f $(DESTDIR)$(DATADIR)/man/man1/jaq.1.gz $(DESTDIR)$(DATADIR)/man/man1/jaq.*.1.gz \
 	      $(DESTDIR)$(DATADIR)/bash-completion/completions/jaq $(DESTDIR)$(DATADIR)/zsh/vendor-completions/_jaq \
 	      $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/jaq.fish
-	@for d in $(HEADER_DIRS); do \
-	  for h in Sources/CAudioToolbox/include/$$d/*.h; do rm -f $(DESTDIR)$(INCLUDEDIR)/$$d/$$(basename $$h); done; \
-	  rmdir --ignore-fail-on-non-empty $(DESTDIR)$(INCLUDEDIR)/$$d 2>/dev/null || true; \
-	done
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/jaq
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi
 
-deb: release
+deb: deps-install release
 	@$(MAKE) --no-print-directory deb-built
 
 # The package installs under /usr, the library in Debian's multiarch directory. Depends: is
 # what dpkg-shlibdeps finds for the ELF files (the private Swift runtime included), from the
-# shlibs/symbols files of the installed -dev packages' libraries.
+# shlibs/symbols files of the installed -dev packages' libraries. Recommends: the server, and
+# the libraries jaq opens at run time (Rubber Band, FFmpeg): the packages holding the versions
+# the build's headers name.
 deb-built:
 	@set -eo pipefail; \
 	arch=$$(dpkg --print-architecture); multiarch=$$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch); \
@@ -284,11 +316,15 @@ deb-built:
 	depends=$$(cd $$root && dpkg-shlibdeps -O -S$$root/pkg $$elves 2>$$root/shlibdeps.log | sed -n 's/^shlibs:Depends=//p') \
 	  || { cat $$root/shlibdeps.log; exit 1; }; \
 	[ -n "$$depends" ] || { echo "dpkg-shlibdeps found no dependencies:"; cat $$root/shlibdeps.log; exit 1; }; \
+	recommends=$$(for l in librubberband libavformat libavcodec libavutil; do \
+	    f=$$(readlink -f /usr/lib/$$multiarch/$$l.so) && dpkg -S "$$f" 2>/dev/null | sed -n '1s/:.*//p'; \
+	  done | paste -sd, | sed 's/,/, /g'); \
+	[ -n "$$recommends" ] || { echo "cannot find the packages of Rubber Band and FFmpeg (make deps-install)"; exit 1; }; \
 	{ echo "Package: jaq"; echo "Version: $(VERSION)"; echo "Architecture: $$arch"; \
 	  echo "Maintainer: $(DEB_MAINTAINER)"; echo "Section: sound"; echo "Priority: optional"; \
 	  echo "Installed-Size: $$(du -sk --exclude=DEBIAN $$root/pkg | cut -f1)"; \
 	  echo "Depends: $$depends"; \
-	  echo "Recommends: jackd2"; \
+	  echo "Recommends: jackd2, $$recommends"; \
 	  echo "Description: Apple's Audio Queue Services on JACK"; \
 	  echo " The jaq command (record and play in sync on JACK frame time), libAudioToolbox.so"; \
 	  echo " with Apple's AudioQueue and AudioFile C API, its headers and pkg-config file."; \

@@ -55,7 +55,7 @@ nonisolated(unsafe) private var installScratch: String?
 
     @Test func packageDependsOnItsLibrariesAndShipsTheAPI() throws {
         let depends = try runProcess(["dpkg-deb", "-f", package.deb, "Depends"]).output
-        for needed in ["libjack-jackd2-0", "libsndfile1", "libsoxr0", "librubberband2", "libc6"] {
+        for needed in ["libjack-jackd2-0", "libsndfile1", "libsoxr0", "libc6"] {
             #expect(depends.contains(needed), "Depends: \(depends)")
         }
         // Every dependency (its first alternative) is a real package: this machine has it installed.
@@ -64,11 +64,25 @@ nonisolated(unsafe) private var installScratch: String?
             #expect(try runProcess(["dpkg-query", "-W", name]).status == 0, "\(name) of Depends: \(depends)")
         }
         #expect(!depends.contains("swift"), "the Swift runtime is in the package, not a dependency: \(depends)")
+        // Rubber Band (GPL-2+) and FFmpeg are opened at run time: recommended, never linked.
+        let recommends = try runProcess(["dpkg-deb", "-f", package.deb, "Recommends"]).output
+        for wanted in ["jackd2", "librubberband", "libavformat", "libavcodec", "libavutil"] {
+            #expect(recommends.contains(wanted), "Recommends: \(recommends)")
+        }
+        #expect(!depends.contains("rubberband"), "Depends: \(depends)")
+        for file in [package.jaq, package.library] {
+            let needed = try runProcess(["readelf", "-d", file]).output
+            #expect(!needed.contains("librubberband") && !needed.contains("libavformat"), "\(file) links: \(needed)")
+        }
 
         let files = FileManager.default
         for header in ["AudioToolbox/AudioToolbox.h", "AudioToolbox/AudioQueue.h", "AudioToolbox/AudioFile.h",
                        "CoreAudioTypes/CoreAudioTypes.h", "CoreFoundation/CFBase.h", "CoreFoundation/CFURL.h"] {
-            #expect(files.fileExists(atPath: "\(package.root)/usr/include/\(header)"), "\(header)")
+            #expect(files.fileExists(atPath: "\(package.root)/usr/include/jaq/\(header)"), "\(header)")
+        }
+        // Nothing of jaq's where other CoreFoundation or AudioToolbox shims (GNUstep's CoreBase) live.
+        for directory in ["CoreFoundation", "AudioToolbox", "CoreAudioTypes"] {
+            #expect(!files.fileExists(atPath: "\(package.root)/usr/include/\(directory)"), "usr/include/\(directory)")
         }
         #expect(try files.destinationOfSymbolicLink(atPath: "\(package.libraryDirectory)/libAudioToolbox.so") == "libAudioToolbox.so.1")
         #expect(try files.destinationOfSymbolicLink(atPath: "\(package.libraryDirectory)/libAudioToolbox.so.1") == "libAudioToolbox.so.1.0.0")
@@ -78,7 +92,7 @@ nonisolated(unsafe) private var installScratch: String?
         let installedConfig = try String(contentsOfFile: "\(package.root)/usr/share/jaq/jackd.conf", encoding: .utf8)
         #expect(installedConfig == (try String(contentsOf: ReleaseProducts.packageRoot.appendingPathComponent("Configs/jackd.conf"), encoding: .utf8)))
         let pc = try String(contentsOfFile: "\(package.libraryDirectory)/pkgconfig/AudioToolbox.pc", encoding: .utf8)
-        #expect(pc.contains("libdir=/usr/lib/") && pc.contains("includedir=/usr/include"), "\(pc)")
+        #expect(pc.contains("libdir=/usr/lib/") && pc.contains("includedir=/usr/include") && pc.contains("Cflags: -I${includedir}/jaq"), "\(pc)")
     }
 
     @Test func installedJaqAndLibraryNeedNothingFromTheToolchain() throws {
@@ -107,7 +121,7 @@ nonisolated(unsafe) private var installScratch: String?
                                           "PKG_CONFIG_SYSROOT_DIR": package.root,
                                           "PKG_CONFIG_ALLOW_SYSTEM_CFLAGS": "1", "PKG_CONFIG_ALLOW_SYSTEM_LIBS": "1"])
         let flags = try runProcess(["pkg-config", "--cflags", "--libs", "AudioToolbox"], environment: pkgConfig)
-        #expect(flags.status == 0 && flags.output.contains("-lAudioToolbox"), "\(flags.output)\(flags.error)")
+        #expect(flags.status == 0 && flags.output.contains("-lAudioToolbox") && flags.output.contains("/usr/include/jaq"), "\(flags.output)\(flags.error)")
         let build = try runProcess(["sh", "-c", "cc recorder.c $(pkg-config --cflags --libs AudioToolbox) -o recorder"],
                                    environment: pkgConfig, currentDirectory: dir)
         try #require(build.status == 0, "cc recorder.c $(pkg-config --cflags --libs AudioToolbox): \(build.error)")
@@ -207,7 +221,8 @@ nonisolated(unsafe) private var installScratch: String?
         try #require(install.status == 0, "make install-built: \(install.output)\(install.error)")
         let prefix = "\(destination)/usr/local"
         for file in ["bin/jaq", "lib/libAudioToolbox.so.1.0.0", "lib/libAudioToolbox.so.1", "lib/libAudioToolbox.so",
-                     "lib/pkgconfig/AudioToolbox.pc", "lib/jaq/swift/libswiftCore.so", "include/AudioToolbox/AudioQueue.h",
+                     "lib/pkgconfig/AudioToolbox.pc", "lib/jaq/swift/libswiftCore.so", "include/jaq/AudioToolbox/AudioQueue.h",
+                     "include/jaq/CoreFoundation/CoreFoundation.h", "include/jaq/CoreAudioTypes/CoreAudioTypes.h",
                      "share/jaq/jackd.conf", "share/man/man1/jaq.1.gz", "share/man/man1/jaq.record.1.gz",
                      "share/bash-completion/completions/jaq", "share/zsh/vendor-completions/_jaq",
                      "share/fish/vendor_completions.d/jaq.fish"] {
