@@ -33,12 +33,13 @@ let package = Package(
         .target(name: "CAudioToolbox", linkerSettings: [.linkedLibrary("Foundation")]),
 
         // The queue engine: no JACK here. Rings, realtime kernels, conversion, ManualDriver.
-        // Whole-module compilation in debug builds too: `@_noLocks` kernels call across the
-        // files of Sources/QueueCore/Realtime, and the checker must see every callee's body
-        // (release builds compile the whole module anyway). -num-threads keeps one object
-        // file per source file, which is what SwiftPM links and indexes.
+        // The realtime kernels are `@_noLocks` in release builds (JAQ_CHECK_NOLOCKS): the
+        // checker needs every callee's body and specialized generics, which only a
+        // whole-module optimized build gives (`swift build -c release`, which make test and
+        // CI run). Debug builds leave the attribute out rather than pass SwiftPM an unsafe
+        // -wmo flag, which would keep other packages from depending on jaq by version.
         .target(name: "QueueCore", dependencies: ["CQueueCore", "CSoxr", "CRubberBand", "CRubberBandLoad"],
-                swiftSettings: [.unsafeFlags(["-wmo", "-num-threads", "2"], .when(configuration: .debug))]),
+                swiftSettings: [.define("JAQ_CHECK_NOLOCKS", .when(configuration: .release))]),
         // libc functions Swift's Glibc module does not declare (sem_clockwait).
         .target(name: "CQueueCore"),
 

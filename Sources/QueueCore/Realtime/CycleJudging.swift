@@ -33,7 +33,10 @@ struct CycleVerdict {
 
 /// Judges this cycle's frame time against the tracker: see `CycleSkipTracker`.
 /// `tracking`: whether a jump now may be a loss (the queue is running).
-@_noLocks @inline(__always)
+#if JAQ_CHECK_NOLOCKS
+@_noLocks
+#endif
+@inline(__always)
 func judgeCycle(_ t: inout CycleSkipTracker, frameTime: Int64, frameCount n: Int, tracking: Bool) -> CycleVerdict {
     var verdict = CycleVerdict(frame: frameTime)
     guard n > 0 else { return verdict }

@@ -95,24 +95,36 @@ public struct FrameRing: ~Copyable {
 
 extension FrameRing {
     /// The plane of channel `channel`.
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     public func plane(_ channel: Int) -> UnsafeMutablePointer<Float> { storage + channel * capacity }
 
     /// Frames the consumer may read now.
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     public func readableFrames() -> Int {
         writeIndex.load(ordering: .acquiring) - readIndex.load(ordering: .relaxed)
     }
 
     /// Frames the producer may write now.
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     public func writableFrames() -> Int {
         capacity - (writeIndex.load(ordering: .relaxed) - readIndex.load(ordering: .acquiring))
     }
 
     /// Producer: copies `count` frames from `channelCount` source planes (offset `from`)
     /// into the ring and publishes them. The caller checked `writableFrames()`.
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     public func write(_ sources: UnsafePointer<UnsafePointer<Float>>, offset from: Int, count: Int) {
         writeUnpublished(sources, offset: from, count: count, after: 0)
         publish(count)
@@ -121,7 +133,10 @@ extension FrameRing {
     /// Producer: copies `count` frames after `held` frames already written past
     /// `writeIndex` but not published; publishes nothing. The caller checked that
     /// `writableFrames() - held` covers them.
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     public func writeUnpublished(_ sources: UnsafePointer<UnsafePointer<Float>>, offset from: Int, count: Int, after held: Int) {
         let start = writeIndex.load(ordering: .relaxed) + held
         let first = min(count, capacity - (start & mask))
@@ -136,7 +151,10 @@ extension FrameRing {
     }
 
     /// Producer: publishes `count` frames written with `writeUnpublished`.
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     public func publish(_ count: Int) {
         writeIndex.store(writeIndex.load(ordering: .relaxed) + count, ordering: .releasing)
     }

@@ -46,7 +46,9 @@ func applyInputCommandsDirectly(_ s: UnsafeMutablePointer<InputRealtimeState>) {
 /// Starts on exactly the requested device frame; when the ring is full the
 /// frames are dropped, counted and reported as a gap at their ring position,
 /// so queue time stays right. Realtime: no locks, no allocation, no waiting.
+#if JAQ_CHECK_NOLOCKS
 @_noLocks
+#endif
 public func captureInputCycle(
     _ s: UnsafeMutablePointer<InputRealtimeState>, frameTime: Int64, frameCount n: Int,
     ports: UnsafePointer<UnsafeMutablePointer<Float>>, freewheeling: Bool = false
@@ -122,7 +124,10 @@ public func captureInputCycle(
 
 /// Input: settles an unconfirmed jump now (a stop or pause), as a loss, and publishes
 /// the held frames after its gap.
-@_noLocks @inline(__always)
+#if JAQ_CHECK_NOLOCKS
+@_noLocks
+#endif
+@inline(__always)
 func settleHeldInput(_ s: UnsafeMutablePointer<InputRealtimeState>) -> Bool {
     let c = s.pointee.core
     let loss = c.pointee.skips.pending
@@ -138,7 +143,10 @@ func settleHeldInput(_ s: UnsafeMutablePointer<InputRealtimeState>) -> Bool {
 
 /// Input: queues the gap of `loss` frames at the published end of the ring (before the
 /// held frames), then publishes the held frames.
-@_noLocks @inline(__always)
+#if JAQ_CHECK_NOLOCKS
+@_noLocks
+#endif
+@inline(__always)
 func publishHeldInput(_ s: UnsafeMutablePointer<InputRealtimeState>, loss: Int64) {
     let c = s.pointee.core
     if loss > 0 {

@@ -57,7 +57,10 @@ public struct MeterBank: ~Copyable {
 
 extension MeterBank {
     /// Realtime: accumulates `count` frames of `channel` (called once per channel per cycle).
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     mutating func accumulate(_ channel: Int, _ samples: UnsafePointer<Float>, count: Int) {
         var sum: Float = 0
         var top = runningPeak[channel]
@@ -72,7 +75,10 @@ extension MeterBank {
     }
 
     /// Realtime: ends a cycle of `count` frames; publishes when a window is complete.
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     mutating func endCycle(frames count: Int) {
         accumulatedFrames += count
         guard accumulatedFrames >= windowFrames else { return }

@@ -46,7 +46,9 @@ func outputCycleNeedsNoWait(_ c: UnsafeMutablePointer<OutputRealtimeContext>, fr
 /// plays the ring with volume (ramped), pan and per-buffer parameter events,
 /// fills with silence when stopped, paused or starved, and stops by itself at
 /// the end of stream. Realtime: no locks, no allocation, no waiting.
+#if JAQ_CHECK_NOLOCKS
 @_noLocks
+#endif
 public func renderOutputCycle(
     _ s: UnsafeMutablePointer<OutputRealtimeState>, frameTime: Int64, frameCount n: Int,
     ports: UnsafePointer<UnsafeMutablePointer<Float>>, freewheeling: Bool = false
@@ -152,7 +154,9 @@ public func renderOutputCycle(
 
 /// Publishes that the ring has been played up to `position`; true if the queue thread asked
 /// to be woken by then (a buffer it holds until played can go back to its callback).
+#if JAQ_CHECK_NOLOCKS
 @_noLocks
+#endif
 @inline(__always)
 func publishPlayed(_ s: UnsafeMutablePointer<OutputRealtimeState>, upTo position: Int) -> Bool {
     s.pointee.playedIndex.store(position, ordering: .sequentiallyConsistent)
@@ -163,7 +167,9 @@ func publishPlayed(_ s: UnsafeMutablePointer<OutputRealtimeState>, upTo position
 
 /// Applies the commands control threads queued to an output queue; true if any was applied.
 /// Realtime (called by each cycle), or on a control thread when no cycle can run.
+#if JAQ_CHECK_NOLOCKS
 @_noLocks
+#endif
 public func applyOutputCommands(_ s: UnsafeMutablePointer<OutputRealtimeState>) -> Bool {
     applyCommands(OutputSide(s: s))
 }
@@ -194,13 +200,19 @@ struct OutputSide: RealtimeSide {
     }
 }
 
-@_noLocks @inline(__always)
+#if JAQ_CHECK_NOLOCKS
+@_noLocks
+#endif
+@inline(__always)
 private func silence(_ ports: UnsafePointer<UnsafeMutablePointer<Float>>, _ portCount: Int, from: Int, count: Int) {
     guard count > 0 else { return }
     for p in 0..<portCount { (ports[p] + from).update(repeating: 0, count: count) }
 }
 
-@_noLocks @inline(__always)
+#if JAQ_CHECK_NOLOCKS
+@_noLocks
+#endif
+@inline(__always)
 private func startVolumeChange(_ s: UnsafeMutablePointer<OutputRealtimeState>, to target: Float) {
     let clamped = min(max(target, 0), 1)
     let rampFrames = s.pointee.volumeRampFrames.load(ordering: .relaxed)
@@ -216,7 +228,10 @@ private func startVolumeChange(_ s: UnsafeMutablePointer<OutputRealtimeState>, t
 }
 
 /// Balance gains: unity at centre, one side fades linearly to 0 towards the other.
-@_noLocks @inline(__always)
+#if JAQ_CHECK_NOLOCKS
+@_noLocks
+#endif
+@inline(__always)
 private func balanceGains(_ pan: Float) -> (left: Float, right: Float) {
     let p = min(max(pan, -1), 1)
     return (min(1, 1 - p), min(1, 1 + p))
@@ -224,7 +239,9 @@ private func balanceGains(_ pan: Float) -> (left: Float, right: Float) {
 
 /// Plays `count` ring frames from `readIndex` into the ports at `from`, applying
 /// parameter events exactly at their positions, the volume ramp and pan.
+#if JAQ_CHECK_NOLOCKS
 @_noLocks
+#endif
 private func renderFrames(
     _ s: UnsafeMutablePointer<OutputRealtimeState>, ports: UnsafePointer<UnsafeMutablePointer<Float>>,
     from: Int, count: Int, readIndex: Int
@@ -295,7 +312,9 @@ private func renderFrames(
     }
 }
 
+#if JAQ_CHECK_NOLOCKS
 @_noLocks
+#endif
 private func meterPorts(
     _ s: UnsafeMutablePointer<OutputRealtimeState>, ports: UnsafePointer<UnsafeMutablePointer<Float>>, frameCount: Int
 ) {

@@ -67,7 +67,10 @@ public struct RealtimePublication: ~Copyable {
 extension RealtimePublication {
     /// Realtime: publishes a cycle: the mode, queue time at its end, the cycle, and the time
     /// base (device frame `baseFrame` is queue time `baseQueueFrames`), as one group.
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     func publishCycle(mode: Int, queueFrames: Int64, cycleFrame: Int64, cycleFrameCount: Int,
                       baseFrame: Int64, baseQueueFrames: Int64) {
         self.mode.store(mode, ordering: .relaxed)
@@ -76,7 +79,10 @@ extension RealtimePublication {
     }
 
     /// Realtime: publishes a new mode (commands applied between cycles).
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     func publishMode(_ mode: Int) {
         self.mode.store(mode, ordering: .relaxed)
         var t = time.writerValue()
@@ -86,7 +92,10 @@ extension RealtimePublication {
     }
 
     /// Realtime: pauses queue time at `queueFrames`, where the last cycle ended.
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     func publishPause(queueFrames: Int64) {
         mode.store(ModeCode.paused, ordering: .relaxed)
         var t = time.writerValue()
@@ -101,7 +110,10 @@ extension RealtimePublication {
     /// with the pause (it resumes where it was): the cycle's frame. A stopped queue's time 0
     /// stays on the frame where its last run began, so that kAudioQueueProperty_StartDeviceFrame
     /// still names that frame after the stop (and stays 0 before the first start).
-    @_noLocks @inline(__always)
+    #if JAQ_CHECK_NOLOCKS
+    @_noLocks
+    #endif
+    @inline(__always)
     func idleBaseFrame(mode: Int, frameTime: Int64, queueFrames: Int64) -> Int64 {
         guard mode == ModeCode.stopped else { return frameTime }
         return time.writerValue().originFrame + queueFrames

@@ -152,7 +152,10 @@ func applyCommands<Side: RealtimeSide>(_ side: Side) -> Bool {
 /// queue is armed for a later cycle (this one is published with queue time running up to the
 /// start frame, negative before it). An armed queue whose frame has come starts running,
 /// and the start is published.
-@_noLocks @inline(__always)
+#if JAQ_CHECK_NOLOCKS
+@_noLocks
+#endif
+@inline(__always)
 func startOffset(_ c: UnsafeMutablePointer<RealtimeCore>, frameTime: Int64, frameCount n: Int, outcome: inout UInt32) -> Int? {
     guard c.pointee.mode == ModeCode.armed else { return 0 }
     let start = c.pointee.armedFrame
@@ -169,7 +172,10 @@ func startOffset(_ c: UnsafeMutablePointer<RealtimeCore>, frameTime: Int64, fram
 }
 
 /// Publishes a cycle in which the queue does not run: queue time stands still.
-@_noLocks @inline(__always)
+#if JAQ_CHECK_NOLOCKS
+@_noLocks
+#endif
+@inline(__always)
 func publishIdleCycle(_ c: UnsafeMutablePointer<RealtimeCore>, frameTime: Int64, frameCount: Int) {
     let queueFrames = c.pointee.queueFrames
     publishCycle(c, frameTime: frameTime, frameCount: frameCount, queueFramesAtCycleStart: queueFrames,
@@ -178,7 +184,10 @@ func publishIdleCycle(_ c: UnsafeMutablePointer<RealtimeCore>, frameTime: Int64,
 
 /// Publishes a cycle: the mode, queue time at its end, and the time base (`baseFrame`, by
 /// default the cycle's first frame, is queue time `queueFramesAtCycleStart`).
-@_noLocks @inline(__always)
+#if JAQ_CHECK_NOLOCKS
+@_noLocks
+#endif
+@inline(__always)
 func publishCycle(
     _ c: UnsafeMutablePointer<RealtimeCore>, frameTime: Int64, frameCount: Int, queueFramesAtCycleStart: Int64,
     baseFrame: Int64? = nil
