@@ -19,9 +19,6 @@ public struct FFmpegError: Error, CustomStringConvertible, Sendable {
         let bytes = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         return "\(operation): \(String(decoding: bytes, as: UTF8.self))"
     }
-
-    public var isAgain: Bool { code == jaq_averror_eagain() }
-    public var isEndOfStream: Bool { code == jaq_averror_eof() }
 }
 
 /// FFmpeg's libraries, opened on first use (CFFmpegLoad).

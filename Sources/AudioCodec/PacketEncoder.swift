@@ -206,9 +206,6 @@ public final class PacketEncoder {
         lastGiven = nil
     }
 
-    /// Packets waiting.
-    public var pendingPackets: Int { ready.count - readyHead + (putBack == nil ? 0 : 1) }
-
     /// Frames fed that have not come out in packets yet.
     public var bufferedFrames: Int { filled }
 

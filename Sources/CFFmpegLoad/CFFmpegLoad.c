@@ -9,9 +9,10 @@
  * fails (NULL, AVERROR(ENOSYS)) and `jaq_ffmpeg_error` says why: a compressed file gets an
  * error, never a crash.
  *
- * Generated from FFmpeg's own prototypes (clang -Xclang -ast-print of Sources/CFFmpeg/shim.h);
- * the compiler checks each definition against FFmpeg's declaration. A function jaq starts to
- * call is added here (the link fails until it is).
+ * Written by hand from FFmpeg's own prototypes (`clang -Xclang -ast-print` of
+ * Sources/CFFmpeg/shim.h prints them); there is no generator. The compiler checks each
+ * definition against FFmpeg's declaration. A function jaq starts to call is added here, in the
+ * struct, jaq_ffmpeg_resolve and a definition (the link fails until it is).
  */
 #include "CFFmpegLoad.h"
 

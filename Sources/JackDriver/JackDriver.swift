@@ -707,10 +707,10 @@ final class JackEventWatcher: @unchecked Sendable {
 
 /// libjack prints its errors and notices to stderr ("Cannot connect to server socket...").
 /// A queue reports failures as result codes instead, so those messages are kept quiet
-/// unless JAQ_JACK_VERBOSE is set; the last one is kept for diagnostics.
+/// unless JAQ_JACK_VERBOSE is set. (The handlers do nothing: libjack may call them from a
+/// client's process thread, which must not lock or allocate.)
 public enum JackMessages {
     private static let installed = Mutex(false)
-    static let last = Mutex<String>("")
 
     /// Installs the handlers once per process.
     public static func install() {
@@ -720,12 +720,7 @@ public enum JackMessages {
         }
         guard first else { return }
         if getenv("JAQ_JACK_VERBOSE") != nil { return }
-        jack_set_error_function { message in
-            if let message { JackMessages.last.withLock { $0 = String(cString: message) } }
-        }
+        jack_set_error_function { _ in }
         jack_set_info_function { _ in }
     }
-
-    /// The last message libjack reported.
-    public static var lastMessage: String { last.withLock { $0 } }
 }

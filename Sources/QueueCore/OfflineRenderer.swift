@@ -126,9 +126,6 @@ extension OutputQueueEngine {
     /// True while the queue renders offline (AudioQueueSetOfflineRenderFormat).
     public var isOffline: Bool { deviceSwitch.renderer != nil }
 
-    /// The offline render format, while offline.
-    public var offlineFormat: StreamFormat? { deviceSwitch.renderer?.format }
-
     /// Switches the queue to offline rendering in `format` (interleaved linear PCM, any
     /// rate and channel count), or back to the device with nil. The queue must be stopped
     /// (`.invalidRunState`), and, to change the rate, have nothing decoded; buffers already

@@ -221,11 +221,6 @@ public class QueueEngine: @unchecked Sendable {
         }
     }
 
-    /// Every buffer's handle (the API layer frees them at disposal).
-    public func allBufferHandles() -> [UnsafeMutableRawPointer] {
-        lock.withLock { Array(buffers.keys) }
-    }
-
     /// Checks that a buffer may be enqueued now (lock held).
     func checkEnqueue(_ handle: UnsafeMutableRawPointer) throws -> QueueBuffer {
         _ = try life.handle(.enqueue)

@@ -346,13 +346,6 @@ extension SoundFile {
         throw .system(code, "fallocate")
     }
 
-    /// Whether float reads and writes of integer data are normalised to ±1.0
-    /// (`SFC_SET_NORM_FLOAT`, `SFC_SET_NORM_DOUBLE`; on by default).
-    public func setNormalizesFloatingPoint(_ enabled: Bool) {
-        sf_command(handle, Int32(SFC_SET_NORM_FLOAT), nil, enabled ? 1 : 0)
-        sf_command(handle, Int32(SFC_SET_NORM_DOUBLE), nil, enabled ? 1 : 0)
-    }
-
     /// Whether the raw bytes of multi-byte samples are in the opposite byte order to this CPU's
     /// (`SFC_RAW_DATA_NEEDS_ENDSWAP`).
     public var rawDataNeedsEndianSwap: Bool {

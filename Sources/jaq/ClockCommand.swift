@@ -39,11 +39,13 @@ struct ClockCommand: ParsableCommand {
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s")
         let server = try ServerContext(serverOptions, clientName: "jaq-clock-ctl")
+        // The control client is closed before the generator's opens: on a netjack2 master, with
+        // it still open, jackd ran the generator's client no cycle at all (NetJackTests). (On a
+        // server jaq started from ~/.jackdrc with -T, the server then leaves with it, and the
+        // generator's client, opened as any JACK client is, starts it again.)
+        server.closeSession()
         let generator: NetClockGenerator
         do { generator = try NetClockGenerator(serverName: server.name) } catch { throw CLIError("\(error)") }
-        // Closed once the generator's client is open: a server started with -T (one jaq started
-        // from ~/.jackdrc) stops when its last client leaves.
-        server.closeSession()
         defer { generator.close() }
         var connected: [String] = []
         for target in to {

@@ -129,17 +129,26 @@ struct RecordCommand: ParsableCommand {
             throw ValidationError("use only one of --at, --in, --transport and --on-enter")
         }
         if buffer.isZero { throw ValidationError("--buffer must be more than 0") }
-        if let duration, (TimeSpec.frames(duration, rate: 48000) ?? 0) <= 0 {
-            throw ValidationError("--duration \(duration): \(TimeSpec.problem(duration))")
-        }
-        if let output, !interleaved, ports.count > 1, !output.contains("{track}"), !output.contains("{n}") {
-            throw ValidationError("--output \(output): several tracks need {track} or {n} in the name (or --interleaved)")
-        }
         if let rate, rate < 1000 || rate > 768_000 { throw ValidationError("--rate \(rate) Hz is out of range") }
     }
 
+    /// The usage errors found before a server is looked for, in one line each (validate()'s
+    /// would print argument-parser's usage under them).
+    private func checkUsage() throws {
+        if let duration, (TimeSpec.frames(duration, rate: 48000) ?? 0) <= 0 {
+            throw CLIError("--duration \(duration): \(TimeSpec.problem(duration))", exitCode: CLIError.usage)
+        }
+        if let output, !interleaved, ports.count > 1, !output.contains("{track}"), !output.contains("{n}") {
+            throw CLIError("--output \(output): several tracks need {track} or {n} in the name (or --interleaved)",
+                           exitCode: CLIError.usage)
+        }
+    }
+
     func run() throws {
-        try runReportingFailure("jaq record", quiet: quiet) { try record() }
+        try runReportingFailure("jaq record", quiet: quiet) {
+            try checkUsage()
+            try record()
+        }
     }
 
     func record() throws {

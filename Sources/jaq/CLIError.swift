@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+
+/// An error the CLI reports in one line and exits non-zero for.
+struct CLIError: Error, CustomStringConvertible {
+    /// The exit status of every usage error (a bad option or value), whichever layer finds it:
+    /// 64 (EX_USAGE), as swift-argument-parser exits for the errors it finds itself.
+    static let usage: Int32 = 64
+
+    let description: String
+    let exitCode: Int32
+    init(_ description: String, exitCode: Int32 = 1) {
+        self.description = description
+        self.exitCode = exitCode
+    }
+}
+
+/// Runs a command's body as every jaq command does: messages prefixed with `command`, and a
+/// CLIError reported in one line, the private server jaq started (if any) stopped, and the
+/// error's exit code returned.
+func runReportingFailure(_ command: String, quiet: Bool = false, _ body: () throws -> Void) throws {
+    Log.command = command
+    Log.quiet = quiet
+    do {
+        try body()
+    } catch let error as CLIError {
+        Log.error(error.description)
+        ServerContext.running?.stop()
+        throw ExitCode(error.exitCode)
+    }
+}
+
+/// Messages to stderr, one line each, prefixed with the command.
+enum Log {
+    nonisolated(unsafe) static var command = "jaq"
+    nonisolated(unsafe) static var quiet = false
+
+    static func info(_ message: String) {
+        guard !quiet else { return }
+        FileHandle.standardError.write(Data("\(command): \(message)\n".utf8))
+    }
+
+    static func error(_ message: String) {
+        FileHandle.standardError.write(Data("\(command): \(message)\n".utf8))
+    }
+}
