@@ -218,10 +218,7 @@ extension RecordCommand {
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
         let server = try ServerContext(serverOptions, privateServer: privateServerOptions, clientName: "jaq-record-ctl", watchTransport: transport)
         defer { server.stop() }
-        var trigger: Trigger
-        do { trigger = try Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter) } catch {
-            throw CLIError("use only one of --at, --in, --transport and --on-enter", exitCode: CLIError.usage)
-        }
+        var trigger = try Trigger.forCommand(at: at, in: `in`, transport: transport, onEnter: onEnter)
         let interruption = Interruption()
         let deviceRate = server.session.sampleRate
         let fileRate = rate ?? deviceRate

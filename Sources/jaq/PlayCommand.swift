@@ -167,9 +167,7 @@ struct PlayCommand: ParsableCommand {
     @OptionGroup var privateServerOptions: PrivateServerOptions
 
     func validate() throws {
-        if (try? Trigger(at: at, in: `in`, transport: transport, onEnter: false)) == nil {
-            throw ValidationError("use only one of --at, --in and --transport")
-        }
+        do { _ = try Trigger(at: at, in: `in`, transport: transport, onEnter: false) } catch { throw ValidationError(error.description) }
         try timePitchOptions.validate(oldRate: rate, oldRateName: "--rate")
     }
 
@@ -260,10 +258,7 @@ struct PlayCommand: ParsableCommand {
         var start = AudioTimeStamp()
         start.mFlags = .sampleTimeValid
         startup.disarm()
-        var trigger: Trigger
-        do { trigger = try Trigger(at: startAt, in: `in`, transport: transport, onEnter: false) } catch {
-            throw CLIError("use only one of --at, --in and --transport", exitCode: CLIError.usage)
-        }
+        var trigger = try Trigger.forCommand(at: startAt, in: `in`, transport: transport, onEnter: false)
         let nowFrame = Int64(now.mSampleTime)
         trigger.arm(now: nowFrame, deviceRate: rate, origin: nowFrame + margin.frames(at: rate),
                     transportChanges: transport ? session.transportChanges().count : 0)

@@ -125,9 +125,7 @@ struct RecordCommand: ParsableCommand {
     static let enqueuedBuffers = 2
 
     func validate() throws {
-        if (try? Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter)) == nil {
-            throw ValidationError("use only one of --at, --in, --transport and --on-enter")
-        }
+        do { _ = try Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter) } catch { throw ValidationError(error.description) }
         if buffer.isZero { throw ValidationError("--buffer must be more than 0") }
         if let rate, rate < 1000 || rate > 768_000 { throw ValidationError("--rate \(rate) Hz is out of range") }
     }
@@ -293,10 +291,7 @@ struct RecordCommand: ParsableCommand {
         }
         let targets = files.map { $0.path }.joined(separator: ", ")
         let trackCount = "\(sources.count) track\(sources.count == 1 ? "" : "s")"
-        var trigger: Trigger
-        do { trigger = try Trigger(at: startAt, in: `in`, transport: transport, onEnter: onEnter) } catch {
-            throw CLIError("use only one of --at, --in, --transport and --on-enter", exitCode: CLIError.usage)
-        }
+        var trigger = try Trigger.forCommand(at: startAt, in: `in`, transport: transport, onEnter: onEnter)
         trigger.arm(now: Int64(now.mSampleTime), deviceRate: deviceRate, origin: requestedOrigin,
                     transportChanges: transport ? session.transportChanges().count : 0)
         switch trigger.start {

@@ -51,10 +51,11 @@ struct Trigger: Equatable {
     private var transportBaseline = 0
 
     /// The trigger the options name; nil options mean "now".
-    /// - Throws: the message for more than one start option.
+    /// - Throws: `TriggerError` naming the start options given, when there are several.
     init(at: Int64?, in delay: TimeValue?, transport: Bool, onEnter: Bool) throws(TriggerError) {
-        let chosen = [at != nil, delay != nil, transport, onEnter].filter { $0 }.count
-        guard chosen <= 1 else { throw TriggerError() }
+        let chosen = [(at != nil, "--at"), (delay != nil, "--in"), (transport, "--transport"), (onEnter, "--on-enter")]
+            .filter(\.0).map(\.1)
+        guard chosen.count <= 1 else { throw TriggerError(options: chosen) }
         if let at { start = .frame(at) }
         else if let delay { start = .delay(delay) }
         else if transport { start = .transport }
@@ -103,8 +104,20 @@ struct Trigger: Equatable {
     }
 }
 
-/// More than one of --at, --in, --transport and --on-enter.
-struct TriggerError: Error {}
+/// More than one of --at, --in, --transport and --on-enter: the ones given, and the message.
+struct TriggerError: Error, CustomStringConvertible {
+    let options: [String]
+    var description: String { "\(options.joined(separator: " and ")): a take or playback starts one way; give one of them" }
+}
+
+extension Trigger {
+    /// The trigger of a command's options, or its usage error (one line, exit 64).
+    static func forCommand(at: Int64?, in delay: TimeValue?, transport: Bool, onEnter: Bool) throws(CLIError) -> Trigger {
+        do { return try Trigger(at: at, in: delay, transport: transport, onEnter: onEnter) } catch {
+            throw CLIError(error.description, exitCode: CLIError.usage)
+        }
+    }
+}
 
 extension Trigger.Observation {
     /// What `session` (if it follows the transport) shows now.

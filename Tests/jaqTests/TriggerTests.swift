@@ -66,6 +66,10 @@ import Testing
 
     @Test func moreThanOneStartIsRefused() {
         #expect(throws: TriggerError.self) { try Trigger(at: 1, in: TimeValue(seconds: 2), transport: false, onEnter: false) }
+        do { _ = try Trigger(at: nil, in: TimeValue(seconds: 1), transport: true, onEnter: false) } catch {
+            #expect(error.options == ["--in", "--transport"])
+            #expect(error.description == "--in and --transport: a take or playback starts one way; give one of them")
+        }
         #expect(throws: TriggerError.self) { try Trigger(at: nil, in: nil, transport: true, onEnter: true) }
     }
 }
