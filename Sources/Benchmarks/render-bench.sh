@@ -2,7 +2,7 @@
 # make bench (render part): `jaq render` (offline render through audio queues) against sox,
 # on the same files in the same run: a stereo 48 kHz float file of SECONDS seconds and a
 # 64-channel one of SECONDS/6 (120 MB at 60), bounced alone and mixed with a second file (volume 0.5).
-# Then the time/pitch unit (jaq render --play-rate 1.5: Spectral, TimeDomain, Varispeed) on the
+# Then the time/pitch unit (jaq render --speed 1.5: Spectral, TimeDomain, Varispeed) on the
 # stereo file, against the rubberband CLI (R3 and R2 engines, the ones jaq uses) and sox speed.
 # Speed is × real time: seconds of audio per second of wall-clock time (best of 3).
 # Writes Docs/benchmarks-render.md. Usage: render-bench.sh [SECONDS] [JAQ]
@@ -42,10 +42,10 @@ for channels in 2 64; do
     sox -n -r 48000 -c "$channels" -b 32 -e floating-point "$dir/b$channels.wav" synth "$length" sine 1000 vol 0.5
     for job in bounce mix; do
         if [ "$job" = bounce ]; then
-            jaq_cmd=("$jaq" render -o "$dir/j.wav" "$dir/a$channels.wav")
+            jaq_cmd=("$jaq" render --force -o "$dir/j.wav" "$dir/a$channels.wav")
             sox_cmd=(sox "$dir/a$channels.wav" "$dir/s.wav")
         else
-            jaq_cmd=("$jaq" render -o "$dir/j.wav" --volume 2:0.5 "$dir/a$channels.wav" "$dir/b$channels.wav")
+            jaq_cmd=("$jaq" render --force -o "$dir/j.wav" --volume 2:0.5 "$dir/a$channels.wav" "$dir/b$channels.wav")
             sox_cmd=(sox -m "$dir/a$channels.wav" -v 0.5 "$dir/b$channels.wav" "$dir/s.wav")
         fi
         read -r xj tj xs ts < <(speeds "$length" jaq_cmd sox_cmd)
@@ -57,11 +57,11 @@ done
 tp_rows=""
 for algorithm in Spectral TimeDomain Varispeed; do
     case $algorithm in
-    Spectral)   jaq_cmd=("$jaq" render -o "$dir/j.wav" --play-rate 1.5 "$dir/a2.wav")
+    Spectral)   jaq_cmd=("$jaq" render --force -o "$dir/j.wav" --speed 1.5 "$dir/a2.wav")
                 peer="rubberband -3 (R3)"; peer_cmd=(rubberband -q -3 -T 1.5 "$dir/a2.wav" "$dir/s.wav") ;;
-    TimeDomain) jaq_cmd=("$jaq" render -o "$dir/j.wav" --play-rate 1.5 --time-domain "$dir/a2.wav")
+    TimeDomain) jaq_cmd=("$jaq" render --force -o "$dir/j.wav" --speed 1.5 --time-domain "$dir/a2.wav")
                 peer="rubberband (R2)"; peer_cmd=(rubberband -q -T 1.5 "$dir/a2.wav" "$dir/s.wav") ;;
-    Varispeed)  jaq_cmd=("$jaq" render -o "$dir/j.wav" --play-rate 1.5 --varispeed "$dir/a2.wav")
+    Varispeed)  jaq_cmd=("$jaq" render --force -o "$dir/j.wav" --speed 1.5 --varispeed "$dir/a2.wav")
                 peer="sox speed"; peer_cmd=(sox "$dir/a2.wav" "$dir/s.wav" speed 1.5) ;;
     esac
     read -r xj tj xs ts < <(speeds "$seconds" jaq_cmd peer_cmd)
@@ -84,7 +84,7 @@ writing included). No JACK server runs.
 |---:|---:|---|---:|---:|---:|---:|
 $rows
 **Time/pitch.** The stereo file at PlayRate 1.5 (pitch kept; Varispeed: the pitch follows) through one queue with
-\`kAudioQueueProperty_EnableTimePitch\`, rendered offline (\`jaq render --play-rate 1.5\`, \`--time-domain\`,
+\`kAudioQueueProperty_EnableTimePitch\`, rendered offline (\`jaq render --speed 1.5\`, \`--time-domain\`,
 \`--varispeed\`). Peers on the same file: the \`rubberband\` command line (\`-T 1.5\`; \`-3\` selects the R3 engine,
 which jaq's Spectral uses; R2 is jaq's TimeDomain) and \`sox speed 1.5\` (resampling). Speed is seconds of
 *source* audio per second of wall-clock time (best of 3, file reading and writing included).
