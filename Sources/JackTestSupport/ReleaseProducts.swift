@@ -42,6 +42,26 @@ public enum ReleaseProducts {
         return scratch + "/release"
     }
 
+    /// swift-argument-parser's generate-manual tool, which `make install-built` runs for the
+    /// manual pages: the one `make release` (and `make test`) built, or, when `swift test` runs
+    /// alone, one built now in a scratch path of its own (the test run holds `.build`).
+    public static func generateManualTool() throws -> String { try manualTool.get() }
+
+    private static let manualTool: Result<String, Error> = Result {
+        let built = packageRoot.appendingPathComponent(".build/debug/generate-manual").path
+        if FileManager.default.isExecutableFile(atPath: built) { return built }
+        let scratch = packageRoot.appendingPathComponent(".build/tests-release").path
+        let swift = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/swift" }
+            + ["/opt/swift/usr/bin/swift"]
+        guard let swiftPath = swift.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw JackServerError("\(built) is missing and there is no swift to build it (make manual-tool)")
+        }
+        let build = try runProcess([swiftPath, "build", "--package-path", packageRoot.path, "--scratch-path", scratch,
+                                    "--product", "generate-manual"], timeout: 900)
+        guard build.status == 0 else { throw JackServerError("swift build --product generate-manual failed: \(build.output)\(build.error)") }
+        return scratch + "/debug/generate-manual"
+    }
+
     /// Whether `directory` holds every product, each newer than the sources it is built from.
     static func isCurrent(_ directory: String) -> Bool {
         products.allSatisfy { file, _, sources in

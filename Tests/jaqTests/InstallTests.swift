@@ -33,7 +33,7 @@ nonisolated(unsafe) private var installScratch: String?
         }
         // Uncompressed: the tests check the contents, not xz.
         let make = try runProcess(["make", "-C", ReleaseProducts.packageRoot.path, "--no-print-directory", "deb-built",
-                                   "BUILT=\(releaseDirectory)", "DEB_OUT=\(scratch)", "DEB_COMPRESSION=none"], timeout: 300)
+                                   "BUILT=\(releaseDirectory)", "GENERATE_MANUAL=\(try ReleaseProducts.generateManualTool())", "DEB_OUT=\(scratch)", "DEB_COMPRESSION=none"], timeout: 300)
         guard make.status == 0 else { throw JackServerError("make deb-built failed: \(make.output)\(make.error)") }
         let debs = try FileManager.default.contentsOfDirectory(atPath: scratch).filter { $0.hasSuffix(".deb") }
         guard debs.count == 1 else { throw JackServerError("make deb-built made \(debs) in \(scratch): \(make.output)") }
@@ -216,7 +216,7 @@ nonisolated(unsafe) private var installScratch: String?
         let destination = scratchDirectory("destdir")
         defer { removeScratch(destination) }
         let make = ["make", "-C", ReleaseProducts.packageRoot.path, "--no-print-directory", "DESTDIR=\(destination)",
-                    "BUILT=\(try ReleaseProducts.directory())"]
+                    "BUILT=\(try ReleaseProducts.directory())", "GENERATE_MANUAL=\(try ReleaseProducts.generateManualTool())"]
         let install = try runProcess(make + ["install-built"], timeout: 120)
         try #require(install.status == 0, "make install-built: \(install.output)\(install.error)")
         let prefix = "\(destination)/usr/local"
