@@ -217,7 +217,7 @@ extension RecordCommand {
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
         let server = try ServerContext(serverOptions, privateServer: privateServerOptions, clientName: "jaq-record-ctl", watchTransport: transport)
-        defer { server.stop() }
+        defer { server.stop(closingSession: true) }
         var trigger = try Trigger.forCommand(at: at, in: `in`, transport: transport, onEnter: onEnter)
         let interruption = Interruption()
         let deviceRate = server.session.sampleRate

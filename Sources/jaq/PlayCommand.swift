@@ -200,7 +200,7 @@ struct PlayCommand: ParsableCommand {
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was played")
         let server = try ServerContext(serverOptions, privateServer: privateServerOptions, clientName: "jaq-play-ctl", watchTransport: transport)
-        defer { server.stop() }
+        defer { server.stop(closingSession: true) }
         let interruption = Interruption()
         let session = server.session!
         // --clock: --at names a frame of the netjack2 master (ClockCommand.swift).

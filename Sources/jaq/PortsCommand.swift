@@ -43,7 +43,7 @@ struct PortsCommand: ParsableCommand {
         }
         let (server, watchdog) = try ServerContext.forCommand(serverOptions, privateServer: privateServerOptions, clientName: "jaq-ports")
         defer { watchdog.disarm() }
-        defer { server.stop() }
+        defer { server.stop(closingSession: true) }
         let session = server.session!
         var ports = session.ports()
         if let regex { ports = ports.filter { (try? regex.firstMatch(in: $0.name)) != nil } }

@@ -158,7 +158,7 @@ struct RecordCommand: ParsableCommand {
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
         let server = try ServerContext(serverOptions, privateServer: privateServerOptions, clientName: "jaq-record-ctl", watchTransport: transport)
-        defer { server.stop() }
+        defer { server.stop(closingSession: true) }
         let interruption = Interruption()
         let deviceRate = server.session.sampleRate
         let fileRate = rate ?? deviceRate

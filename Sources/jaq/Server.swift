@@ -229,8 +229,12 @@ final class ServerContext: @unchecked Sendable {
     nonisolated(unsafe) static var running: ServerContext?
 
     /// Stops the private server, if jaq started one.
-    func stop() {
+    /// - Parameter closingSession: close the command's control client first (the normal end:
+    ///   jackd then removes its semaphores; one still open at SIGTERM leaves them in /dev/shm).
+    ///   Not from the watchdog: a server that hangs would hang the close too.
+    func stop(closingSession: Bool = false) {
         guard let process, process.isRunning else { return }
+        if closingSession { session = nil }
         kill(process.processIdentifier, SIGTERM)
         var waited = 0.0
         while process.isRunning && waited < 5 {

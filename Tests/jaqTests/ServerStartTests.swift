@@ -157,6 +157,12 @@ import SoundFile
             #expect(result.error.contains("started private server"), "\(result.error)")
             let take = try SoundFile(path: "\(scene.home)/take.wav", mode: .read)
             #expect(take.info.sampleRate == 48000)
+            // Stopped cleanly: nothing of the private server's is left in /dev/shm.
+            if let match = result.error.firstMatch(of: #/started private server (jaq-\d+)/#) {
+                let name = String(match.1)
+                let left = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/shm"))?.filter { $0.contains("\(name)_") } ?? []
+                #expect(left.isEmpty, "the private server \(name) left \(left)")
+            }
             try? FileManager.default.removeItem(atPath: "\(scene.home)/take.wav")
             #expect(scene.serversGone(within: 5), "the private server outlived jaq")
         }
