@@ -18,6 +18,21 @@ import QueueCore
         return try JackServer.withInProcessClients { try body(server, JackDriver(serverName: server.name)) }
     }
 
+    /// A stereo 16-bit input queue on a private server, its port names, and a patcher (a
+    /// plain client making connections by hand) on the same server, for `body`.
+    fileprivate func withStereoInput(_ body: (JackServer, Patcher, AudioQueueRef, [String]) throws -> Void) throws {
+        try withServer { server, driver in
+            let patcher = try Patcher(server: server.name, levels: [])
+            defer { patcher.close() }
+            var format = lpcm(channels: 2, bits: 16)
+            var created: AudioQueueRef?
+            #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &created, device: driver) == noErr)
+            let queue = try #require(created)
+            defer { AudioQueueDispose(queue, true) }
+            try body(server, patcher, queue, property(queue, kAudioQueueProperty_JACKPortNames).split(separator: ",").map(String.init))
+        }
+    }
+
     func property(_ queue: AudioQueueRef, _ id: AudioQueuePropertyID) -> String {
         var value: CFString?
         var size = UInt32(8)
@@ -109,15 +124,7 @@ import QueueCore
     /// made by hand before CurrentDevice named it) is the user's: the queue leaves it when it
     /// moves to another device.
     @Test func aConnectionTheUserMadeFirstIsNotTakenOverByTheQueue() throws {
-        try withServer { server, driver in
-            let patcher = try Patcher(server: server.name, levels: [])
-            defer { patcher.close() }
-            var format = lpcm(channels: 2, bits: 16)
-            var created: AudioQueueRef?
-            #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &created, device: driver) == noErr)
-            let queue = try #require(created)
-            defer { AudioQueueDispose(queue, true) }
-            let ports = property(queue, kAudioQueueProperty_JACKPortNames).split(separator: ",").map(String.init)
+        try withStereoInput { _, patcher, queue, ports in
             #expect(setDevice(queue, "") == noErr)
             #expect(patcher.connect("system:capture_4", ports[1]) == 0)
             #expect(setDevice(queue, "system:capture_3,system:capture_4") == noErr)
@@ -134,15 +141,7 @@ import QueueCore
     /// port, as when two threads' requests shared the client's socket at once), and
     /// JACKConnectedPorts says which.
     @Test func deviceChangesFromTwoThreadsNeverCrossConnections() throws {
-        try withServer { server, driver in
-            let patcher = try Patcher(server: server.name, levels: [])
-            defer { patcher.close() }
-            var format = lpcm(channels: 2, bits: 16)
-            var created: AudioQueueRef?
-            #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &created, device: driver) == noErr)
-            let queue = try #require(created)
-            defer { AudioQueueDispose(queue, true) }
-            let ports = property(queue, kAudioQueueProperty_JACKPortNames).split(separator: ",").map(String.init)
+        try withStereoInput { server, patcher, queue, ports in
             let targets = ["system:capture_1,system:capture_2", "system:capture_4,system:capture_3"]
             let failures = Mutex<[OSStatus]>([])
             let queueBox = QueueBox(queue)
