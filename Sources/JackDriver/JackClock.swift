@@ -75,16 +75,28 @@ public struct JackCycleClock: Sendable, Equatable {
     /// and the server waits 10 s for it every cycle), so a queue asks this before it activates.
     /// PipeWire's libjack: false (its freewheel is not jackd's).
     public static func serverIsFreewheeling(_ client: OpaquePointer) -> Bool {
-        guard !JackLibrary.isPipeWire, let first = read(client) else { return false }
+        // The frame count alone: in freewheel a cycle takes microseconds, so its start and the
+        // next one's often read the same microsecond, and two readings in a row rarely agree
+        // (what `read` asks of a clock it extrapolates from).
+        func frames() -> jack_nframes_t? {
+            var frames: jack_nframes_t = 0
+            var current: jack_time_t = 0
+            var next: jack_time_t = 0
+            var period: Float = 0
+            guard jack_get_cycle_times(client, &frames, &current, &next, &period) == 0, current != 0 else { return nil }
+            return frames
+        }
+        guard !JackLibrary.isPipeWire, let first = frames() else { return false }
         let rate = Double(jack_get_sample_rate(client))
-        var previous = (clock: first, at: HostClock.nanoseconds())
+        let periodFrames = Double(jack_get_buffer_size(client))
+        var previous = (frames: first, at: HostClock.nanoseconds())
         for _ in 0..<2 {
             HostClock.sleep(seconds: 0.0025)
-            guard let next = read(client) else { return false }
+            guard let next = frames() else { return false }
             let now = HostClock.nanoseconds()
             let elapsed = Double(now - previous.at) / 1e9
-            let advanced = Double(next.frames &- previous.clock.frames)
-            guard advanced > 4 * elapsed * rate + 4 * Double(first.periodFrames) else { return false }
+            let advanced = Double(next &- previous.frames)
+            guard advanced > 4 * elapsed * rate + 4 * periodFrames else { return false }
             previous = (next, now)
         }
         return true

@@ -110,6 +110,10 @@ public final class JackSession: @unchecked Sendable {
         return true
     }
 
+    /// Whether the server freewheels now (see `JackCycleClock.serverIsFreewheeling`): why a
+    /// queue's client that the server refused may have been refused.
+    public var isServerFreewheeling: Bool { JackCycleClock.serverIsFreewheeling(client) }
+
     public var sampleRate: Double { Double(jack_get_sample_rate(client)) }
     public var periodFrames: Int { Int(jack_get_buffer_size(client)) }
 

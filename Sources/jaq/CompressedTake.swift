@@ -239,7 +239,7 @@ extension RecordCommand {
         let made = AudioQueueNewInput(&format, compressedRecorderCallback, user, nil, nil, 0, &queue,
                                       device: AudioQueueDevices.jack(clientName: "jaq-record"))
         guard made == noErr, let queue else {
-            throw CLIError("cannot create an encoding queue for \(fourCharacterCode(take.formatID)): \(describe(made, file: false))")
+            throw CLIError("cannot create an encoding queue for \(fourCharacterCode(take.formatID)): \(server.queueFailure(made))")
         }
         defer { AudioQueueDispose(queue, true) }
         if var bitRate = take.bitRate {

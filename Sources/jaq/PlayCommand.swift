@@ -219,7 +219,7 @@ struct PlayCommand: ParsableCommand {
             let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue,
                                              device: AudioQueueDevices.jack(clientName: clientName))
             guard status == noErr, let queue else {
-                throw CLIError("\(player.path): cannot open JACK client \(clientName) (\(describe(status, file: false)))")
+                throw CLIError("\(player.path): cannot open JACK client \(clientName): \(server.queueFailure(status))")
             }
             player.queue = queue
             let configured = player.configure(queue)

@@ -196,7 +196,7 @@ struct RecordCommand: ParsableCommand {
                                          device: AudioQueueDevices.jack(clientName: "jaq-record"))
         guard created == noErr, let queue else {
             removeFiles(files)
-            throw CLIError("cannot create the recording queue: \(describe(created, file: false))")
+            throw CLIError("cannot create the recording queue: \(server.queueFailure(created))")
         }
         defer { AudioQueueDispose(queue, true) }
         let connected = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, sources.joined(separator: ","))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import AudioToolbox
 import JackDriver
 
 /// `--server NAME`: the server every command talks to.
@@ -220,6 +221,16 @@ final class ServerContext: @unchecked Sendable {
         JackLibrary.isPipeWire
             ? " (PipeWire shows hardware as JACK ports only while a session manager such as WirePlumber runs; name the ports instead: jaq ports)"
             : " (the server has no hardware ports; name the ports instead: jaq ports)"
+    }
+
+    /// Why a queue's client could not be had, in the words of a command's one-line error: a
+    /// server that began to freewheel after the command's control client joined refuses it
+    /// (`JackFreewheelError`); otherwise `status` said.
+    func queueFailure(_ status: OSStatus) -> String {
+        if status == kAudioQueueErr_InvalidDevice, session?.isServerFreewheeling == true {
+            return JackFreewheelError().description
+        }
+        return describe(status, file: false)
     }
 
     /// Closes the control client (when the command no longer needs it).
