@@ -92,8 +92,19 @@ packages-build packages-install packages-demo packages-bench packages-test:
 build: deps-build
 	$(SWIFT) build $(SWIFT_FLAGS)
 
+# release_build(ARGS): swift build -c release (ARGS, e.g. --product jaq) with the flags of
+# Configs/release-flags.sh: the library exports the C API alone (Configs/libAudioToolbox.map),
+# linked by lld. Every release build here uses them, so make test builds what make install
+# ships. A whole build links the library anew: SwiftPM does not relink when only flags change,
+# and a plain `swift build -c release` (which exports everything) may have made the one in place.
+define release_build
+	@flags=$$(Configs/release-flags.sh $(SWIFT)) && bin=$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path) \
+	  $(if $(1),,&& rm -f "$$bin/libAudioToolbox.so") && echo "$(SWIFT) build -c release $(SWIFT_FLAGS) $$flags $(1)" \
+	  && $(SWIFT) build -c release $(SWIFT_FLAGS) $$flags $(1)
+endef
+
 release: deps-build
-	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	$(call release_build)
 	@$(MAKE) --no-print-directory manual-tool
 
 # The manual pages (jaq.1, jaq.record.1, ...) are generated from the installed jaq's own
@@ -110,7 +121,7 @@ manual-tool:
 
 test: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
-	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	$(call release_build)
 	@$(MAKE) --no-print-directory manual-tool
 	$(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS)
 
@@ -121,7 +132,7 @@ demo: deps-demo build
 # jaq play against sndfile-jackplay (64-channel 16-bit WAV); 10 takes of 64 tracks on a
 # non-realtime server, counting the xruns jackd blames on a jaq client. Writes Docs/benchmarks.md.
 bench: deps-bench release
-	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
+	$(call release_build,--product jaq)
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
 	Sources/Benchmarks/render-bench.sh 60
 	.build/release/codec-bench --seconds 60
@@ -132,7 +143,7 @@ bench: deps-bench release
 # (also to SOAK_REPORT). Takes go to SOAK_DIR (default a new directory under /var/tmp), removed at the
 # end unless SOAK_KEEP=1.
 soak: deps-bench release
-	$(SWIFT) build -c release $(SWIFT_FLAGS) --product jaq
+	$(call release_build,--product jaq)
 	Sources/Benchmarks/Soak/soak.sh
 
 # Late cycles on a non-realtime server, jaq record against jack_capture (Docs/queues.md, "Realtime").

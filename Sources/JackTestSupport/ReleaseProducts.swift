@@ -32,9 +32,14 @@ public enum ReleaseProducts {
         guard let swiftPath = swift.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw JackServerError("\(release) has no current release build and there is no swift to make one (make release)")
         }
+        // The flags make release links with (the library's version script), from the same script.
+        let flags = try runProcess([packageRoot.appendingPathComponent("Configs/release-flags.sh").path, swiftPath],
+                                   currentDirectory: packageRoot.path)
+        guard flags.status == 0 else { throw JackServerError("Configs/release-flags.sh failed: \(flags.error)") }
+        let linkFlags = flags.output.split(whereSeparator: \.isWhitespace).map(String.init)
         for (_, product, _) in products {
             let build = try runProcess([swiftPath, "build", "-c", "release", "--package-path", packageRoot.path,
-                                        "--scratch-path", scratch, "--product", product], timeout: 1800)
+                                        "--scratch-path", scratch, "--product", product] + linkFlags, timeout: 1800)
             guard build.status == 0 else {
                 throw JackServerError("swift build -c release --product \(product) failed: \(build.output)\(build.error)")
             }
@@ -62,9 +67,13 @@ public enum ReleaseProducts {
         return scratch + "/debug/generate-manual"
     }
 
-    /// Whether `directory` holds every product, each newer than the sources it is built from.
+    /// Whether `directory` holds every product, each newer than the sources it is built from,
+    /// and a library linked as make release links it (a plain `swift build -c release` exports
+    /// its Swift symbols too).
     static func isCurrent(_ directory: String) -> Bool {
-        products.allSatisfy { file, _, sources in
+        guard let symbols = try? runProcess(["nm", "-D", "--defined-only", "\(directory)/libAudioToolbox.so"]),
+              symbols.status == 0, !symbols.output.contains(" $s") else { return false }
+        return products.allSatisfy { file, _, sources in
             guard let built = modificationDate("\(directory)/\(file)") else { return false }
             return sources.allSatisfy { (newestFile(under: packageRoot.appendingPathComponent("Sources/\($0)")) ?? .distantPast) <= built }
         }

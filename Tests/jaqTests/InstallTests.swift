@@ -110,6 +110,32 @@ nonisolated(unsafe) private var installScratch: String?
         #expect(help.status == 0 && help.output.contains("record"), "\(help.output)\(help.error)")
     }
 
+    /// The installed library's dynamic table holds the C API alone, as Configs/libAudioToolbox.map
+    /// lists it: no Swift symbol, no loader shim of libjack, FFmpeg or Rubber Band (which would
+    /// interpose on a C program's own FFmpeg). ReleaseLibraryTests checks the list against the
+    /// headers.
+    @Test func theLibraryExportsTheCAPIAlone() throws {
+        let map = try String(contentsOf: ReleaseProducts.packageRoot.appendingPathComponent("Configs/libAudioToolbox.map"), encoding: .utf8)
+        let listed = map.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { $0.hasSuffix(";") && !$0.contains(":") && $0 != "*;" && !$0.hasPrefix("}") }.map { String($0.dropLast()) }
+        try #require(listed.count > 60, "\(listed)")
+        #expect(listed == listed.sorted(), "the map's symbols are sorted")
+
+        let table = try runProcess(["readelf", "--dyn-syms", "--wide", package.library])
+        try #require(table.status == 0, "\(table.error)")
+        // Num: Value Size Type Bind Vis Ndx Name: the entries the library defines.
+        let rows: [[Substring]] = table.output.split(separator: "\n").map { $0.split(separator: " ") }
+        let defined = rows.filter { row in
+            row.count >= 8 && row[0].hasSuffix(":") && row[0].dropLast().allSatisfy(\.isNumber) && row[6] != "UND" && row[3] != "SECTION" && row[3] != "FILE"
+        }
+        let names = defined.map { String($0[7]) }
+        #expect(!names.contains { $0.hasPrefix("$s") || $0.hasPrefix("_$s") }, "Swift symbols in the dynamic table: \(names.filter { $0.contains("$s") }.prefix(5))")
+        #expect(defined.allSatisfy { $0[4] == "GLOBAL" }, "only global entries: \(defined.filter { $0[4] != "GLOBAL" }.map { $0.joined(separator: " ") }.prefix(5))")
+        let exported = Set(names.map { String($0.split(separator: "@")[0]) }).subtracting(["AUDIOTOOLBOX_1"])
+        #expect(exported == Set(listed), "exported but not in the map: \(exported.subtracting(listed).sorted()); in the map, not exported: \(Set(listed).subtracting(exported).sorted())")
+        #expect(names.filter { $0.hasPrefix("Audio") }.allSatisfy { $0.hasSuffix("@@AUDIOTOOLBOX_1") }, "versioned: \(names.prefix(3))")
+    }
+
     @Test func cRecorderBuildsWithPkgConfigFromAnotherDirectoryAndRecords() throws {
         let dir = scratchDirectory("pkgconfig")
         defer { removeScratch(dir) }
