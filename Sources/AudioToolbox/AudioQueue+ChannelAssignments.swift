@@ -59,7 +59,7 @@ extension AudioQueueObject {
         if let assigned = state.withLock({ $0.channelAssignments }) { return assigned }
         let target = engine.connectionTargetValue
         let ports = target.contains(",")
-            ? target.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+            ? target.split(separator: ",").map { String($0).trimmingWhitespace() }
             : PortMatcher.naturalSorted(engine.connectedDevicePorts)
         let channels = Int(format.mChannelsPerFrame)
         guard !ports.isEmpty else { return Array(repeating: "", count: channels) }

@@ -1,7 +1,6 @@
 import AudioCodec
 import CAudioToolbox
 import Dispatch
-import Foundation
 import Glibc
 import JackDriver
 import QueueCore

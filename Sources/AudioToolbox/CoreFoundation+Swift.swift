@@ -1,5 +1,9 @@
 @_exported import CAudioToolbox
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // The CoreFoundation subset as Swift code written for Apple platforms sees it.
 //

@@ -1,5 +1,9 @@
 import CAudioToolbox
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // The Swift faces of the two functions that take a CFURLRef in C. On Apple platforms Swift
 // passes a `CFURL`; here `CFURL` is Foundation's `URL`, so `url as CFURL` code compiles unchanged.

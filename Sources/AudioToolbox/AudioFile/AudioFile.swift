@@ -1,5 +1,4 @@
 import CAudioToolbox
-import Foundation
 import QueueCore
 
 // Audio File Services: the C entry points of AudioToolbox/AudioFile.h, exported with @_cdecl.

@@ -1,7 +1,7 @@
 import CRubberBand
 import CRubberBandLoad
 import CSoxr
-import Foundation
+import Glibc
 
 /// The time/pitch algorithms of kAudioQueueProperty_TimePitchAlgorithm.
 public enum TimePitchAlgorithm: Sendable, Equatable {

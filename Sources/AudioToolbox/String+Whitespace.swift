@@ -1,0 +1,14 @@
+extension String {
+    /// The text without leading and trailing blanks: what Foundation's
+    /// `trimmingCharacters(in: .whitespaces)` removes (Unicode category Zs and U+0009 TAB),
+    /// here so that the module needs FoundationEssentials only (Docs/benchmarks.md, "Runtime size").
+    func trimmingWhitespace() -> String {
+        func isBlank(_ scalar: Unicode.Scalar) -> Bool {
+            scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator
+        }
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !isBlank($0) }),
+              let last = scalars.lastIndex(where: { !isBlank($0) }) else { return "" }
+        return String(scalars[first...last])
+    }
+}
