@@ -21,7 +21,7 @@ export DEBIAN_FRONTEND := noninteractive
 # Debian packages, apart: what building needs, what make install/deb add, what the demo and the
 # benchmarks run, and the tests' referees and neighbours. `make build`, `make release` and
 # `make install` install only the first two; only `make test` (and the fuzz/DAW runs) installs the
-# referees. `make packages-build` (…-install, -demo, -bench, -test) prints a list.
+# referees. `make packages-build` (…-install, -deb, -demo, -bench, -test) prints a list.
 # Building: the C libraries jaq links or whose headers it compiles against (FFmpeg's libraries are
 # opened at run time, their headers needed to build), and cc for the C shims.
 BUILD_PACKAGES := pkg-config gcc libjack-jackd2-dev libsndfile1-dev libsoxr-dev librubberband-dev \
@@ -29,6 +29,8 @@ BUILD_PACKAGES := pkg-config gcc libjack-jackd2-dev libsndfile1-dev libsoxr-dev 
 # make install and make deb: patchelf sets the installed files' soname and runpath, dpkg-dev
 # (dpkg-shlibdeps) finds the package's dependencies.
 INSTALL_PACKAGES := patchelf dpkg-dev
+# make deb: debhelper (dpkg-buildpackage runs Configs/debian/rules).
+DEB_PACKAGES := $(INSTALL_PACKAGES) debhelper
 # make demo: a JACK server to run on, sox to make the session.
 DEMO_PACKAGES := jackd2 sox
 # make bench and make soak: the peers they are compared with, /usr/bin/time.
@@ -37,8 +39,9 @@ BENCH_PACKAGES := jackd2 time jack-capture sndfile-tools sox
 # peers; pipewire*: jaq on a private PipeWire through its libjack (pw-jack); iproute2, nftables: the
 # netjack2 tests (two network namespaces joined by a veth pair, packets dropped with nft);
 # ardour: the DAW tests (ardour7-lua, ardour7-export); ffmpeg: makes and checks compressed files;
-# rubberband-cli, sox: reference signals; man-db: the installed manual pages are read.
-TEST_PACKAGES := $(INSTALL_PACKAGES) time jackd2 sox libsox-fmt-all jack-capture jack-tools sndfile-tools ecasound \
+# rubberband-cli, sox: reference signals; man-db: the installed manual pages are read; lintian:
+# checks the Debian packages.
+TEST_PACKAGES := $(DEB_PACKAGES) lintian time jackd2 sox libsox-fmt-all jack-capture jack-tools sndfile-tools ecasound \
                  pipewire pipewire-jack pipewire-bin rubberband-cli iproute2 nftables ardour ffmpeg man-db
 
 # install_packages(LIST, PRESEED): apt-get installs what of LIST is missing (needs root or sudo
@@ -62,8 +65,8 @@ SWIFT_FLAGS ?=
 # what a new user meets. Docs/testing.md, "A fresh home". FRESH_HOME= runs them in your own HOME.
 FRESH_HOME ?= Configs/fresh-home.sh
 
-.PHONY: all deps deps-build deps-install deps-demo deps-bench build release manual-tool test demo bench clean \
-        packages-build packages-install packages-demo packages-bench packages-test
+.PHONY: all deps deps-build deps-install deps-deb deps-demo deps-bench build release manual-tool test demo bench clean \
+        packages-build packages-install packages-deb packages-demo packages-bench packages-test
 
 all: build
 
@@ -80,13 +83,16 @@ deps-build:
 deps-install: deps-build
 	$(call install_packages,$(INSTALL_PACKAGES))
 
+deps-deb: deps-build
+	$(call install_packages,$(DEB_PACKAGES))
+
 deps-demo: deps-build
 	$(call install_packages,$(DEMO_PACKAGES))
 
 deps-bench: deps-build
 	$(call install_packages,$(BENCH_PACKAGES))
 
-packages-build packages-install packages-demo packages-bench packages-test:
+packages-build packages-install packages-deb packages-demo packages-bench packages-test:
 	@echo $(sort $(BUILD_PACKAGES) $(if $(filter packages-build,$@),,$($(shell echo $(@:packages-%=%) | tr a-z A-Z)_PACKAGES)))
 
 build: deps-build
@@ -251,9 +257,8 @@ BUILT      ?= .build/release
 # STRIP=1 strips jaq, the library and the Swift runtime copies (make deb does).
 STRIP      ?=
 DEB_OUT    ?= out
-# dpkg-deb compression: xz for a package to ship; the tests pass gzip (faster).
+# dpkg-deb compression: xz for a package to ship; the tests pass none (faster).
 DEB_COMPRESSION ?= xz
-DEB_MAINTAINER  ?= jaq developers <jaq@localhost>
 HEADER_DIRS := AudioToolbox CoreAudioTypes CoreFoundation
 
 .PHONY: install install-built uninstall deb deb-built version
@@ -307,39 +312,12 @@ uninstall:
 	rm -rf $(DESTDIR)$(INCLUDEDIR)/jaq
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi
 
-deb: deps-install release
-	@$(MAKE) --no-print-directory deb-built
+# The Debian packages (libaudiotoolbox1, libaudiotoolbox-dev, jaq) from Configs/debian, built by
+# dpkg-buildpackage in a staged copy of the tree (Configs/debian-build.sh): `make deb` builds
+# everything there, as a distribution's builder would; `make deb-built` packages the release
+# products already in BUILT (the tests do). Docs/install.md, "Debian packages".
+deb: deps-deb
+	Configs/debian-build.sh $(DEB_OUT)
 
-# The package installs under /usr, the library in Debian's multiarch directory. Depends: is
-# what dpkg-shlibdeps finds for the ELF files (the private Swift runtime included), from the
-# shlibs/symbols files of the installed -dev packages' libraries. Recommends: the server, and
-# the libraries jaq opens at run time (Rubber Band, FFmpeg): the packages holding the versions
-# the build's headers name.
 deb-built:
-	@set -eo pipefail; \
-	arch=$$(dpkg --print-architecture); multiarch=$$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch); \
-	mkdir -p $(DEB_OUT); root=$$(mktemp -d $(abspath $(DEB_OUT))/.deb-XXXXXX); \
-	trap 'rm -rf "$$root"' EXIT; \
-	$(MAKE) --no-print-directory install-built DESTDIR=$$root/pkg PREFIX=/usr LIBDIR=/usr/lib/$$multiarch STRIP=1 >/dev/null; \
-	mkdir -p $$root/debian $$root/pkg/DEBIAN; \
-	printf 'Source: jaq\n\nPackage: jaq\nArchitecture: any\n' > $$root/debian/control; \
-	elves=$$(find $$root/pkg -type f \( -name '*.so*' -o -path '*/bin/*' \) | sort); \
-	depends=$$(cd $$root && dpkg-shlibdeps -O -S$$root/pkg $$elves 2>$$root/shlibdeps.log | sed -n 's/^shlibs:Depends=//p') \
-	  || { cat $$root/shlibdeps.log; exit 1; }; \
-	[ -n "$$depends" ] || { echo "dpkg-shlibdeps found no dependencies:"; cat $$root/shlibdeps.log; exit 1; }; \
-	recommends=$$(for l in librubberband libavformat libavcodec libavutil; do \
-	    f=$$(readlink -f /usr/lib/$$multiarch/$$l.so) && dpkg -S "$$f" 2>/dev/null | sed -n '1s/:.*//p'; \
-	  done | paste -sd, | sed 's/,/, /g'); \
-	[ -n "$$recommends" ] || { echo "cannot find the packages of Rubber Band and FFmpeg (make deps-install)"; exit 1; }; \
-	{ echo "Package: jaq"; echo "Version: $(VERSION)"; echo "Architecture: $$arch"; \
-	  echo "Maintainer: $(DEB_MAINTAINER)"; echo "Section: sound"; echo "Priority: optional"; \
-	  echo "Installed-Size: $$(du -sk --exclude=DEBIAN $$root/pkg | cut -f1)"; \
-	  echo "Depends: $$depends"; \
-	  echo "Recommends: jackd2, $$recommends"; \
-	  echo "Description: Apple's Audio Queue Services on JACK"; \
-	  echo " The jaq command (record and play in sync on JACK frame time), libAudioToolbox.so"; \
-	  echo " with Apple's AudioQueue and AudioFile C API, its headers and pkg-config file."; \
-	  echo " Includes the Swift runtime libraries it needs, privately."; } > $$root/pkg/DEBIAN/control; \
-	echo "activate-noawait ldconfig" > $$root/pkg/DEBIAN/triggers; \
-	dpkg-deb --root-owner-group -Z$(DEB_COMPRESSION) --build $$root/pkg $(DEB_OUT)/jaq_$(VERSION)_$$arch.deb; \
-	echo "Depends: $$depends"
+	DEB_COMPRESSION=$(DEB_COMPRESSION) Configs/debian-build.sh $(DEB_OUT) $(BUILT) $(GENERATE_MANUAL)

@@ -20,12 +20,24 @@ manuals=("$pages"/*.1)
 [ ${#manuals[@]} -gt 1 ] || { echo "$generate made no manual pages for $jaq" >&2; exit 1; }
 install -d "$datadir/man/man1" "$datadir/bash-completion/completions" "$datadir/zsh/vendor-completions" \
     "$datadir/fish/vendor_completions.d"
+# The generated mdoc, as man-db and groff read it: the NAME of `jaq play` is `jaq.play`, as its
+# file (whatis and lexgrog parse no space there; the synopsis still says "jaq play", as git's
+# pages do), and a blank line, which groff warns about, is a paragraph break.
+tidy() {
+    awk '/^\.Sh NAME$/ { name = 1; print; next }
+         name && /^\.Nm / { full = substr($0, 5); dotted = full; gsub(/"/, "", dotted); gsub(/ /, ".", dotted)
+                             print ".Nm " dotted; name = 0; next }
+         /^\.Nm$/ && full != "" { print ".Nm " full; next }
+         /^$/ { print ".Pp"; next }
+         { print }' "$1"
+}
 for page in "${manuals[@]}"; do
     # -n: no name or time stamp in the archive, so the same page gives the same bytes.
-    gzip -9n <"$page" >"$datadir/man/man1/$(basename "$page").gz"
+    tidy "$page" | gzip -9n >"$datadir/man/man1/$(basename "$page").gz"
     chmod 644 "$datadir/man/man1/$(basename "$page").gz"
 done
-"$jaq" --generate-completion-script bash >"$datadir/bash-completion/completions/jaq"
+# A completion is sourced, not run: no #! line.
+"$jaq" --generate-completion-script bash | sed '1{/^#!/d}' >"$datadir/bash-completion/completions/jaq"
 "$jaq" --generate-completion-script zsh >"$datadir/zsh/vendor-completions/_jaq"
 "$jaq" --generate-completion-script fish >"$datadir/fish/vendor_completions.d/jaq.fish"
 chmod 644 "$datadir/bash-completion/completions/jaq" "$datadir/zsh/vendor-completions/_jaq" \

@@ -5,21 +5,24 @@ import Testing
 /// Where the suite's package and scratch roots live, removed when the test process exits.
 nonisolated(unsafe) private var installScratch: String?
 
-/// `make deb` from the release products (`make deb-built`, which runs `make install-built`
-/// with DESTDIR), unpacked with `dpkg -x` into a scratch root — never the machine's /usr — and
-/// used from there as a user of the installed package would: the C recorder built with
-/// pkg-config from another directory, the installed jaq playing and recording, nothing taken
-/// from the Swift toolchain.
+/// The Debian packages from the release products (`make deb-built`: dpkg-buildpackage with
+/// Configs/debian, packaging what `make release` built), unpacked with `dpkg -x` into a scratch
+/// root — never the machine's /usr — and used from there as a user of the installed packages
+/// would: the C recorder built with pkg-config from another directory, the installed jaq
+/// playing and recording, nothing taken from the Swift toolchain.
 @Suite(.serialized) struct InstallTests {
-    /// The package, built and unpacked once for the suite.
+    /// The packages, built and unpacked once for the suite.
     struct Installed {
-        let deb: String
-        /// The scratch root the package was unpacked into (its /usr is `root + "/usr"`).
+        /// libaudiotoolbox1, libaudiotoolbox-dev and jaq: their .deb files.
+        let debs: [String: String]
+        /// The scratch root the packages were unpacked into (their /usr is `root + "/usr"`).
         let root: String
         /// Debian's multiarch library directory, under the root: root/usr/lib/<triplet>.
         let libraryDirectory: String
         var jaq: String { root + "/usr/bin/jaq" }
         var library: String { libraryDirectory + "/libAudioToolbox.so.1.0.0" }
+        static let names = ["libaudiotoolbox1", "libaudiotoolbox-dev", "jaq"]
+        func deb(_ name: String) -> String { debs[name] ?? "/nonexistent/\(name).deb" }
     }
 
     static let installed: Result<Installed, Error> = Result {
@@ -31,18 +34,22 @@ nonisolated(unsafe) private var installScratch: String?
                 try? FileManager.default.removeItem(atPath: scratch)
             }
         }
-        // Uncompressed: the tests check the contents, not xz.
+        // gzip: quicker than xz, and lintian refuses an uncompressed package.
         let make = try runProcess(["make", "-C", ReleaseProducts.packageRoot.path, "--no-print-directory", "deb-built",
-                                   "BUILT=\(releaseDirectory)", "GENERATE_MANUAL=\(try ReleaseProducts.generateManualTool())", "DEB_OUT=\(scratch)", "DEB_COMPRESSION=none"], timeout: 300)
+                                   "BUILT=\(releaseDirectory)", "GENERATE_MANUAL=\(try ReleaseProducts.generateManualTool())",
+                                   "DEB_OUT=\(scratch)", "DEB_COMPRESSION=gzip"], timeout: 600)
         guard make.status == 0 else { throw JackServerError("make deb-built failed: \(make.output)\(make.error)") }
-        let debs = try FileManager.default.contentsOfDirectory(atPath: scratch).filter { $0.hasSuffix(".deb") }
-        guard debs.count == 1 else { throw JackServerError("make deb-built made \(debs) in \(scratch): \(make.output)") }
-        let deb = "\(scratch)/\(debs[0])"
+        let files = try FileManager.default.contentsOfDirectory(atPath: scratch).filter { $0.hasSuffix(".deb") }
+        var debs: [String: String] = [:]
+        for file in files { debs[String(file.split(separator: "_")[0])] = "\(scratch)/\(file)" }
+        guard Set(debs.keys) == Set(Installed.names) else { throw JackServerError("make deb-built made \(files) in \(scratch): \(make.output)") }
         let root = "\(scratch)/root"
-        let unpack = try runProcess(["dpkg", "-x", deb, root])
-        guard unpack.status == 0 else { throw JackServerError("dpkg -x \(deb): \(unpack.error)") }
+        for deb in debs.values {
+            let unpack = try runProcess(["dpkg", "-x", deb, root])
+            guard unpack.status == 0 else { throw JackServerError("dpkg -x \(deb): \(unpack.error)") }
+        }
         let multiarch = try runProcess(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-        return Installed(deb: deb, root: root, libraryDirectory: "\(root)/usr/lib/\(multiarch)")
+        return Installed(debs: debs, root: root, libraryDirectory: "\(root)/usr/lib/\(multiarch)")
     }
 
     let package: Installed
@@ -54,7 +61,7 @@ nonisolated(unsafe) private var installScratch: String?
     }
 
     @Test func packageDependsOnItsLibrariesAndShipsTheAPI() throws {
-        let depends = try runProcess(["dpkg-deb", "-f", package.deb, "Depends"]).output
+        let depends = try runProcess(["dpkg-deb", "-f", package.deb("libaudiotoolbox1"), "Depends"]).output
         for needed in ["libjack-jackd2-0", "libsndfile1", "libsoxr0", "libc6"] {
             #expect(depends.contains(needed), "Depends: \(depends)")
         }
@@ -65,7 +72,7 @@ nonisolated(unsafe) private var installScratch: String?
         }
         #expect(!depends.contains("swift"), "the Swift runtime is in the package, not a dependency: \(depends)")
         // Rubber Band (GPL-2+) and FFmpeg are opened at run time: recommended, never linked.
-        let recommends = try runProcess(["dpkg-deb", "-f", package.deb, "Recommends"]).output
+        let recommends = try runProcess(["dpkg-deb", "-f", package.deb("libaudiotoolbox1"), "Recommends"]).output
         for wanted in ["jackd2", "librubberband", "libavformat", "libavcodec", "libavutil"] {
             #expect(recommends.contains(wanted), "Recommends: \(recommends)")
         }
@@ -93,6 +100,55 @@ nonisolated(unsafe) private var installScratch: String?
         #expect(installedConfig == (try String(contentsOf: ReleaseProducts.packageRoot.appendingPathComponent("Configs/jackd.conf"), encoding: .utf8)))
         let pc = try String(contentsOfFile: "\(package.libraryDirectory)/pkgconfig/AudioToolbox.pc", encoding: .utf8)
         #expect(pc.contains("libdir=/usr/lib/") && pc.contains("includedir=/usr/include") && pc.contains("Cflags: -I${includedir}/jaq"), "\(pc)")
+    }
+
+    /// Three packages, as Debian splits a library: the library named after its soname (with the
+    /// private Swift runtime), the -dev package (headers, .pc, the .so link), and the command;
+    /// the version `make version` prints; a symbols file listing the C API; lintian finds no error.
+    @Test func packagesAreSplitVersionedAndLintianClean() throws {
+        let version = try runProcess(["make", "-s", "-C", ReleaseProducts.packageRoot.path, "--no-print-directory", "version"])
+            .output.trimmingCharacters(in: .whitespacesAndNewlines)
+        try #require(!version.isEmpty)
+        var contents: [String: [String]] = [:]
+        for name in Installed.names {
+            #expect(try runProcess(["dpkg-deb", "-f", package.deb(name), "Version"]).output.trimmingCharacters(in: .whitespacesAndNewlines) == version, "\(name)")
+            let listing = try runProcess(["dpkg-deb", "-c", package.deb(name)])
+            try #require(listing.status == 0, "\(listing.error)")
+            // "-rw-r--r-- root/root 1234 2026-11-27 08:00 ./usr/bin/jaq [-> target]"
+            contents[name] = listing.output.split(separator: "\n").compactMap { line in
+                line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).first.map { String($0.dropFirst()) }
+            }
+        }
+        func holds(_ name: String, _ path: String) -> Bool { contents[name, default: []].contains { $0.hasPrefix(path) } }
+        let lib = "/usr/lib/" + URL(fileURLWithPath: package.libraryDirectory).lastPathComponent
+        #expect(holds("libaudiotoolbox1", "\(lib)/libAudioToolbox.so.1.0.0") && holds("libaudiotoolbox1", "\(lib)/jaq/swift/libswiftCore.so"))
+        #expect(!holds("libaudiotoolbox1", "/usr/include") && !holds("libaudiotoolbox1", "/usr/bin") && !holds("libaudiotoolbox1", "\(lib)/pkgconfig"))
+        #expect(holds("libaudiotoolbox-dev", "/usr/include/jaq/AudioToolbox/AudioQueue.h") && holds("libaudiotoolbox-dev", "\(lib)/pkgconfig/AudioToolbox.pc")
+                && contents["libaudiotoolbox-dev", default: []].contains("\(lib)/libAudioToolbox.so"))
+        #expect(holds("jaq", "/usr/bin/jaq") && holds("jaq", "/usr/share/man/man1/jaq.record.1.gz") && holds("jaq", "/usr/share/jaq/jackd.conf"))
+        #expect(!holds("jaq", lib), "the command's package holds no library")
+        for name in ["jaq", "libaudiotoolbox-dev"] {
+            let depends = try runProcess(["dpkg-deb", "-f", package.deb(name), "Depends"]).output
+            #expect(depends.contains("libaudiotoolbox1 (= \(version))"), "\(name) Depends: \(depends)")
+        }
+
+        // The symbols file: every symbol of the map, since this version.
+        let control = scratchDirectory("control")
+        defer { removeScratch(control) }
+        #expect(try runProcess(["dpkg-deb", "-e", package.deb("libaudiotoolbox1"), control]).status == 0)
+        let symbols = (try? String(contentsOfFile: "\(control)/symbols", encoding: .utf8)) ?? ""
+        let map = try String(contentsOf: ReleaseProducts.packageRoot.appendingPathComponent("Configs/libAudioToolbox.map"), encoding: .utf8)
+        let listed = map.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { $0.hasSuffix(";") && !$0.contains(":") && $0 != "*;" && !$0.hasPrefix("}") }.map { String($0.dropLast()) }
+        #expect(symbols.hasPrefix("libAudioToolbox.so.1 libaudiotoolbox1 #MINVER#"), "\(symbols.prefix(200))")
+        let missing = listed.filter { !symbols.contains(" \($0)@AUDIOTOOLBOX_1 ") }
+        #expect(!listed.isEmpty && missing.isEmpty, "not in the symbols file: \(missing)")
+
+        let lintian = try runProcess(["lintian", "--tag-display-limit", "0"] + Installed.names.map(package.deb), timeout: 300)
+        let errors = lintian.output.split(separator: "\n").filter { $0.hasPrefix("E: ") }
+        #expect(errors.isEmpty, "lintian: \(errors.joined(separator: "\n"))")
+        let warnings = lintian.output.split(separator: "\n").filter { $0.hasPrefix("W: ") }
+        print("measured: lintian on the three packages: \(errors.count) errors, \(warnings.count) warnings\(warnings.isEmpty ? "" : ": " + warnings.joined(separator: "; "))")
     }
 
     @Test func installedJaqAndLibraryNeedNothingFromTheToolchain() throws {
