@@ -202,6 +202,36 @@ public final class JackSession: @unchecked Sendable {
         return (state == JackTransportRolling, position.frame)
     }
 
+    /// The transport as the current cycle began: rolling or not, its frame, and that cycle's
+    /// device frame (JACK's frame time extended to 64 bits as `transportChanges` extends it):
+    /// while it rolls, the transport frame of device frame `f` is `frame + (f - deviceFrame)`.
+    public func transportPosition() -> (rolling: Bool, frame: UInt32, deviceFrame: Int64) {
+        if JackLibrary.isPipeWire { waitForClock() }
+        // The position is the transport's at the current cycle's first frame: read between two
+        // readings of that frame that agree (a cycle that began during the read is read again).
+        // jack_time_to_frames(position.usecs) would be off by a frame or two (the clock's filter).
+        func cycleFrame() -> jack_nframes_t? {
+            var frames: jack_nframes_t = 0
+            var current: jack_time_t = 0
+            var next: jack_time_t = 0
+            var period: Float = 0
+            return jack_get_cycle_times(client, &frames, &current, &next, &period) == 0 ? frames : nil
+        }
+        var position = jack_position_t()
+        var state = jack_transport_query(client, &position)
+        var cycle = jack_time_to_frames(client, position.usecs)
+        for _ in 0..<8 {
+            guard let before = cycleFrame() else { break }
+            state = jack_transport_query(client, &position)
+            if cycleFrame() == before {
+                cycle = before
+                break
+            }
+        }
+        return (state == JackTransportRolling, position.frame,
+                extendFrameTime(cycle, reference: JackDriver.shared.frameReference.pointee.load(ordering: .relaxed)))
+    }
+
     /// The device frame (32-bit frame time) of the first cycle in which the transport
     /// was seen rolling (`rolling` true) or stopped, after `after` changes; nil if none yet.
     /// `lastChangeFrame` is device time: JACK's 32-bit frame time extended to 64 bits as the

@@ -47,7 +47,7 @@ public final class SoundFile {
     /// The file's format, rate and channels, and its frame count when it was opened.
     public let info: Info
 
-    private var handle: OpaquePointer?
+    private(set) var handle: OpaquePointer?
     private let io: DescriptorIO
 
     /// Opens the file at `path`.

@@ -101,6 +101,10 @@ struct FileReport: Encodable {
     let peaks: [Peak]
     /// Packets, priming and padding of compressed files (nil, left out of JSON, for PCM).
     let packets: PacketInfo?
+    /// The Broadcast Wave chunk's time reference (samples; nil, left out of JSON, without one),
+    /// and who wrote the chunk.
+    let timeReference: UInt64?
+    let originator: String?
 
     init(path: String) throws(InfoFailure) {
         var fileID: AudioFileID?
@@ -134,6 +138,10 @@ struct FileReport: Encodable {
                                                 maximumPacketSize: Int(largest), cookie: [])
         }
         peaks = linearPeaks.map { Peak(linear: $0, dBFS: $0 > 0 ? 20 * log10($0) : nil) }
+        let broadcast = fileType == kAudioFileWAVEType || fileType == kAudioFileRF64Type
+            ? AudioTakeFile.broadcastWave(ofFileAt: path) : nil
+        timeReference = broadcast?.timeReference
+        originator = broadcast?.originator
     }
 
     /// The text `jaq info` prints.
@@ -150,9 +158,18 @@ struct FileReport: Encodable {
               sample rate: \(rate) Hz
               channels:    \(channels)
               frames:      \(frames)
-              duration:    \(String(format: "%.3f", duration)) s (\(Self.clock(duration)))\(packetText)
+              duration:    \(String(format: "%.3f", duration)) s (\(Self.clock(duration)))\(packetText)\(timeReferenceText)
               peak:        \(peakText)
             """
+    }
+
+    /// The Broadcast Wave line ("" without a bext chunk): the time reference in samples and
+    /// as a time at the file's rate, and its writer.
+    private var timeReferenceText: String {
+        guard let timeReference else { return "" }
+        let seconds = sampleRate > 0 ? Double(timeReference) / sampleRate : 0
+        let writer = originator.map { $0.isEmpty ? "" : ", written by \($0)" } ?? ""
+        return "\n  time ref:    \(timeReference) samples (\(Self.clock(seconds))) (Broadcast Wave\(writer))"
     }
 
     /// The packets line of compressed files ("" for PCM).

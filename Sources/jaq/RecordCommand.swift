@@ -282,10 +282,22 @@ struct RecordCommand: ParsableCommand {
         let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
         let toDeviceFrames = { (queueFrames: Int64) -> Int64 in Int64((Double(queueFrames) * deviceRate / fileRate).rounded()) }
         let prerollFrames = preRoll.frames(at: fileRate)
-        func beginTake(atDevice frame: Int64, origin: Int64) {
+        // Where the take belongs on the timeline (its files' Broadcast Wave chunk): on the
+        // transport's frames when it follows the transport (`transportRoll`: the roll's device
+        // frame and position) or the transport rolls as it starts, else on JACK's.
+        var place: TakePlace?
+        func beginTake(atDevice frame: Int64, origin: Int64, transportRoll: (deviceFrame: Int64, position: Int64)? = nil) {
             let offset = toQueueFrames(frame - origin)
+            let takeStart = max(0, offset - prerollFrames)
+            let rolling = transportRoll == nil ? server.session.transportPosition() : nil
+            let anchor = transportRoll ?? rolling.flatMap { $0.rolling ? ($0.deviceFrame, Int64($0.frame)) : nil }
+            let firstDevice = origin + toDeviceFrames(takeStart + (skip.min() ?? 0))
+            let newPlace = TakePlace.of(firstDeviceFrame: firstDevice, transport: anchor, deviceRate: deviceRate, fileRate: fileRate)
+            let broadcast = newPlace.broadcastWaves(files: files, sources: sources, format: takeFormat, rate: fileRate)
+            place = newPlace
             activeWriter.state.withLock {
-                $0.takeStart = max(0, offset - prerollFrames)
+                $0.takeStart = takeStart
+                $0.broadcast = broadcast
                 if let durationFrames { $0.end = durationFrames + prerollFrames - max(0, prerollFrames - offset) }
             }
         }
@@ -453,7 +465,12 @@ struct RecordCommand: ParsableCommand {
                     }
                     beginTake(atDevice: trigger.start == .now ? origin : trigger.start == .transport ? max(frame, origin)
                                   : startAt != nil ? takeStartDevice ?? frame : frame,
-                              origin: origin)
+                              origin: origin,
+                              transportRoll: trigger.start == .transport ? (frame, Int64(session.lastTransportRollPosition())) : nil)
+                    if let place {
+                        Log.info("time reference: \(place.description)" + (files.contains { $0.take.carriesBroadcastWave } ? ""
+                            : " (not stored: \(takeFormat.name) files carry no Broadcast Wave chunk; wav and rf64 takes do)"))
+                    }
                 case .stop(let frame)?:
                     reportRelocations(origin: origin)
                     // The take ends on the frame the transport stopped.

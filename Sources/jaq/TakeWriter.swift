@@ -108,6 +108,9 @@ final class TakeWriter: @unchecked Sendable {
     struct State {
         /// Queue time of take frame 0 (nil while waiting for the start).
         var takeStart: Int64?
+        /// The Broadcast Wave chunk of each file (WAV, RF64), set with `takeStart`: written
+        /// before the take's first frame.
+        var broadcast: [AudioTakeFile.BroadcastWave]?
         /// Take frames to write (nil: until stopped).
         var end: Int64?
         /// No more buffers will come.
@@ -423,6 +426,7 @@ final class TakeWriter: @unchecked Sendable {
         var target = max(available, written)
         if let end { target = min(target, end) }
         if target > written {
+            if written == 0 { writeBroadcastWave() }
             // Every file gets the frames, or (disk full, a write error) none does: the tracks of
             // a take always have the same length, and `written` is what each file holds.
             guard reserve(through: target) else { return }
@@ -436,6 +440,18 @@ final class TakeWriter: @unchecked Sendable {
         // Buffers before take frame `written` of the earliest track are no longer needed.
         let needed = takeStart + minSkip + written
         while let first = held.first, first.end <= needed { release(held.removeFirst()!.buffer) }
+    }
+
+    /// Writes each file's Broadcast Wave chunk (its place on the timeline), before its first
+    /// frame. A file that cannot take it is still recorded: the take matters more than its
+    /// position, and the end-of-take report says what is missing.
+    private func writeBroadcastWave() {
+        guard let broadcast = state.withLock({ $0.broadcast }), broadcast.count == files.count else { return }
+        for (file, chunk) in zip(files, broadcast) where file.take.carriesBroadcastWave {
+            do { try file.take.setBroadcastWave(chunk) } catch {
+                Log.error("\(error.description) (the take is recorded without its time reference)")
+            }
+        }
     }
 
     /// Take frames every file has disk space reserved for.

@@ -83,7 +83,7 @@ public final class AudioTakeFile {
     public let channelCount: Int
     /// Frames written so far.
     public private(set) var framesWritten: Int64 = 0
-    private let file: SoundFile
+    let file: SoundFile
     /// How the samples go to libsndfile, and the most audio the header can count.
     private let transfer: SampleTransfer
     private let bytesPerFrame: Int
