@@ -34,7 +34,10 @@ struct RecordCommand: ParsableCommand {
         The take starts now, at a JACK frame (--at), after a delay (--in), when JACK transport \
         rolls (--transport, which also stops it), or when Enter is pressed (--on-enter); \
         --pre-roll S adds the S seconds before the start. It stops after --duration (exact to \
-        the frame), on Ctrl-C/SIGTERM, or when the transport stops. Compressed takes (-f m4a) \
+        the frame), on Ctrl-C/SIGTERM, or when the transport stops; with --multi jaq stays \
+        armed and records a take per roll ({take} numbers them). WAV and RF64 takes carry \
+        their place (Broadcast Wave time reference): the transport frame of their first \
+        sample, or its JACK frame. Compressed takes (-f m4a) \
         start and stop on the same frames. Headers are brought up to \
         date as the take is written and flushed every second, so a take survives SIGKILL and \
         power loss; an .m4a take is fragmented MPEG-4 until it ends, so a killed one opens too \
@@ -48,6 +51,7 @@ struct RecordCommand: ParsableCommand {
           jaq record -f flac -o 'song-{take}-{track}.{ext}' 'system:capture_[1-4]$'
           jaq record --interleaved -d 1:00 'jaq-.*:out_'
           jaq record --transport --pre-roll 2 system
+          jaq record --transport --multi -o 'song-{take}-{n}.wav' system
           jaq record -f m4a --codec alac --at 960000 -d 30 system
         """)
 
@@ -91,6 +95,12 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: .long, help: "Start when Enter is pressed (reads standard input).")
     var onEnter = false
 
+    @Flag(name: .long, help: "With --transport: a tape machine, one take per roll ({take} numbers them) until Ctrl-C.")
+    var multi = false
+
+    @Option(name: .long, help: ArgumentHelp("Run this shell command with the take's file names as arguments once they are complete.", valueName: "command"))
+    var onTakeEnd: String?
+
     @Option(name: .long, help: ArgumentHelp("Include this long before the start (a time, as --duration).", valueName: "time"),
             transform: TimeValue.parse)
     var preRoll: TimeValue = TimeValue(seconds: 0)
@@ -133,6 +143,12 @@ struct RecordCommand: ParsableCommand {
     /// The usage errors found before a server is looked for, in one line each (validate()'s
     /// would print argument-parser's usage under them).
     private func checkUsage() throws {
+        if multi && !transport {
+            throw CLIError("--multi records one take per transport roll: give --transport too", exitCode: CLIError.usage)
+        }
+        if multi, let output, !output.contains("{take}") {
+            throw CLIError("--output \(output): --multi makes a take per roll, and needs {take} in the name", exitCode: CLIError.usage)
+        }
         if let duration, (TimeSpec.frames(duration, rate: 48000) ?? 0) <= 0 {
             throw CLIError("--duration \(duration): \(TimeSpec.problem(duration))", exitCode: CLIError.usage)
         }
@@ -151,7 +167,13 @@ struct RecordCommand: ParsableCommand {
 
     func record() throws {
         // m4a (AAC or ALAC) and compressed CAF: an encoding input queue (CompressedTake.swift).
-        if let take = try CompressedTake(format: format, codec: codec, bits: bits, bitRate: bitrate) { return try recordCompressed(take) }
+        if let take = try CompressedTake(format: format, codec: codec, bits: bits, bitRate: bitrate) {
+            if multi {
+                throw CLIError("--multi: \(format) takes with --codec record one roll each; a tape machine records wav, rf64, w64, aiff, caf, flac, ogg, opus or mp3",
+                               exitCode: CLIError.usage)
+            }
+            return try recordCompressed(take)
+        }
         if let bitrate { throw CLIError("--bitrate \(bitrate) is for AAC takes (-f m4a, or -f caf --codec aac)", exitCode: CLIError.usage) }
         let takeFormat: AudioTakeFile.Format
         do { takeFormat = try AudioTakeFile.Format(name: format, bits: bits) } catch { throw CLIError(error.description, exitCode: CLIError.usage) }
@@ -182,7 +204,7 @@ struct RecordCommand: ParsableCommand {
         let session: JackSession! = transport ? server.session : nil
 
         // Files: create them all before recording (and remove them again if one fails).
-        let files = try createFiles(format: takeFormat, tracks: sources, rate: fileRate)
+        var files = try createFiles(format: takeFormat, tracks: sources, rate: fileRate)
         let paths = files.map(\.path)
         startup.onFire { for path in paths { unlink(path) } }
 
@@ -242,6 +264,7 @@ struct RecordCommand: ParsableCommand {
         activeWriter.state.withLock {
             $0.preroll = preRoll.frames(at: fileRate)
             $0.keepsFromQueueStart = startAt != nil || `in` != nil
+            $0.takesFollow = multi
         }
         activeWriter.start()
 
@@ -301,7 +324,7 @@ struct RecordCommand: ParsableCommand {
                 if let durationFrames { $0.end = durationFrames + prerollFrames - max(0, prerollFrames - offset) }
             }
         }
-        let targets = files.map { $0.path }.joined(separator: ", ")
+        var targets = files.map { $0.path }.joined(separator: ", ")
         let trackCount = "\(sources.count) track\(sources.count == 1 ? "" : "s")"
         var trigger = try Trigger.forCommand(at: startAt, in: `in`, transport: transport, onEnter: onEnter)
         trigger.arm(now: Int64(now.mSampleTime), deviceRate: deviceRate, origin: requestedOrigin,
@@ -341,6 +364,10 @@ struct RecordCommand: ParsableCommand {
             if seen.lost > 0 { Log.error("\(seen.lost) transport relocations came too fast to report") }
         }
         var discontinuitiesAtTakeStart: UInt32?
+        // The transport changes seen when the last take stopped (--multi: the next roll after them starts the next).
+        var stopChanges: Int?
+        // The last take ended as asked (its duration, the transport's stop): kept even if empty.
+        var reachedEnd = false
         var serverGone = false
         var deviceLost: String?
         func takeFrame(_ deviceFrame: Int64) -> Int64 {
@@ -368,6 +395,33 @@ struct RecordCommand: ParsableCommand {
                       + " (netjack2 lost their packets and filled the frames from other cycles): "
                       + (networkTracks.isEmpty ? "every track keeps its frames" : "silence in the \(networkTracks.count) tracks from \(clockClient):, the others keep their frames"))
         }
+        /// What a take lost, said once it is complete: frames the queue or the disk lost, network
+        /// gaps, cycles that ran late.
+        func reportLosses(_ final: TakeWriter.State) {
+            for event in final.lostEvents {
+                Log.error("lost \(event.frames) frames at \(TimeSpec.clock(event.takeFrame, rate: fileRate)) (replaced by silence)")
+            }
+            if masterClock != nil, !networkGaps.isEmpty {
+                Log.error("network gaps: \(networkGaps.count) (\(networkGaps.reduce(0) { $0 + $1.frames }) frames) at take frames "
+                          + networkGaps.prefix(20).map { "\($0.takeFrame)+\($0.frames)" }.joined(separator: ", ")
+                          + (networkGaps.count > 20 ? ", …" : ""))
+            }
+            if final.droppedFrames > 0 {
+                Log.error("the disk fell behind: \(final.droppedFrames) frames dropped (replaced by silence)")
+            }
+            let discontinuities = Self.discontinuities(queue) &- (discontinuitiesAtTakeStart ?? Self.discontinuities(queue))
+            if discontinuities > 0 {
+                // Cycles that ran late. jackd2 keeps a late client's data in order (jaq tells late
+                // readings from skipped cycles); PipeWire lets the graph run on, so a late cycle may
+                // have read the next cycle's data: say so, as the take may differ there.
+                Log.info("\(discontinuities) xruns while recording (JACK cycles ran late"
+                         + (JackLibrary.isPipeWire ? "; under PipeWire a late cycle can repeat or skip a period of what it records)" : ")"))
+            }
+        }
+        // --on-take-end: the command runs once a take's files are complete and closed.
+        let hooks = TakeEndHooks(command: onTakeEnd)
+        func takeEnded(_ paths: [String]) { hooks.run(paths) }
+
         while true {
             let state = activeWriter.state.withLock { ($0.takeStart, $0.end, $0.error, $0.finished) }
             if state.0 != nil && discontinuitiesAtTakeStart == nil {
@@ -384,8 +438,43 @@ struct RecordCommand: ParsableCommand {
                 exitStatus = 1
                 break
             }
-            // A take whose every frame is written is done, whatever its sources do next.
-            if let end = state.1, activeWriter.framesWritten >= end { stopReason = "duration reached"; break }
+            // A take whose every frame is written is done, whatever its sources do next. A tape
+            // machine (--multi) reports it and arms the next take.
+            if let end = state.1, activeWriter.framesWritten >= end {
+                guard multi, interruption.signal == nil else {
+                    stopReason = stopReason ?? "duration reached"
+                    reachedEnd = true
+                    break
+                }
+                let done = activeWriter.state.withLock { $0 }
+                reportLosses(done)
+                Log.info("\(stopReason ?? "duration reached"): \(TimeSpec.clock(end, rate: fileRate)) (\(end) frames) in \(targets)"
+                         + (done.clippedSamples > 0 ? "; \(done.clippedSamples) samples clipped" : ""))
+                let next: [TakeFile]
+                do { next = try createFiles(format: takeFormat, tracks: sources, rate: fileRate) } catch {
+                    stopReason = "\(error)"
+                    exitStatus = 1
+                    break
+                }
+                guard activeWriter.nextTake(next) else {
+                    removeFiles(next)
+                    if activeWriter.state.withLock({ $0.error }) == nil { stopReason = "the writer did not close the take"; exitStatus = 1 }
+                    break
+                }
+                takeEnded(files.map(\.path))
+                files = next
+                targets = files.map { $0.path }.joined(separator: ", ")
+                trigger.rearm(transportChanges: stopChanges ?? session.transportChanges().count)
+                stopReason = nil
+                stopChanges = nil
+                armedAnnounced = false
+                discontinuitiesAtTakeStart = nil
+                networkGaps = []
+                rollFrame = .max
+                place = nil
+                sourceWatch?.end = nil
+                continue
+            }
             // The sources are looked at up to the take's last frame (its tracks' last, latency
             // compensation counted): a source leaving after it leaves a complete take.
             if let start = state.0, let end = state.1, let origin = startedOrigin() {
@@ -475,6 +564,8 @@ struct RecordCommand: ParsableCommand {
                     reportRelocations(origin: origin)
                     // The take ends on the frame the transport stopped.
                     Log.info("transport stopped at JACK frame \(frame)")
+                    stopReason = "transport stopped"
+                    stopChanges = seen.transportChanges
                     activeWriter.state.withLock { state in
                         if let start = state.takeStart { state.end = max(0, toQueueFrames(frame - origin) - start) }
                     }
@@ -521,27 +612,7 @@ struct RecordCommand: ParsableCommand {
         activeWriter.waitUntilFinished()
         let final = activeWriter.state.withLock { $0 }
         let frames = activeWriter.framesWritten
-        for event in final.lostEvents {
-            Log.error("lost \(event.frames) frames at \(TimeSpec.clock(event.takeFrame, rate: fileRate)) (replaced by silence)")
-        }
-        if masterClock != nil {
-            if !networkGaps.isEmpty {
-                Log.error("network gaps: \(networkGaps.count) (\(networkGaps.reduce(0) { $0 + $1.frames }) frames) at take frames "
-                          + networkGaps.prefix(20).map { "\($0.takeFrame)+\($0.frames)" }.joined(separator: ", ")
-                          + (networkGaps.count > 20 ? ", …" : ""))
-            }
-        }
-        if final.droppedFrames > 0 {
-            Log.error("the disk fell behind: \(final.droppedFrames) frames dropped (replaced by silence)")
-        }
-        let discontinuities = Self.discontinuities(queue) &- (discontinuitiesAtTakeStart ?? Self.discontinuities(queue))
-        if discontinuities > 0 {
-            // Cycles that ran late. jackd2 keeps a late client's data in order (jaq tells late
-            // readings from skipped cycles); PipeWire lets the graph run on, so a late cycle may
-            // have read the next cycle's data: say so, as the take may differ there.
-            Log.info("\(discontinuities) xruns while recording (JACK cycles ran late"
-                     + (JackLibrary.isPipeWire ? "; under PipeWire a late cycle can repeat or skip a period of what it records)" : ")"))
-        }
+        reportLosses(final)
         if let error = final.error {
             Log.error("\(error); the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file)")
             exitStatus = 1
@@ -552,14 +623,19 @@ struct RecordCommand: ParsableCommand {
         } else if serverGone {
             Log.error("the JACK server went away; the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) "
                       + "(\(frames) frames in every file): \(files.map(\.path).joined(separator: ", "))")
-        } else {
+        } else if !(multi && frames == 0 && !reachedEnd) {  // a tape machine's next take that never rolled: said below
             Log.info("\(stopReason ?? "stopped"): \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames) in \(files.map(\.path).joined(separator: ", "))"
                      + (final.clippedSamples > 0 ? "; \(final.clippedSamples) samples clipped" : ""))
         }
-        if frames == 0 && final.error == nil && !serverGone && deviceLost == nil && stopReason != "duration reached" {
+        let takesBefore = final.takesClosed
+        if frames == 0 && final.error == nil && !serverGone && deviceLost == nil && !reachedEnd {
             removeFiles(files)
-            Log.info("nothing was recorded; no files kept")
+            Log.info(takesBefore > 0 ? "\(takesBefore) take\(takesBefore == 1 ? "" : "s") recorded; the next had not started: its files are removed"
+                                     : "nothing was recorded; no files kept")
+        } else {
+            takeEnded(files.map(\.path))
         }
+        hooks.waitForAll()
         // The take is on disk; closing the queue's client (and a private server) must not hang.
         _ = Watchdog(seconds: Watchdog.teardownSeconds, status: exitStatus,
                      message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; the take is complete")

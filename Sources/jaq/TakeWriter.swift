@@ -74,7 +74,8 @@ final class TakeWriter: @unchecked Sendable {
     let format: AudioTakeFile.Format
     let channelCount: Int
     let rate: Double
-    let files: [TakeFile]
+    /// The current take's files (the writer thread swaps in the next take's: `nextTake`).
+    private(set) var files: [TakeFile]
     let skip: [Int64]
     let maxSkip: Int64
     let minSkip: Int64
@@ -127,6 +128,13 @@ final class TakeWriter: @unchecked Sendable {
         /// the main loop has not yet seen the start. (In freewheel seconds of audio pass between
         /// two of its looks: the queue then waits for buffers, and the server for the queue.)
         var keepsFromQueueStart = false
+        /// A tape machine (`--multi`): a complete take does not end the writer; it waits for
+        /// the next take's files (`nextFiles`), or the end of input.
+        var takesFollow = false
+        /// The next take's files, handed over by `nextTake`; taken once the current take is complete.
+        var nextFiles: [TakeFile]?
+        /// Takes completed and closed so far (`takesFollow`).
+        var takesClosed = 0
     }
 
     // Writer thread only.
@@ -275,6 +283,20 @@ final class TakeWriter: @unchecked Sendable {
     var framesWritten: Int64 { writtenAtomic.load(ordering: .relaxed) }
     private let writtenAtomic = Atomic<Int64>(0)
 
+    /// Hands over the next take's files (`takesFollow`): once the current take is complete,
+    /// the writer closes its files and waits for the next start with these, keeping the
+    /// frames captured since (the next take's pre-roll). Returns once it has.
+    func nextTake(_ next: [TakeFile], timeout: Double = 10) -> Bool {
+        let closed = state.withLock { state -> Int in
+            state.nextFiles = next
+            return state.takesClosed
+        }
+        wake.signal()
+        let deadline = Date().addingTimeInterval(timeout)
+        while state.withLock({ $0.takesClosed == closed && $0.error == nil }) && Date() < deadline { usleep(2000) }
+        return state.withLock { $0.takesClosed > closed }
+    }
+
     func finishInput() {
         state.withLock { $0.inputFinished = true }
         wake.signal()
@@ -314,7 +336,11 @@ final class TakeWriter: @unchecked Sendable {
                 makeDurable()
             }
             let complete = end.map { written >= $0 } ?? false
-            if (inputDone && lists.withLock({ $0.filled.isEmpty })) || complete { break }
+            if complete, let next = state.withLock({ $0.takesFollow ? $0.nextFiles : nil }) {
+                closeTake(then: next)
+                continue
+            }
+            if (inputDone && lists.withLock({ $0.filled.isEmpty })) || (complete && !state.withLock({ $0.takesFollow })) { break }
         }
         if state.withLock({ $0.error }) == nil { flushTake(final: true) }
         for file in files {
@@ -322,6 +348,30 @@ final class TakeWriter: @unchecked Sendable {
         }
         while let buffer = held.removeFirst() { release(buffer.buffer) }
         state.withLock { $0.finished = true }
+    }
+
+    /// Closes the complete take's files and makes `next` the files of a take waiting for its
+    /// start: the frames held past the take's end stay (the next pre-roll), the counts start over.
+    private func closeTake(then next: [TakeFile]) {
+        makeDurable()
+        for file in files {
+            do { try file.take.close() } catch { fail(error) }
+        }
+        files = next
+        written = 0
+        writtenAtomic.store(0, ordering: .relaxed)
+        reserved = 0
+        state.withLock {
+            $0.takeStart = nil
+            $0.end = nil
+            $0.broadcast = nil
+            $0.nextFiles = nil
+            $0.lostEvents = []
+            $0.droppedFrames = 0
+            $0.clippedSamples = 0
+            $0.keepsFromQueueStart = false
+            $0.takesClosed += 1
+        }
     }
 
     /// Moves the filled list's buffers to the held ones, noting frames the queue lost before each.

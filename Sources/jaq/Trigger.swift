@@ -76,6 +76,14 @@ struct Trigger: Equatable {
         }
     }
 
+    /// Arms a transport trigger again after its take (`jaq record --multi`): the next roll after
+    /// `transportChanges` changes starts the next take (a roll already seen after them counts,
+    /// as a quick roll and stop does).
+    mutating func rearm(transportChanges: Int) {
+        transportBaseline = transportChanges
+        phase = .armed
+    }
+
     /// One step of the main loop: (phase, observation) → (new phase, event).
     mutating func step(_ seen: Observation) -> Event? {
         let transportMoved = seen.transportChanges > transportBaseline

@@ -66,11 +66,6 @@ struct TakePlaceTests {
         return UInt64(probe.output.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    func frameNow(_ server: JackServer) throws -> Int64 {
-        let time = try jaq(["time"], server: server)
-        return try #require(Int64(time.output.trimmingCharacters(in: .whitespacesAndNewlines)), "jaq time: \(time.output)\(time.error)")
-    }
-
     func frame(after words: String, in log: String) -> Int64? {
         guard let range = log.range(of: words) else { return nil }
         return Int64(log[range.upperBound...].drop { !$0.isNumber }.prefix { $0.isNumber })

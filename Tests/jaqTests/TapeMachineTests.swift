@@ -1,0 +1,92 @@
+import Foundation
+import JackTestSupport
+import Testing
+
+/// `jaq record --transport --multi`: a tape machine beside the DAW (Docs/cli.md). One take per
+/// roll, numbered by {take}, each as long as its roll plus the pre-roll, each on its roll's
+/// transport frame (Broadcast Wave); the frames are the source's, in order; Ctrl-C while armed
+/// ends it with exit 0 and no empty take; `--on-take-end` runs once per take with its files.
+@Suite(.serialized) struct TapeMachineTests {
+    func frames(after words: String, in log: String) -> [Int64] {
+        log.components(separatedBy: words).dropFirst().compactMap { Int64($0.drop { !$0.isNumber }.prefix { $0.isNumber }) }
+    }
+
+    func waitForLog(_ path: String, count: Int, of words: String, timeout: Double = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let log = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            if log.components(separatedBy: words).count - 1 >= count { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    @Test func twoRollsMakeTwoTakesOfTheirLengthsOnTheirPositions() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("tape")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 30 * 48000)
+        let (at, play) = try playAhead(["ramp.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-ramp:out_L")
+        defer { kill(play.processIdentifier, SIGTERM); waitForExit(play) }
+        #expect(try jaq(["transport", "locate", "96000"], server: server).status == 0)
+        let log = "\(dir)/record.log"
+        let record = try jaqInBackground(["record", "--transport", "--multi", "--pre-roll", "0.1", "-o", "take-{take}.wav",
+                                          "--on-take-end", "printf '%s\\n' >> ended.txt", "jaq-1-ramp:out_L"],
+                                         server: server, log: log, directory: dir)
+        #expect(waitForLog(log, count: 1, of: "waiting for JACK transport"))
+        // Both rolls inside the ramp: it plays from `at`.
+        while try frameNow(server) < at + 24000 { usleep(20_000) }
+        #expect(try jaq(["transport", "start"], server: server).status == 0)
+        usleep(800_000)
+        #expect(try jaq(["transport", "stop"], server: server).status == 0)
+        #expect(waitForLog(log, count: 2, of: "waiting for JACK transport"), "armed again after the first take")
+        #expect(try jaq(["transport", "locate", "480000"], server: server).status == 0)
+        #expect(try jaq(["transport", "start"], server: server).status == 0)
+        usleep(500_000)
+        #expect(try jaq(["transport", "stop"], server: server).status == 0)
+        #expect(waitForLog(log, count: 3, of: "waiting for JACK transport"), "armed again after the second take")
+        kill(record.processIdentifier, SIGINT)
+        #expect(waitForExit(record, timeout: 20) == 0, "Ctrl-C while armed ends the tape machine with 0")
+
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        let rolled = frames(after: "transport rolling at JACK frame", in: text)
+        let stopped = frames(after: "transport stopped at JACK frame", in: text)
+        try #require(rolled.count == 2 && stopped.count == 2, "\(text)")
+        for (index, position) in [96000, 480000].enumerated() {
+            let path = "\(dir)/take-\(String(format: "%03d", index + 1)).wav"
+            let take = try readSamples24(path)
+            // The roll plus 0.1 s before it, the ramp's frames in order from the pre-roll's first.
+            #expect(Int64(take.samples.count) == stopped[index] - rolled[index] + 4800, "\(path): \(text)")
+            let first = rolled[index] - 4800 - at + 1
+            #expect(take.samples.first.map(Int64.init) == first, "\(path) starts on the pre-roll's frame")
+            #expect(take.samples.enumerated().allSatisfy { Int64($0.element) == first + Int64($0.offset) }, "\(path) holds the ramp's frames in order")
+            let info = try jaq(["info", "--json", path], server: nil)
+            #expect(info.output.contains("\"timeReference\" : \(position - 4800)"), "\(path): \(info.output)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/take-003.wav"), "the armed third take never rolled: no file")
+        #expect(text.contains("2 takes recorded"), "\(text)")
+        let ended = try String(contentsOfFile: "\(dir)/ended.txt", encoding: .utf8)
+        #expect(ended == "take-001.wav\ntake-002.wav\n", "--on-take-end ran once per take: \(ended)")
+    }
+
+    @Test func aFailingTakeEndCommandIsReportedAndTheTakeKept() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("tape-hook")
+        defer { removeScratch(dir) }
+        let result = try jaq(["record", "-d", "0.2", "-o", "take-{n}.wav", "--on-take-end", "exit 3", "system:capture_1"],
+                             server: server, directory: dir)
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.error.contains("--on-take-end: `exit 3` exited 3 for take-01.wav"), "\(result.error)")
+        #expect(try readSamples24("\(dir)/take-01.wav").samples.count == 9600)
+    }
+
+    @Test(arguments: [(["--multi", "system"], "give --transport too"),
+                      (["--multi", "--transport", "-o", "take.wav", "system"], "needs {take}"),
+                      (["--multi", "--transport", "-f", "m4a", "system"], "record one roll each")])
+    func multiWithoutWhatItNeedsIsAUsageError(_ arguments: [String], _ words: String) throws {
+        let result = try jaq(["record"] + arguments, server: nil)
+        #expect(result.status == 64 && result.error.contains(words), "\(result.status): \(result.error)")
+    }
+}
