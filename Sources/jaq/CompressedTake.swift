@@ -430,6 +430,11 @@ extension RecordCommand {
         } else {
             Log.info("\(path): \(valid) frames (\(String(format: "%.3f", Double(valid) / fileRate)) s) in \(written.0) packets")
         }
+        if packetTable != nil {
+            let hooks = TakeEndHooks(command: onTakeEnd)
+            hooks.run([path])
+            hooks.waitForAll()
+        }
         // The take is on disk; closing the queue's client (and a private server) must not hang.
         _ = Watchdog(seconds: Watchdog.teardownSeconds, status: exitStatus,
                      message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; the take is complete")

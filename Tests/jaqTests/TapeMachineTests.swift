@@ -80,6 +80,11 @@ import Testing
         #expect(result.status == 0, "\(result.error)")
         #expect(result.error.contains("--on-take-end: `exit 3` exited 3 for take-01.wav"), "\(result.error)")
         #expect(try readSamples24("\(dir)/take-01.wav").samples.count == 9600)
+        // An encoded take runs it too, once closed.
+        let m4a = try jaq(["record", "-d", "0.2", "-f", "m4a", "-o", "take.m4a", "--on-take-end", "printf '%s\\n' >> ended.txt",
+                           "system:capture_1"], server: server, directory: dir)
+        #expect(m4a.status == 0, "\(m4a.error)")
+        #expect((try? String(contentsOfFile: "\(dir)/ended.txt", encoding: .utf8)) == "take.m4a\n")
     }
 
     @Test(arguments: [(["--multi", "system"], "give --transport too"),
