@@ -252,6 +252,14 @@ public final class JackSession: @unchecked Sendable {
         return extendFrameTime(frame32, reference: JackDriver.shared.frameReference.pointee.load(ordering: .relaxed))
     }
 
+    /// The device frame of the last cycle in which the transport was seen stopping (with
+    /// `watchTransport`): a stop that was followed by a new roll before `transportChanges` is
+    /// read is still known by its frame. Extended to 64 bits as `transportChanges` extends its frame.
+    public func lastTransportStopFrame() -> Int64 {
+        let frame32 = UInt32(truncatingIfNeeded: watcher.pointee.lastStopFrame.load(ordering: .acquiring))
+        return extendFrameTime(frame32, reference: JackDriver.shared.frameReference.pointee.load(ordering: .relaxed))
+    }
+
     /// Starts the transport rolling (`jack_transport_start`) and waits (up to `timeout` s) until
     /// it rolls, so a command that exits right after has had its effect.
     public func startTransport(timeout: Double = 1) {
@@ -321,6 +329,9 @@ struct TransportWatch: ~Copyable {
     let lastRollFrame = Atomic<Int>(0)
     /// The transport frame (position) the last roll started from.
     let lastRollPosition = Atomic<Int>(0)
+    /// Frame time of the cycle in which the transport last stopped (a stop and a roll between
+    /// two looks at `changes` leave it here).
+    let lastStopFrame = Atomic<Int>(0)
     /// Relocations while rolling: `relocationCapacity` slots of (frame time, transport frame)
     /// of the first Rolling cycle after the position jumped; `relocationsStarted` is raised
     /// before a slot is written and `relocationsFinished` after, so a reader can tell a slot
@@ -419,6 +430,8 @@ private func transportProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMu
             if late { frame = cycleFrame &- into }
             watch.pointee.lastRollFrame.store(Int(frame), ordering: .relaxed)
             watch.pointee.lastRollPosition.store(Int(late ? watch.pointee.previousPosition : position.frame), ordering: .relaxed)
+        } else {
+            watch.pointee.lastStopFrame.store(Int(frame), ordering: .relaxed)
         }
         watch.pointee.relocating = false
         watch.pointee.lastChangeFrame.store(Int(frame), ordering: .relaxed)

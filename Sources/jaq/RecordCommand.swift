@@ -565,7 +565,7 @@ struct RecordCommand: ParsableCommand {
                     // The take ends on the frame the transport stopped.
                     Log.info("transport stopped at JACK frame \(frame)")
                     stopReason = "transport stopped"
-                    stopChanges = seen.transportChanges
+                    stopChanges = trigger.changesAtStop
                     activeWriter.state.withLock { state in
                         if let start = state.takeStart { state.end = max(0, toQueueFrames(frame - origin) - start) }
                     }

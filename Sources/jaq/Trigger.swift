@@ -36,6 +36,9 @@ struct Trigger: Equatable {
         /// The device frame the transport last started rolling on (a roll and a stop both
         /// between two steps leave it here while `transportFrame` is the stop's).
         var transportRollFrame: Int64 = 0
+        /// The device frame the transport last stopped on (a stop and a roll both between two
+        /// steps leave it here while `transportFrame` is the roll's).
+        var transportStopFrame: Int64 = 0
         var enterPressed = false
     }
 
@@ -49,6 +52,10 @@ struct Trigger: Equatable {
     private(set) var plannedFrame: Int64?
     /// Transport changes before arming: only later ones count.
     private var transportBaseline = 0
+    /// Transport changes seen when the take started, and the count to re-arm from after its
+    /// stop (a roll already seen after that stop starts the next take: `rearm`).
+    private var startChanges = 0
+    private(set) var changesAtStop: Int?
 
     /// The trigger the options name; nil options mean "now".
     /// - Throws: `TriggerError` naming the start options given, when there are several.
@@ -80,7 +87,8 @@ struct Trigger: Equatable {
     /// `transportChanges` changes starts the next take (a roll already seen after them counts,
     /// as a quick roll and stop does).
     mutating func rearm(transportChanges: Int) {
-        transportBaseline = transportChanges
+        transportBaseline = changesAtStop ?? transportChanges
+        changesAtStop = nil
         phase = .armed
     }
 
@@ -101,11 +109,17 @@ struct Trigger: Equatable {
             }
             guard let frame else { return nil }
             phase = .running
+            startChanges = seen.transportChanges
             return .start(frame: frame)
         case .running:
-            guard stopsWithTransport, transportMoved, !seen.transportRolling else { return nil }
+            // Stopped now; or stopped and rolling again, both since the last step (a quick
+            // stop and restart): the take ends on the stop's frame, and the new roll is the
+            // next take's (`rearm`).
+            let stoppedAndRolled = seen.transportRolling && seen.transportChanges >= startChanges + 2
+            guard stopsWithTransport, transportMoved, !seen.transportRolling || stoppedAndRolled else { return nil }
             phase = .stopped
-            return .stop(frame: seen.transportFrame)
+            changesAtStop = stoppedAndRolled ? seen.transportChanges - 1 : seen.transportChanges
+            return .stop(frame: stoppedAndRolled ? seen.transportStopFrame : seen.transportFrame)
         case .stopped:
             return nil
         }
@@ -138,6 +152,7 @@ extension Trigger.Observation {
             transportRolling = changes.rolling
             transportFrame = changes.lastChangeFrame
             transportRollFrame = session.lastTransportRollFrame()
+            transportStopFrame = session.lastTransportStopFrame()
         }
     }
 }

@@ -70,6 +70,55 @@ import Testing
         #expect(ended == "take-001.wav\ntake-002.wav\n", "--on-take-end ran once per take: \(ended)")
     }
 
+    /// A roll right after a stop (before the take is closed) still starts the next take on its
+    /// frame; SIGTERM in the middle of a roll ends that take cleanly, with exit 0.
+    @Test func aQuickSecondRollAndSIGTERMInATakeLoseNothing() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let dir = scratchDirectory("tape-quick")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/ramp.wav", frames: 30 * 48000)
+        let (at, play) = try playAhead(["ramp.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-ramp:out_L")
+        defer { kill(play.processIdentifier, SIGTERM); waitForExit(play) }
+        let log = "\(dir)/record.log"
+        let record = try jaqInBackground(["record", "--transport", "--multi", "-o", "take-{take}.wav", "jaq-1-ramp:out_L"],
+                                         server: server, log: log, directory: dir)
+        #expect(waitForLog(log, count: 1, of: "waiting for JACK transport"))
+        while try frameNow(server) < at + 24000 { usleep(20_000) }
+        #expect(try jaq(["transport", "start"], server: server).status == 0)
+        usleep(600_000)
+        #expect(try jaq(["transport", "stop"], server: server).status == 0)
+        #expect(try jaq(["transport", "start"], server: server).status == 0)  // at once: the first take is still being closed
+        usleep(400_000)
+        #expect(try jaq(["transport", "stop"], server: server).status == 0)
+        // Armed again after the second take (the second roll came before jaq was armed: it said nothing then).
+        #expect(waitForLog(log, count: 2, of: "waiting for JACK transport"))
+        #expect(waitForLog(log, count: 2, of: "transport stopped: "))
+        #expect(try jaq(["transport", "start"], server: server).status == 0)
+        #expect(waitForLog(log, count: 3, of: "transport rolling at JACK frame"))
+        usleep(700_000)
+        kill(record.processIdentifier, SIGTERM)
+        #expect(waitForExit(record, timeout: 20) == 0, "SIGTERM ends the take being recorded, exit 0")
+        #expect(try jaq(["transport", "stop"], server: server).status == 0)
+
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        let rolled = frames(after: "transport rolling at JACK frame", in: text)
+        let stopped = frames(after: "transport stopped at JACK frame", in: text)
+        try #require(rolled.count == 3 && stopped.count == 2, "\(text)")
+        for index in 0..<3 {
+            let path = "\(dir)/take-\(String(format: "%03d", index + 1)).wav"
+            let take = try readSamples24(path)
+            let first = rolled[index] - at + 1
+            if index < 2 {
+                #expect(Int64(take.samples.count) == stopped[index] - rolled[index], "\(path): \(text)")
+            } else {
+                #expect(take.samples.count > 24000, "\(path): the take SIGTERM ended has its frames")
+            }
+            #expect(take.samples.enumerated().allSatisfy { Int64($0.element) == first + Int64($0.offset) }, "\(path) holds the ramp from its roll's frame")
+        }
+        #expect(text.contains("terminated"), "\(text)")
+    }
+
     @Test func aFailingTakeEndCommandIsReportedAndTheTakeKept() throws {
         let server = try JackServer()
         defer { server.stop() }

@@ -46,6 +46,24 @@ import Testing
         #expect(trigger.phase == .stopped)
     }
 
+    @Test func aQuickStopAndRestartBetweenTwoStepsStopsOnTheStopAndTheRestartStartsTheNextTake() throws {
+        // Rolling since change 1; before the main loop looks again the DAW stops (2) and rolls (3).
+        var trigger = try Trigger(at: nil, in: nil, transport: true, onEnter: false)
+        trigger.arm(now: 1000, deviceRate: 48000, origin: 3400, transportChanges: 0)
+        #expect(trigger.step(.init(now: 12_000, transportChanges: 1, transportRolling: true, transportFrame: 10_240,
+                                   transportRollFrame: 10_240)) == .start(frame: 10_240))
+        let restarted = Trigger.Observation(now: 40_000, transportChanges: 3, transportRolling: true, transportFrame: 30_720,
+                                            transportRollFrame: 30_720, transportStopFrame: 29_952)
+        #expect(trigger.step(restarted) == .stop(frame: 29_952), "the take ends on the stop, not later")
+        // jaq record --multi arms again: the roll already seen is the next take's start.
+        trigger.rearm(transportChanges: 3)
+        #expect(trigger.step(restarted) == .start(frame: 30_720))
+        // Without the restart, a plain stop re-arms to wait for the next roll.
+        #expect(trigger.step(.init(now: 50_000, transportChanges: 4, transportRolling: false, transportFrame: 40_960)) == .stop(frame: 40_960))
+        trigger.rearm(transportChanges: 4)
+        #expect(trigger.step(.init(now: 60_000, transportChanges: 4, transportRolling: false, transportFrame: 40_960)) == nil)
+    }
+
     @Test func frames64BitPastThe32BitWrapComeThroughUnchanged() throws {
         // JackSession extends the transport's 32-bit frame time; the trigger works on 64 bits.
         let past32 = Int64(UInt32.max) + 10_000
