@@ -324,7 +324,7 @@ extension RecordCommand {
         let codecName = take.formatID == kAudioFormatMPEG4AAC ? "AAC" : "ALAC"
         switch trigger.start {
         case .now, .transport: break
-        case .enter: Log.info("press Enter to start recording (\(sources.count) channels armed)")
+        case .enter: Log.info("press Enter to start recording (\(sources.count) channel\(sources.count == 1 ? "" : "s") armed)")
         case .frame, .delay: Log.info("recording \(sources.joined(separator: ", ")) from JACK frame \(trigger.plannedFrame ?? 0) to \(path) (\(codecName))")
         }
         let enterPressed = SharedFlag()
@@ -382,7 +382,7 @@ extension RecordCommand {
                 case nil:
                     if trigger.start == .transport, trigger.phase == .armed, !armedAnnounced {
                         armedAnnounced = true
-                        Log.info("waiting for JACK transport to roll (\(sources.count) channels armed)")
+                        Log.info("waiting for JACK transport to roll (\(sources.count) channel\(sources.count == 1 ? "" : "s") armed)")
                     }
                 }
                 sayPassed(origin)

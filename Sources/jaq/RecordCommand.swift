@@ -331,7 +331,7 @@ struct RecordCommand: ParsableCommand {
                     transportChanges: transport ? session.transportChanges().count : 0)
         switch trigger.start {
         case .transport: break  // said once the queue records (in the main loop): a roll before that is lost
-        case .enter: Log.info("press Enter to start recording (\(sources.count) tracks armed)")
+        case .enter: Log.info("press Enter to start recording (\(trackCount) armed)")
         case .frame, .delay: Log.info("recording \(trackCount) from JACK frame \(takeStartDevice!) to \(targets)")
         case .now: break
         }
@@ -573,7 +573,7 @@ struct RecordCommand: ParsableCommand {
                     if trigger.start == .transport, trigger.phase == .running { reportRelocations(origin: origin) }
                     if trigger.start == .transport, trigger.phase == .armed, !armedAnnounced {
                         armedAnnounced = true
-                        Log.info("waiting for JACK transport to roll (\(sources.count) tracks armed)")
+                        Log.info("waiting for JACK transport to roll (\(trackCount) armed)")
                     }
                 }
             }
