@@ -315,7 +315,10 @@ struct RecordCommand: ParsableCommand {
             let rolling = transportRoll == nil ? server.session.transportPosition() : nil
             let anchor = transportRoll ?? rolling.flatMap { $0.rolling ? ($0.deviceFrame, Int64($0.frame)) : nil }
             let firstDevice = origin + toDeviceFrames(takeStart + (skip.min() ?? 0))
-            let newPlace = TakePlace.of(firstDeviceFrame: firstDevice, transport: anchor, deviceRate: deviceRate, fileRate: fileRate)
+            // --at F --clock PORT: F is the master's frame, and so is the take's place.
+            let masterOffset = masterClock != nil ? at.flatMap { at in takeStartDevice.map { at - $0 } } : nil
+            let newPlace = TakePlace.of(firstDeviceFrame: firstDevice, transport: anchor, masterOffset: masterOffset,
+                                        deviceRate: deviceRate, fileRate: fileRate)
             let broadcast = newPlace.broadcastWaves(files: files, sources: sources, format: takeFormat, rate: fileRate)
             place = newPlace
             activeWriter.state.withLock {

@@ -6,12 +6,13 @@ import Glibc
 /// says to a DAW (Docs/cli.md, "Takes that know their place"):
 /// - the JACK transport frame of that sample, when the take follows the transport
 ///   (`--transport`) or the transport rolls as the take starts;
-/// - otherwise its JACK frame (the frame `--at` names, `jaq time` prints).
+/// - otherwise its JACK frame (the frame `--at` names, `jaq time` prints): on a netjack2 slave
+///   recording `--at F --clock PORT`, the master's frame, as F names it.
 /// The first sample is the pre-roll's first, on the track with the least capture latency (the
 /// others are aligned to it). A position before the transport's frame 0 (a pre-roll longer than
 /// the transport had rolled) is written as 0. The value counts samples at the file's rate.
 struct TakePlace: Equatable {
-    enum Timeline: Equatable { case transport, jackFrames }
+    enum Timeline: Equatable { case transport, jackFrames, masterFrames }
     var timeline: Timeline
     /// Samples at the file's rate.
     var samples: UInt64
@@ -22,12 +23,14 @@ struct TakePlace: Equatable {
     ///   - firstDeviceFrame: the JACK frame (64-bit device time) of the take's first sample.
     ///   - transport: a device frame at which the rolling transport was at `position` (the roll
     ///     that started a `--transport` take, or the transport as the take starts), or nil.
-    static func of(firstDeviceFrame: Int64, transport: (deviceFrame: Int64, position: Int64)?,
+    ///   - masterOffset: the master's frame less this server's (`--clock`), or nil.
+    static func of(firstDeviceFrame: Int64, transport: (deviceFrame: Int64, position: Int64)?, masterOffset: Int64? = nil,
                    deviceRate: Double, fileRate: Double) -> TakePlace {
         let toFile = { (frames: Int64) -> Int64 in Int64((Double(frames) * fileRate / deviceRate).rounded()) }
         guard let transport else {
-            return TakePlace(timeline: .jackFrames, samples: UInt64(max(0, toFile(firstDeviceFrame))),
-                             clampedToZero: firstDeviceFrame < 0)
+            let frame = firstDeviceFrame + (masterOffset ?? 0)
+            return TakePlace(timeline: masterOffset == nil ? .jackFrames : .masterFrames, samples: UInt64(max(0, toFile(frame))),
+                             clampedToZero: frame < 0)
         }
         let position = transport.position + (firstDeviceFrame - transport.deviceFrame)
         return TakePlace(timeline: .transport, samples: UInt64(max(0, toFile(position))), clampedToZero: position < 0)
@@ -35,7 +38,8 @@ struct TakePlace: Equatable {
 
     /// In words, for the log: "transport frame 96000" / "JACK frame 123456789".
     var description: String {
-        (timeline == .transport ? "transport frame \(samples)" : "JACK frame \(samples)")
+        (timeline == .transport ? "transport frame \(samples)" : timeline == .masterFrames ? "the master's JACK frame \(samples)"
+            : "JACK frame \(samples)")
             + (clampedToZero ? " (before frame 0: written as 0)" : "")
     }
 
@@ -51,7 +55,8 @@ struct TakePlace: Equatable {
         let stamp = String(format: "%04d%02d%02d%02d%02d%02d", Int(local.tm_year) + 1900, Int(local.tm_mon) + 1,
                            Int(local.tm_mday), Int(local.tm_hour), Int(local.tm_min), Int(local.tm_sec))
         let bits = format.samples == .float32 ? "32F" : "\(format.bytesPerSample * 8)"
-        let origin = timeline == .transport ? "JACK transport frame" : "JACK frame"
+        let origin = timeline == .transport ? "JACK transport frame" : timeline == .masterFrames ? "the netjack2 master's JACK frame"
+            : "JACK frame"
         return files.enumerated().map { index, file in
             let ports = file.channels.map { sources.indices.contains($0) ? sources[$0] : "channel \($0 + 1)" }
             let mode = file.channels.count == 1 ? "mono" : file.channels.count == 2 ? "stereo" : "multitrack"

@@ -209,6 +209,11 @@ struct NetJackTests {
             #expect(slavePlayer.prefix(96000) == ArraySlice((0..<96000).map { 300_000 + Int32($0) }),
                     "jaq play --at --clock on the slave starts on the frame jaq record --at --clock starts on: \(slavePlayer.prefix(3))")
             #expect(clockErrors == 0, "the clock track carries master frame \(at) - \(shift) + n at frame n, bit-exact: \(clockErrors) samples differ")
+            // Both takes say where they belong in the master's frames (Broadcast Wave): AT.
+            for take in ["master.wav", "slave-01.wav"] {
+                let info = (try? jaq(["info", "--json", take], server: nil, directory: dir))?.output ?? ""
+                #expect(info.contains("\"timeReference\" : \(at)"), "\(take)'s time reference is the master's frame \(at): \(info)")
+            }
         } when: { stalls > 0 }
     }
 

@@ -21,6 +21,15 @@ struct TakePlaceTests {
         #expect(preroll.samples == 468_000)
     }
 
+    @Test func withAMastersClockTheFrameIsTheMasters() {
+        // --at 5000000 --clock PORT: the master's frame 5000000 is this server's 1200000; the
+        // pre-roll's first sample, 4800 frames before, is the master's 4995200.
+        let place = TakePlace.of(firstDeviceFrame: 1_195_200, transport: nil, masterOffset: 5_000_000 - 1_200_000,
+                                 deviceRate: 48000, fileRate: 48000)
+        #expect(place == TakePlace(timeline: .masterFrames, samples: 4_995_200))
+        #expect(place.description == "the master's JACK frame 4995200")
+    }
+
     @Test func aPositionBeforeZeroIsWrittenAsZeroAndSaidSo() {
         let place = TakePlace.of(firstDeviceFrame: 1_000_000 - 24000, transport: (1_000_000, 12000), deviceRate: 48000, fileRate: 48000)
         #expect(place.samples == 0 && place.clampedToZero)
