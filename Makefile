@@ -104,9 +104,10 @@ build: deps-build
 # ships. A whole build links the library anew: SwiftPM does not relink when only flags change,
 # and a plain `swift build -c release` (which exports everything) may have made the one in place.
 define release_build
-	@flags=$$(Configs/release-flags.sh $(SWIFT)) && bin=$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path) \
-	  $(if $(1),,&& rm -f "$$bin/libAudioToolbox.so") && echo "$(SWIFT) build -c release $(SWIFT_FLAGS) $$flags $(1)" \
-	  && $(SWIFT) build -c release $(SWIFT_FLAGS) $$flags $(1)
+	@mapfile -t flags < <(Configs/release-flags.sh $(SWIFT)) && [ $${#flags[@]} -gt 0 ] \
+	  && bin=$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path) \
+	  $(if $(1),,&& rm -f "$$bin/libAudioToolbox.so") && echo "$(SWIFT) build -c release $(SWIFT_FLAGS) $${flags[*]} $(1)" \
+	  && $(SWIFT) build -c release $(SWIFT_FLAGS) "$${flags[@]}" $(1)
 endef
 
 release: deps-build

@@ -21,8 +21,11 @@ stage=$(mktemp -d "$out/.stage-XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 src=$stage/jaq-$version
 mkdir -p "$src"
+# OUT itself is left out when it is inside the tree (the stage is in it).
+inside=$(realpath --relative-to="$root" "$out")
+case $inside in ..*) inside=out ;; esac
 tar -C "$root" --exclude=./.build --exclude='./.build-*' --exclude=./.git --exclude=./.swiftpm \
-    --exclude=./out --exclude=./debian -cf - . | tar -C "$src" -xf -
+    --exclude=./out --exclude="./$inside" --exclude=./debian -cf - . | tar -C "$src" -xf -
 rm -rf "$src/Configs/debian"
 cp -r Configs/debian "$src/debian"
 

@@ -36,7 +36,7 @@ public enum ReleaseProducts {
         let flags = try runProcess([packageRoot.appendingPathComponent("Configs/release-flags.sh").path, swiftPath],
                                    currentDirectory: packageRoot.path)
         guard flags.status == 0 else { throw JackServerError("Configs/release-flags.sh failed: \(flags.error)") }
-        let linkFlags = flags.output.split(whereSeparator: \.isWhitespace).map(String.init)
+        let linkFlags = flags.output.split(separator: "\n").map(String.init)
         for (_, product, _) in products {
             let build = try runProcess([swiftPath, "build", "-c", "release", "--package-path", packageRoot.path,
                                         "--scratch-path", scratch, "--product", product] + linkFlags, timeout: 1800)

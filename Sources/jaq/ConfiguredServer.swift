@@ -60,42 +60,13 @@ struct ConfiguredServer {
     func start(serverName: String?) throws -> Started {
         let log = NSTemporaryDirectory() + "jaq-jackd-\(getpid()).log"
         let words = arguments(serverName: serverName)
-        var actions = posix_spawn_file_actions_t()
-        var attributes = posix_spawnattr_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawnattr_init(&attributes)
-        defer {
-            posix_spawn_file_actions_destroy(&actions)
-            posix_spawnattr_destroy(&attributes)
-        }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // Nothing else of jaq's (pipes to whoever runs jaq, sockets, files) outlives jaq in the
-        // server: every other descriptor open now is closed in it (glibc ignores one that is
-        // already closed by then).
-        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap { Int32($0) } ?? []
-        for descriptor in open where descriptor > 2 { posix_spawn_file_actions_addclose(&actions, descriptor) }
-        // POSIX_SPAWN_SETSID (0x80, glibc 2.26): out of jaq's session and process group, so the
-        // terminal's signals reach jaq alone; SETSIGDEF: the signals jaq ignores (it takes
-        // SIGINT, SIGTERM and SIGHUP through dispatch sources) stop the server as usual.
-        posix_spawnattr_setflags(&attributes, Int16(0x80 | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        defer { for word in argv { free(word) } }
-        var pid: pid_t = 0
-        let status = posix_spawnp(&pid, words[0], &actions, &attributes, &argv, environ)
-        guard status == 0 else {
+        // A session of its own: the Ctrl-C that ends a take must not stop the server it records from.
+        let spawned = spawnProcess(words, output: log, newSession: true, closeOthers: true)
+        guard spawned.status == 0 else {
             try? FileManager.default.removeItem(atPath: log)
-            throw CLIError("\(words[0]): \(String(cString: strerror(status)))")
+            throw CLIError("\(words[0]): \(String(cString: strerror(spawned.status)))")
         }
-        return Started(pid: pid, log: log)
+        return Started(pid: spawned.pid, log: log)
     }
 
     /// The line of the server's output that says why it did not start: the first naming a

@@ -204,7 +204,7 @@ struct RecordCommand: ParsableCommand {
         let session: JackSession! = transport ? server.session : nil
 
         // Files: create them all before recording (and remove them again if one fails).
-        var files = try createFiles(format: takeFormat, tracks: sources, rate: fileRate)
+        var (files, takeNumber) = try createFiles(format: takeFormat, tracks: sources, rate: fileRate)
         let paths = files.map(\.path)
         startup.onFire { for path in paths { unlink(path) } }
 
@@ -454,7 +454,7 @@ struct RecordCommand: ParsableCommand {
                 Log.info("\(stopReason ?? "duration reached"): \(TimeSpec.clock(end, rate: fileRate)) (\(end) frames) in \(targets)"
                          + (done.clippedSamples > 0 ? "; \(done.clippedSamples) samples clipped" : ""))
                 let next: [TakeFile]
-                do { next = try createFiles(format: takeFormat, tracks: sources, rate: fileRate) } catch {
+                do { (next, takeNumber) = try createFiles(format: takeFormat, tracks: sources, rate: fileRate, firstTake: takeNumber + 1) } catch {
                     stopReason = "\(error)"
                     exitStatus = 1
                     break
@@ -464,8 +464,12 @@ struct RecordCommand: ParsableCommand {
                     if activeWriter.state.withLock({ $0.error }) == nil { stopReason = "the writer did not close the take"; exitStatus = 1 }
                     break
                 }
-                takeEnded(files.map(\.path))
+                let closed = files.map(\.path)
                 files = next
+                // A take the writer could not close (the disk refused its last header): said
+                // at the loop's top; its command does not run, and the next take's files go.
+                guard activeWriter.state.withLock({ $0.error }) == nil else { continue }
+                takeEnded(closed)
                 targets = files.map { $0.path }.joined(separator: ", ")
                 trigger.rearm(transportChanges: stopChanges ?? session.transportChanges().count)
                 stopReason = nil
@@ -631,7 +635,9 @@ struct RecordCommand: ParsableCommand {
                      + (final.clippedSamples > 0 ? "; \(final.clippedSamples) samples clipped" : ""))
         }
         let takesBefore = final.takesClosed
-        if frames == 0 && final.error == nil && !serverGone && deviceLost == nil && !reachedEnd {
+        // Files of a take that never began (the tape machine's next, or a server gone while armed) go.
+        let neverBegan = frames == 0 && final.takeStart == nil
+        if neverBegan || (frames == 0 && final.error == nil && !serverGone && deviceLost == nil && !reachedEnd) {
             removeFiles(files)
             Log.info(takesBefore > 0 ? "\(takesBefore) take\(takesBefore == 1 ? "" : "s") recorded; the next had not started: its files are removed"
                                      : "nothing was recorded; no files kept")
@@ -736,7 +742,10 @@ struct RecordCommand: ParsableCommand {
     }
 
     /// Creates the take's files (take number: the first that names no existing file).
-    private func createFiles(format: AudioTakeFile.Format, tracks: [String], rate: Double) throws -> [TakeFile] {
+    /// Creates the files of the first take number, from `firstTake` on, for which none exists
+    /// (a tape machine passes the last one's number + 1: a take moved away by --on-take-end
+    /// does not free its number for a later take).
+    private func createFiles(format: AudioTakeFile.Format, tracks: [String], rate: Double, firstTake: Int = 1) throws -> (files: [TakeFile], take: Int) {
         let pattern = output ?? (interleaved ? "take-{take}.{ext}" : "take-{take}-{track}.{ext}")
         if !interleaved && tracks.count > 1 && !pattern.contains("{track}") && !pattern.contains("{n}") {
             throw CLIError("--output \(pattern): several tracks need {track} or {n} in the name (or --interleaved)", exitCode: CLIError.usage)
@@ -759,7 +768,7 @@ struct RecordCommand: ParsableCommand {
                                             ("n", zeroPadded(track + 1, width: 2)), ("date", date), ("ext", format.fileExtension)])
         }
         let layout: [[Int]] = interleaved ? [Array(0..<tracks.count)] : tracks.indices.map { [$0] }
-        var take = 1
+        var take = firstTake
         while layout.indices.contains(where: { FileManager.default.fileExists(atPath: path(take: take, track: $0)) }) {
             take += 1
             if !pattern.contains("{take}") { throw CLIError("\(path(take: take, track: 0)): exists (put {take} in --output)") }
@@ -775,7 +784,7 @@ struct RecordCommand: ParsableCommand {
                 throw CLIError(error.description)
             }
         }
-        return files
+        return (files, take)
     }
 
     private func removeFiles(_ files: [TakeFile]) {

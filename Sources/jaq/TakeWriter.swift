@@ -286,15 +286,30 @@ final class TakeWriter: @unchecked Sendable {
     /// Hands over the next take's files (`takesFollow`): once the current take is complete,
     /// the writer closes its files and waits for the next start with these, keeping the
     /// frames captured since (the next take's pre-roll). Returns once it has.
-    func nextTake(_ next: [TakeFile], timeout: Double = 10) -> Bool {
+    /// - Returns: false if the writer did not take them within `timeout` seconds (they are
+    ///   the caller's again); once it has taken them it is waited for, however long it takes
+    ///   to close the take (a slow disk's `syncfs`).
+    func nextTake(_ next: [TakeFile], timeout: Double = 30) -> Bool {
         let closed = state.withLock { state -> Int in
             state.nextFiles = next
             return state.takesClosed
         }
         wake.signal()
         let deadline = Date().addingTimeInterval(timeout)
-        while state.withLock({ $0.takesClosed == closed && $0.error == nil }) && Date() < deadline { usleep(2000) }
-        return state.withLock { $0.takesClosed > closed }
+        while true {
+            let (taken, done) = state.withLock { ($0.nextFiles == nil, $0.takesClosed > closed) }
+            if done { return true }
+            if !taken && Date() >= deadline {
+                // Not taken: take them back, unless the writer took them meanwhile.
+                let gaveUp = state.withLock { state -> Bool in
+                    guard state.nextFiles != nil else { return false }
+                    state.nextFiles = nil
+                    return true
+                }
+                if gaveUp { return false }
+            }
+            usleep(2000)
+        }
     }
 
     func finishInput() {
@@ -336,7 +351,12 @@ final class TakeWriter: @unchecked Sendable {
                 makeDurable()
             }
             let complete = end.map { written >= $0 } ?? false
-            if complete, let next = state.withLock({ $0.takesFollow ? $0.nextFiles : nil }) {
+            // The next take's files: taken (and cleared) under the lock, so `nextTake` knows they are the writer's.
+            if complete, let next = state.withLock({ state -> [TakeFile]? in
+                guard state.takesFollow, let next = state.nextFiles else { return nil }
+                state.nextFiles = nil
+                return next
+            }) {
                 closeTake(then: next)
                 continue
             }
@@ -365,7 +385,6 @@ final class TakeWriter: @unchecked Sendable {
             $0.takeStart = nil
             $0.end = nil
             $0.broadcast = nil
-            $0.nextFiles = nil
             $0.lostEvents = []
             $0.droppedFrames = 0
             $0.clippedSamples = 0
@@ -487,8 +506,10 @@ final class TakeWriter: @unchecked Sendable {
             written = target
             writtenAtomic.store(written, ordering: .relaxed)
         }
-        // Buffers before take frame `written` of the earliest track are no longer needed.
-        let needed = takeStart + minSkip + written
+        // Buffers before take frame `written` of the earliest track are no longer needed; a
+        // tape machine keeps the last pre-roll's worth too, for a take that follows at once.
+        var needed = takeStart + minSkip + written
+        if state.withLock({ $0.takesFollow }) { needed = min(needed, last - preroll - maxSkip - Int64(TakeWriter.triggerSlackSeconds * rate)) }
         while let first = held.first, first.end <= needed { release(held.removeFirst()!.buffer) }
     }
 

@@ -109,7 +109,8 @@ struct Trigger: Equatable {
             }
             guard let frame else { return nil }
             phase = .running
-            startChanges = seen.transportChanges
+            // The roll's change: the last one if it still rolls, else the one before the stop.
+            startChanges = seen.transportRolling || start != .transport ? seen.transportChanges : seen.transportChanges - 1
             return .start(frame: frame)
         case .running:
             // Stopped now; or stopped and rolling again, both since the last step (a quick

@@ -129,6 +129,10 @@ import Testing
         #expect(result.status == 0, "\(result.error)")
         #expect(result.error.contains("--on-take-end: `exit 3` exited 3 for take-01.wav"), "\(result.error)")
         #expect(try readSamples24("\(dir)/take-01.wav").samples.count == 9600)
+        // The command reads /dev/null, never jaq's standard input (a pipe here, a terminal for a user).
+        let reader = try jaq(["record", "-d", "0.2", "-o", "read-{n}.wav", "--on-take-end", "cat > stdin.txt; true", "system:capture_1"],
+                             server: server, timeout: 20, directory: dir)
+        #expect(reader.status == 0 && (try? String(contentsOfFile: "\(dir)/stdin.txt", encoding: .utf8)) == "", "\(reader.error)")
         // An encoded take runs it too, once closed.
         let m4a = try jaq(["record", "-d", "0.2", "-f", "m4a", "-o", "take.m4a", "--on-take-end", "printf '%s\\n' >> ended.txt",
                            "system:capture_1"], server: server, directory: dir)

@@ -64,6 +64,20 @@ import Testing
         #expect(trigger.step(.init(now: 60_000, transportChanges: 4, transportRolling: false, transportFrame: 40_960)) == nil)
     }
 
+    @Test func aQuickRollAndStopThenARollBeforeTheNextStepAreTwoTakes() throws {
+        var trigger = try Trigger(at: nil, in: nil, transport: true, onEnter: false)
+        trigger.arm(now: 1000, deviceRate: 48000, origin: 3400, transportChanges: 0)
+        // Rolled (1) and stopped (2) before the first look: the take starts on the roll.
+        #expect(trigger.step(.init(now: 30_000, transportChanges: 2, transportRolling: false, transportFrame: 20_480,
+                                   transportRollFrame: 10_240, transportStopFrame: 20_480)) == .start(frame: 10_240))
+        // Rolling again (3) by the next look: the take still ends on the stop.
+        let again = Trigger.Observation(now: 40_000, transportChanges: 3, transportRolling: true, transportFrame: 30_720,
+                                        transportRollFrame: 30_720, transportStopFrame: 20_480)
+        #expect(trigger.step(again) == .stop(frame: 20_480))
+        trigger.rearm(transportChanges: 3)
+        #expect(trigger.step(again) == .start(frame: 30_720))
+    }
+
     @Test func frames64BitPastThe32BitWrapComeThroughUnchanged() throws {
         // JackSession extends the transport's 32-bit frame time; the trigger works on 64 bits.
         let past32 = Int64(UInt32.max) + 10_000
