@@ -71,7 +71,8 @@ import Testing
     }
 
     /// A roll right after a stop (before the take is closed) still starts the next take on its
-    /// frame; SIGTERM in the middle of a roll ends that take cleanly, with exit 0.
+    /// frame, with its whole pre-roll (the previous take's tail); SIGTERM in the middle of a roll
+    /// ends that take cleanly, with exit 0.
     @Test func aQuickSecondRollAndSIGTERMInATakeLoseNothing() throws {
         let server = try JackServer()
         defer { server.stop() }
@@ -81,10 +82,11 @@ import Testing
         let (at, play) = try playAhead(["ramp.wav"], options: ["--quiet"], server: server, dir: dir, ports: "jaq-1-ramp:out_L")
         defer { kill(play.processIdentifier, SIGTERM); waitForExit(play) }
         let log = "\(dir)/record.log"
-        let record = try jaqInBackground(["record", "--transport", "--multi", "-o", "take-{take}.wav", "jaq-1-ramp:out_L"],
+        // A pre-roll longer than the pause between the rolls: the second take's pre-roll is the first take's tail.
+        let record = try jaqInBackground(["record", "--transport", "--multi", "--pre-roll", "0.5", "-o", "take-{take}.wav", "jaq-1-ramp:out_L"],
                                          server: server, log: log, directory: dir)
         #expect(waitForLog(log, count: 1, of: "waiting for JACK transport"))
-        while try frameNow(server) < at + 24000 { usleep(20_000) }
+        while try frameNow(server) < at + 48000 { usleep(20_000) }
         #expect(try jaq(["transport", "start"], server: server).status == 0)
         usleep(600_000)
         #expect(try jaq(["transport", "stop"], server: server).status == 0)
@@ -108,13 +110,14 @@ import Testing
         for index in 0..<3 {
             let path = "\(dir)/take-\(String(format: "%03d", index + 1)).wav"
             let take = try readSamples24(path)
-            let first = rolled[index] - at + 1
+            let first = rolled[index] - 24000 - at + 1
             if index < 2 {
-                #expect(Int64(take.samples.count) == stopped[index] - rolled[index], "\(path): \(text)")
+                #expect(Int64(take.samples.count) == stopped[index] - rolled[index] + 24000, "\(path): \(text)")
             } else {
                 #expect(take.samples.count > 24000, "\(path): the take SIGTERM ended has its frames")
             }
-            #expect(take.samples.enumerated().allSatisfy { Int64($0.element) == first + Int64($0.offset) }, "\(path) holds the ramp from its roll's frame")
+            #expect(take.samples.enumerated().allSatisfy { Int64($0.element) == first + Int64($0.offset) },
+                    "\(path) holds the ramp from its pre-roll's frame: \(take.samples.prefix(3))")
         }
         #expect(text.contains("terminated"), "\(text)")
     }
