@@ -449,10 +449,6 @@ struct RecordCommand: ParsableCommand {
                     reachedEnd = true
                     break
                 }
-                let done = activeWriter.state.withLock { $0 }
-                reportLosses(done)
-                Log.info("\(stopReason ?? "duration reached"): \(TimeSpec.clock(end, rate: fileRate)) (\(end) frames) in \(targets)"
-                         + (done.clippedSamples > 0 ? "; \(done.clippedSamples) samples clipped" : ""))
                 let next: [TakeFile]
                 do { (next, takeNumber) = try createFiles(format: takeFormat, tracks: sources, rate: fileRate, firstTake: takeNumber + 1) } catch {
                     stopReason = "\(error)"
@@ -469,6 +465,11 @@ struct RecordCommand: ParsableCommand {
                 // A take the writer could not close (the disk refused its last header): said
                 // at the loop's top; its command does not run, and the next take's files go.
                 guard activeWriter.state.withLock({ $0.error }) == nil else { continue }
+                // The closed take's counts, as the writer left them when it closed it.
+                let done = activeWriter.state.withLock { $0.closedTake } ?? TakeWriter.State()
+                reportLosses(done)
+                Log.info("\(stopReason ?? "duration reached"): \(TimeSpec.clock(end, rate: fileRate)) (\(end) frames) in "
+                         + closed.joined(separator: ", ") + (done.clippedSamples > 0 ? "; \(done.clippedSamples) samples clipped" : ""))
                 takeEnded(closed)
                 targets = files.map { $0.path }.joined(separator: ", ")
                 trigger.rearm(transportChanges: stopChanges ?? session.transportChanges().count)

@@ -135,6 +135,12 @@ final class TakeWriter: @unchecked Sendable {
         var nextFiles: [TakeFile]?
         /// Takes completed and closed so far (`takesFollow`).
         var takesClosed = 0
+        /// The last closed take's state (its losses, drops and clips), as it was when closed.
+        var closedTake: State? {
+            get { closed.first }
+            set { closed = newValue.map { [$0] } ?? [] }
+        }
+        private var closed: [State] = []
     }
 
     // Writer thread only.
@@ -382,6 +388,9 @@ final class TakeWriter: @unchecked Sendable {
         writtenAtomic.store(0, ordering: .relaxed)
         reserved = 0
         state.withLock {
+            var done = $0
+            done.closedTake = nil
+            $0.closedTake = done
             $0.takeStart = nil
             $0.end = nil
             $0.broadcast = nil

@@ -66,6 +66,8 @@ import Testing
         }
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/take-003.wav"), "the armed third take never rolled: no file")
         #expect(text.contains("2 takes recorded"), "\(text)")
+        #expect(text.contains("transport stopped: ") && text.contains(" in take-001.wav") && text.contains(" in take-002.wav"),
+                "each take is reported with its own file: \(text)")
         let ended = try String(contentsOfFile: "\(dir)/ended.txt", encoding: .utf8)
         #expect(ended == "take-001.wav\ntake-002.wav\n", "--on-take-end ran once per take: \(ended)")
     }
