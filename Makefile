@@ -239,12 +239,10 @@ clean:
 #   share/bash-completion/completions/jaq, share/zsh/vendor-completions/_jaq,
 #   share/fish/vendor_completions.d/jaq.fish   shell completions, from jaq --generate-completion-script
 # The library's runpath is $ORIGIN/jaq/swift and jaq's is the same directory seen from bin/, so
-# neither needs /opt/swift at run time. SwiftPM has no per-product linker flags (a target's
-# flags go into every executable and test bundle linking it, and unsafe flags would keep other
-# packages from depending on this one), so the soname and runpaths are set on the installed
-# copies with patchelf (after strip; one change per call: patchelf 0.14 drops --set-rpath
-# given with --set-soname). `install-built` and `deb-built` take the products from BUILT as they
-# are, without building (the tests use them while `swift test` holds the build directory).
+# neither needs /opt/swift at run time (Configs/install.sh does it: soname and runpaths set with
+# patchelf, as SwiftPM has no per-product linker flags). `install-built` and `deb-built` take
+# the products from BUILT as they are, without building (the tests use them while `swift test`
+# holds the build directory).
 # The version is written once, in Sources/jaq/Version.swift (what `jaq --version` prints).
 VERSION    := $(shell sed -n 's/^let jaqVersion = "\(.*\)"$$/\1/p' Sources/jaq/Version.swift)
 SOVERSION  := 1
@@ -260,7 +258,6 @@ STRIP      ?=
 DEB_OUT    ?= out
 # dpkg-deb compression: xz for a package to ship; the tests pass none (faster).
 DEB_COMPRESSION ?= xz
-HEADER_DIRS := AudioToolbox CoreAudioTypes CoreFoundation
 
 .PHONY: install install-built uninstall deb deb-built version
 
@@ -272,35 +269,9 @@ install: deps-install release
 	@$(MAKE) --no-print-directory install-built
 
 install-built:
-	@set -e; \
-	for f in $(BUILT)/libAudioToolbox.so $(BUILT)/jaq; do \
-	  [ -f $$f ] || { echo "$$f is missing: run make release (or make install)"; exit 1; }; \
-	done; \
-	command -v patchelf >/dev/null || { echo "patchelf is not installed (make deps-install, or apt-get install patchelf)"; exit 1; }; \
-	lib=$(DESTDIR)$(LIBDIR); runtime=$$lib/jaq/swift; \
-	install -d $(DESTDIR)$(BINDIR) $$lib/pkgconfig $$runtime $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(DATADIR)/jaq; \
-	for d in $(HEADER_DIRS); do \
-	  install -d $(DESTDIR)$(INCLUDEDIR)/jaq/$$d; \
-	  install -m 644 Sources/CAudioToolbox/include/$$d/*.h $(DESTDIR)$(INCLUDEDIR)/jaq/$$d/; \
-	done; \
-	install -m 755 $(BUILT)/libAudioToolbox.so $$lib/libAudioToolbox.so.$(VERSION); \
-	install -m 755 $(BUILT)/jaq $(DESTDIR)$(BINDIR)/jaq; \
-	if [ -n "$(STRIP)" ]; then strip --strip-unneeded $$lib/libAudioToolbox.so.$(VERSION) $(DESTDIR)$(BINDIR)/jaq; fi; \
-	patchelf --set-soname libAudioToolbox.so.$(SOVERSION) $$lib/libAudioToolbox.so.$(VERSION); \
-	patchelf --set-rpath '$$ORIGIN/jaq/swift' $$lib/libAudioToolbox.so.$(VERSION); \
-	patchelf --set-rpath "\$$ORIGIN/$$(realpath -m --relative-to=$(BINDIR) $(LIBDIR))/jaq/swift" $(DESTDIR)$(BINDIR)/jaq; \
-	ln -sf libAudioToolbox.so.$(VERSION) $$lib/libAudioToolbox.so.$(SOVERSION); \
-	ln -sf libAudioToolbox.so.$(SOVERSION) $$lib/libAudioToolbox.so; \
-	for f in $$(ldd $(BUILT)/jaq $(BUILT)/libAudioToolbox.so | awk '$$3 ~ /\/lib\/swift\/linux\// {print $$3}' | sort -u); do \
-	  install -m 644 $$f $$runtime/; \
-	done; \
-	if [ -n "$(STRIP)" ]; then strip --strip-unneeded $$runtime/*.so; fi; \
-	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
-	  Configs/AudioToolbox.pc.in > $$lib/pkgconfig/AudioToolbox.pc; \
-	install -m 644 Configs/jackd.conf $(DESTDIR)$(DATADIR)/jaq/jackd.conf; \
-	Configs/install-docs.sh $(BUILT)/jaq $(GENERATE_MANUAL) $(MANUAL_DATE) $(DESTDIR)$(DATADIR); \
-	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then ldconfig; fi; \
-	echo "installed jaq $(VERSION) into $(DESTDIR)$(PREFIX)"
+	@BUILT='$(BUILT)' DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' BINDIR='$(BINDIR)' LIBDIR='$(LIBDIR)' INCLUDEDIR='$(INCLUDEDIR)' \
+	  DATADIR='$(DATADIR)' VERSION='$(VERSION)' SOVERSION='$(SOVERSION)' STRIP='$(STRIP)' \
+	  GENERATE_MANUAL='$(GENERATE_MANUAL)' MANUAL_DATE='$(MANUAL_DATE)' Configs/install.sh
 
 # Removes what install-built put there (only jaq's own headers, the directories if left empty).
 uninstall:
