@@ -367,8 +367,6 @@ struct RecordCommand: ParsableCommand {
             if seen.lost > 0 { Log.error("\(seen.lost) transport relocations came too fast to report") }
         }
         var discontinuitiesAtTakeStart: UInt32?
-        // The transport changes seen when the last take stopped (--multi: the next roll after them starts the next).
-        var stopChanges: Int?
         // The last take ended as asked (its duration, the transport's stop): kept even if empty.
         var reachedEnd = false
         var serverGone = false
@@ -400,7 +398,7 @@ struct RecordCommand: ParsableCommand {
         }
         /// What a take lost, said once it is complete: frames the queue or the disk lost, network
         /// gaps, cycles that ran late.
-        func reportLosses(_ final: TakeWriter.State) {
+        func reportLosses(_ final: TakeLosses) {
             for event in final.lostEvents {
                 Log.error("lost \(event.frames) frames at \(TimeSpec.clock(event.takeFrame, rate: fileRate)) (replaced by silence)")
             }
@@ -466,15 +464,14 @@ struct RecordCommand: ParsableCommand {
                 // at the loop's top; its command does not run, and the next take's files go.
                 guard activeWriter.state.withLock({ $0.error }) == nil else { continue }
                 // The closed take's counts, as the writer left them when it closed it.
-                let done = activeWriter.state.withLock { $0.closedTake } ?? TakeWriter.State()
+                let done = activeWriter.state.withLock { $0.closedLosses } ?? TakeLosses()
                 reportLosses(done)
                 Log.info("\(stopReason ?? "duration reached"): \(TimeSpec.clock(end, rate: fileRate)) (\(end) frames) in "
                          + closed.joined(separator: ", ") + (done.clippedSamples > 0 ? "; \(done.clippedSamples) samples clipped" : ""))
                 takeEnded(closed)
                 targets = files.map { $0.path }.joined(separator: ", ")
-                trigger.rearm(transportChanges: stopChanges ?? session.transportChanges().count)
+                trigger.rearm(transportChanges: session.transportChanges().count)
                 stopReason = nil
-                stopChanges = nil
                 armedAnnounced = false
                 discontinuitiesAtTakeStart = nil
                 networkGaps = []
@@ -573,7 +570,6 @@ struct RecordCommand: ParsableCommand {
                     // The take ends on the frame the transport stopped.
                     Log.info("transport stopped at JACK frame \(frame)")
                     stopReason = "transport stopped"
-                    stopChanges = trigger.changesAtStop
                     activeWriter.state.withLock { state in
                         if let start = state.takeStart { state.end = max(0, toQueueFrames(frame - origin) - start) }
                     }
@@ -593,7 +589,7 @@ struct RecordCommand: ParsableCommand {
                 var meterSize = UInt32(sources.count * MemoryLayout<AudioQueueLevelMeterState>.size)
                 AudioQueueGetProperty(queue, kAudioQueueProperty_CurrentLevelMeterDB, &meters, &meterSize)
             }
-            let dropped = activeWriter.state.withLock { $0.droppedFrames + $0.lostEvents.reduce(0) { $0 + $1.frames } }
+            let dropped = activeWriter.state.withLock { $0.losses.droppedFrames + $0.losses.lostEvents.reduce(0) { $0 + $1.frames } }
             display.update(written: activeWriter.framesWritten, meters: meters, bufferFill: activeWriter.bufferFill,
                            xruns: Int(xruns), dropped: dropped, armed: state.0 == nil)
             if !stdoutIsTerminal && !quiet && Date().timeIntervalSince(lastStatus) >= 5 && state.0 != nil {
@@ -620,7 +616,7 @@ struct RecordCommand: ParsableCommand {
         activeWriter.waitUntilFinished()
         let final = activeWriter.state.withLock { $0 }
         let frames = activeWriter.framesWritten
-        reportLosses(final)
+        reportLosses(final.losses)
         if let error = final.error {
             Log.error("\(error); the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file)")
             exitStatus = 1
@@ -633,7 +629,7 @@ struct RecordCommand: ParsableCommand {
                       + "(\(frames) frames in every file): \(files.map(\.path).joined(separator: ", "))")
         } else if !(multi && frames == 0 && !reachedEnd) {  // a tape machine's next take that never rolled: said below
             Log.info("\(stopReason ?? "stopped"): \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames) in \(files.map(\.path).joined(separator: ", "))"
-                     + (final.clippedSamples > 0 ? "; \(final.clippedSamples) samples clipped" : ""))
+                     + (final.losses.clippedSamples > 0 ? "; \(final.losses.clippedSamples) samples clipped" : ""))
         }
         let takesBefore = final.takesClosed
         // Files of a take that never began (the tape machine's next, or a server gone while armed) go.

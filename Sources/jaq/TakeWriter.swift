@@ -10,6 +10,14 @@ struct TakeFile {
     var path: String { take.path }
 }
 
+/// What a take lost and clipped: frames the queue lost (RecordUnderrun: where in the take, and
+/// how many), frames the disk could not keep up with, samples at full scale.
+struct TakeLosses {
+    var lostEvents: [(takeFrame: Int64, frames: Int64)] = []
+    var droppedFrames: Int64 = 0
+    var clippedSamples: Int64 = 0
+}
+
 /// A filled buffer of the input queue, held by the writer until every track has written it.
 struct HeldBuffer {
     let buffer: AudioQueueBufferRef
@@ -118,9 +126,7 @@ final class TakeWriter: @unchecked Sendable {
         var inputFinished = false
         var error: String?
         /// Frames the queue lost (RecordUnderrun): where in the take, and how many.
-        var lostEvents: [(takeFrame: Int64, frames: Int64)] = []
-        var droppedFrames: Int64 = 0
-        var clippedSamples: Int64 = 0
+        var losses = TakeLosses()
         var finished = false
         var preroll: Int64 = 0
         /// A take that starts on a known frame (`--at`, `--in`): the queue starts on it (less the
@@ -135,12 +141,8 @@ final class TakeWriter: @unchecked Sendable {
         var nextFiles: [TakeFile]?
         /// Takes completed and closed so far (`takesFollow`).
         var takesClosed = 0
-        /// The last closed take's state (its losses, drops and clips), as it was when closed.
-        var closedTake: State? {
-            get { closed.first }
-            set { closed = newValue.map { [$0] } ?? [] }
-        }
-        private var closed: [State] = []
+        /// The last closed take's losses and clips, as they were when it was closed (`takesFollow`).
+        var closedLosses: TakeLosses?
     }
 
     // Writer thread only.
@@ -388,15 +390,11 @@ final class TakeWriter: @unchecked Sendable {
         writtenAtomic.store(0, ordering: .relaxed)
         reserved = 0
         state.withLock {
-            var done = $0
-            done.closedTake = nil
-            $0.closedTake = done
+            $0.closedLosses = $0.losses
+            $0.losses = TakeLosses()
             $0.takeStart = nil
             $0.end = nil
             $0.broadcast = nil
-            $0.lostEvents = []
-            $0.droppedFrames = 0
-            $0.clippedSamples = 0
             $0.keepsFromQueueStart = false
             $0.takesClosed += 1
         }
@@ -408,7 +406,7 @@ final class TakeWriter: @unchecked Sendable {
             if let expected = expectedQueueFrame, buffer.queueFrame > expected {
                 let lost = buffer.queueFrame - expected
                 state.withLock { state in
-                    state.lostEvents.append((max(0, expected - (state.takeStart ?? expected) - minSkip), lost))
+                    state.losses.lostEvents.append((max(0, expected - (state.takeStart ?? expected) - minSkip), lost))
                 }
             }
             expectedQueueFrame = buffer.end
@@ -481,7 +479,7 @@ final class TakeWriter: @unchecked Sendable {
                 }
             }
         }
-        if clipped > 0 { state.withLock { $0.clippedSamples += clipped } }
+        if clipped > 0 { state.withLock { $0.losses.clippedSamples += clipped } }
     }
 
     /// Writes every take frame all tracks have, and frees the buffers no track needs.

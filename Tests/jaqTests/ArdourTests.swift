@@ -653,10 +653,6 @@ struct ArdourTests {
     }
 
     /// The frame named in a log line "... <words> N ...".
-    func frame(after words: String, in log: String) -> Int64? {
-        guard let range = log.range(of: words) else { return nil }
-        return Int64(log[range.upperBound...].drop { !$0.isNumber }.prefix { $0.isNumber })
-    }
 }
 
 /// Where the transport was for each frame of a take, from `jaq record --transport`'s log:

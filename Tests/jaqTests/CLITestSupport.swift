@@ -124,3 +124,11 @@ func playAhead(_ files: [String], options: [String] = [], server: JackServer, di
     return (at, play)
 }
 
+
+/// The numbers that follow each `words` in a log ("transport rolling at JACK frame 144896"), in order.
+func frames(after words: String, in log: String) -> [Int64] {
+    log.components(separatedBy: words).dropFirst().compactMap { Int64($0.drop { !$0.isNumber }.prefix { $0.isNumber }) }
+}
+
+/// The number that follows the first `words` in a log, or nil.
+func frame(after words: String, in log: String) -> Int64? { frames(after: words, in: log).first }

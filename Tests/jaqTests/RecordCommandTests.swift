@@ -6,12 +6,6 @@ import SoundFile
 /// `jaq record` and `jaq play` end to end: the built binary on a private dummy server.
 @Suite(.serialized) struct RecordCommandTests {
     /// The frame named in a log line "... JACK frame N ...".
-    func frame(after words: String, in log: String) -> Int64? {
-        guard let range = log.range(of: words) else { return nil }
-        let digits = log[range.upperBound...].drop { !$0.isNumber }.prefix { $0.isNumber }
-        return Int64(digits)
-    }
-
     /// Rolls the transport for 1.2 s once the player started at `at` plays and the recorder
     /// waits for the transport (a second after `at`).
     func rollTransport(_ server: JackServer, after at: Int64) throws {

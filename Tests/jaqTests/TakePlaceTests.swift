@@ -75,11 +75,6 @@ struct TakePlaceTests {
         return UInt64(probe.output.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    func frame(after words: String, in log: String) -> Int64? {
-        guard let range = log.range(of: words) else { return nil }
-        return Int64(log[range.upperBound...].drop { !$0.isNumber }.prefix { $0.isNumber })
-    }
-
     @Test func anAtTakesTimeReferenceIsItsFrameLessThePreRoll() throws {
         let server = try JackServer()
         defer { server.stop() }

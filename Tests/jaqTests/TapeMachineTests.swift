@@ -7,10 +7,6 @@ import Testing
 /// transport frame (Broadcast Wave); the frames are the source's, in order; Ctrl-C while armed
 /// ends it with exit 0 and no empty take; `--on-take-end` runs once per take with its files.
 @Suite(.serialized) struct TapeMachineTests {
-    func frames(after words: String, in log: String) -> [Int64] {
-        log.components(separatedBy: words).dropFirst().compactMap { Int64($0.drop { !$0.isNumber }.prefix { $0.isNumber }) }
-    }
-
     func waitForLog(_ path: String, count: Int, of words: String, timeout: Double = 20) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
