@@ -1,6 +1,8 @@
 #include "CJack.h"
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -16,6 +18,48 @@ static jack_client_t *open_once(const char *client_name, jack_options_t options,
 }
 
 /*
+ * Quiet opens (see CJack.h): while any thread is inside jaq_jack_client_open, the C library's
+ * `stderr` stream (a variable glibc lets a program set) is one on /dev/null; the first thread
+ * in puts it there, the last one out puts the real one back. fd 2 itself is left alone, so
+ * what jaq writes to it from another thread meanwhile (the watchdog's line about a server that
+ * hangs the open) still arrives. The /dev/null stream is never closed: a library that kept the
+ * pointer it found may write to it later.
+ */
+static pthread_mutex_t quiet_lock = PTHREAD_MUTEX_INITIALIZER;
+static int quiet_enabled = 0;
+static int quiet_depth = 0;
+static FILE *quiet_null = NULL;
+static FILE *quiet_saved = NULL;
+
+void jaq_jack_set_quiet_open(int quiet) {
+    pthread_mutex_lock(&quiet_lock);
+    quiet_enabled = quiet;
+    pthread_mutex_unlock(&quiet_lock);
+}
+
+static void quiet_enter(void) {
+    pthread_mutex_lock(&quiet_lock);
+    if (quiet_enabled && quiet_depth++ == 0) {
+        if (quiet_null == NULL) quiet_null = fopen("/dev/null", "we");
+        if (quiet_null != NULL) {
+            fflush(stderr);
+            quiet_saved = stderr;
+            stderr = quiet_null;
+        }
+    }
+    pthread_mutex_unlock(&quiet_lock);
+}
+
+static void quiet_leave(void) {
+    pthread_mutex_lock(&quiet_lock);
+    if (quiet_depth > 0 && --quiet_depth == 0 && quiet_saved != NULL) {
+        stderr = quiet_saved;
+        quiet_saved = NULL;
+    }
+    pthread_mutex_unlock(&quiet_lock);
+}
+
+/*
  * PipeWire's libjack (0.3.65, Debian 12) fails an open with JackFailure | JackInitFailure when
  * another client's port disappears while this one is connecting: the new client binds every
  * port it is told about, the server answers "no global N" and then an error on the core
@@ -27,6 +71,7 @@ static jack_client_t *open_once(const char *client_name, jack_options_t options,
 jack_client_t *jaq_jack_client_open(const char *client_name, jack_options_t options, jack_status_t *status,
                                     const char *server_name) {
     jack_client_t *client = NULL;
+    quiet_enter();
     for (int attempt = 0; attempt < JAQ_JACK_OPEN_ATTEMPTS; attempt++) {
         jack_status_t local = (jack_status_t)0;
         client = open_once(client_name, options, &local, server_name);
@@ -34,6 +79,7 @@ jack_client_t *jaq_jack_client_open(const char *client_name, jack_options_t opti
         if (client != NULL || !jaq_jack_open_failure_is_transient(local)) break;
         usleep(5000);
     }
+    quiet_leave();
     return client;
 }
 

@@ -723,4 +723,16 @@ public enum JackMessages {
         jack_set_error_function { _ in }
         jack_set_info_function { _ in }
     }
+
+    /// For a command-line program, whose stderr is its user's: also keeps quiet what the
+    /// libraries under libjack write straight to stderr while a client opens (libdb's
+    /// "/dev/shm/jack_db-0/__db.002: No such file or directory" when a stopping server removes
+    /// the metadata database as this process opens it; PipeWire's log lines): the C library's
+    /// `stderr` stream goes to /dev/null for the duration of each open, fd 2 stays (jaq writes
+    /// its own lines there). Not for a library: a program's stderr is its own.
+    /// JAQ_JACK_VERBOSE leaves everything audible.
+    public static func quietOpens() {
+        if getenv("JAQ_JACK_VERBOSE") != nil { return }
+        jaq_jack_set_quiet_open(1)
+    }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import JackDriver
 
 /// The `jaq` command: Apple's Audio Queue Services on JACK, for pro-audio users.
 @main
@@ -25,4 +26,11 @@ struct Jaq: ParsableCommand {
         subcommands: [RecordCommand.self, PlayCommand.self, PortsCommand.self, TimeCommand.self, TransportCommand.self,
                       InfoCommand.self, RenderCommand.self, ClockCommand.self]
     )
+
+    /// jaq's stderr is its user's: one line per failure, so what libjack's libraries print while
+    /// a client opens is kept quiet (`JackMessages.quietOpens`; JAQ_JACK_VERBOSE shows it).
+    static func main() {
+        JackMessages.quietOpens()
+        main(nil)
+    }
 }

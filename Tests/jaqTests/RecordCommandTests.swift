@@ -241,6 +241,33 @@ import SoundFile
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/take-01.wav"))
     }
 
+    /// While a client opens, libjack's metadata database (libdb) writes its errors straight to
+    /// stderr, past jack_set_error_function: "/dev/shm/jack_db-0/__db.002: No such file or
+    /// directory" when another server, stopping, removes the database this process is opening
+    /// (one CI run in a few hit it). jaq's failure stays one line. The broken database is made
+    /// for certain, where no other server can see it: a mount namespace with a /dev/shm of its
+    /// own, in which jack_db-UID is a file. JAQ_JACK_VERBOSE shows libdb's line (so it is there).
+    @Test func whatLibjacksLibrariesPrintWhileAClientOpensStaysQuiet() throws {
+        let wrapper = "mount -t tmpfs jaq-shm /dev/shm && touch /dev/shm/jack_db-$(id -u) && exec \"$@\""
+        var environment = ProcessInfo.processInfo.environment
+        environment["JACK_NO_START_SERVER"] = "1"
+        let probe = try runProcess(["/usr/bin/unshare", "-m", "/bin/sh", "-c", "mount -t tmpfs jaq-shm /dev/shm"],
+                                   environment: environment, timeout: 10)
+        try #require(probe.status == 0, "needs a mount namespace (root): \(probe.error)")
+        func run(verbose: Bool) throws -> (status: Int32, output: String, error: String) {
+            var environment = environment
+            if verbose { environment["JAQ_JACK_VERBOSE"] = "1" }
+            return try runProcess(["/usr/bin/unshare", "-m", "/bin/sh", "-c", wrapper, "sh", jaqBinary,
+                                   "record", "--server", "jaq-quiet-\(getpid())", "system"], environment: environment, timeout: 30)
+        }
+        let loud = try run(verbose: true)
+        #expect(loud.error.contains("jack_db"), "libdb's complaint is reproduced: \(loud.error)")
+        let quiet = try run(verbose: false)
+        #expect(quiet.status == 1)
+        #expect(quiet.error.split(separator: "\n").count == 1, "one line: \(quiet.error)")
+        #expect(quiet.error.contains("jaq-quiet-\(getpid())"), "names the server: \(quiet.error)")
+    }
+
     /// A program that registers its ports a second before it activates its client (as ecasound
     /// does for a moment): JACK2 refuses connections to them meanwhile. `jaq record` started
     /// as soon as the ports are listed waits for the client and records it.

@@ -23,6 +23,17 @@ jack_client_t *jaq_jack_client_open(const char *client_name, jack_options_t opti
  */
 #define JAQ_JACK_OPEN_ATTEMPTS 40
 
+/*
+ * Quiet opens, for a command-line program whose stderr is its user's: libjack's own messages go
+ * through jack_set_error_function, but while a client opens, the libraries under it write to
+ * stderr directly (libdb: "/dev/shm/jack_db-0/__db.002: No such file or directory" when a
+ * server that is stopping removes the metadata database another process is opening; PipeWire's
+ * log lines). With quiet opens on, the C library's `stderr` stream writes to /dev/null for the
+ * time jaq_jack_client_open takes (fd 2 is untouched); a library, whose process's stderr is not
+ * its own, leaves them off, the default.
+ */
+void jaq_jack_set_quiet_open(int quiet);
+
 /* Whether a failed open's status is PipeWire's transient JackInitFailure (worth another try). */
 int jaq_jack_open_failure_is_transient(jack_status_t status);
 
