@@ -1,0 +1,139 @@
+import Glibc
+
+// A queue's buffers: registering them, and handing them (and listener calls) to user code.
+
+extension QueueEngine {
+    // MARK: Buffers
+
+    /// Registers a buffer the API layer allocated.
+    public func addBuffer(_ buffer: QueueBuffer) throws {
+        try lock.withLock {
+            try checkUsable()
+            buffers[buffer.handle] = buffer
+        }
+    }
+
+    /// The buffer with `handle`, if it belongs to this queue.
+    public func buffer(for handle: UnsafeMutableRawPointer) -> QueueBuffer? {
+        lock.withLock { buffers[handle] }
+    }
+
+    /// Forgets a buffer before the API layer frees it; throws `.bufferInQueue` while enqueued.
+    public func removeBuffer(_ handle: UnsafeMutableRawPointer) throws {
+        try lock.withLock {
+            guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
+            guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
+            // A buffer being handed to its callback is the callback's to free, no other thread's.
+            guard buffer.callbacksHolding == 0 || isInCallback else { throw QueueError.bufferInQueue }
+            buffers[handle] = nil
+        }
+    }
+
+    /// Checks that a buffer may be enqueued now (lock held).
+    func checkEnqueue(_ handle: UnsafeMutableRawPointer) throws -> QueueBuffer {
+        _ = try life.handle(.enqueue)
+        guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
+        guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
+        return buffer
+    }
+
+    // MARK: Delivery of callbacks and listeners
+
+    /// Runs `work` (user code) through the callback executor, unless the queue is
+    /// disposed of by then. `resetBatch` marks buffers Reset/Stop return: enqueueing
+    /// is refused until they have all been delivered.
+    func deliver(resetBatch: Bool = false, _ work: @escaping @Sendable () -> Void) {
+        lock.withLock {
+            callbacksInFlight += 1
+            if resetBatch { _ = life.note(.resetDeliveryPosted) }
+        }
+        producerStateChanged()
+        let job: @Sendable () -> Void = { [self] in
+            let proceed: Bool = lock.withLock {
+                guard !disposed else { return false }
+                callbacksRunning += 1
+                callbackThreads.append(pthread_self())
+                return true
+            }
+            if proceed { work() }
+            lock.withLock {
+                if proceed {
+                    callbacksRunning -= 1
+                    if let i = callbackThreads.firstIndex(where: { pthread_equal($0, pthread_self()) != 0 }) {
+                        callbackThreads.remove(at: i)
+                    }
+                }
+                callbacksInFlight -= 1
+                if resetBatch { _ = life.note(.resetDeliveryRan) }
+                lock.broadcast()
+            }
+            producerStateChanged()
+            wake.post()
+        }
+        switch executor {
+        case .queueThread:
+            if thread?.isCurrent == true {
+                job()
+            } else {
+                lock.withLock { deliveries.append(job) }
+                wake.post()
+            }
+        case .custom(let post):
+            post(job)
+        }
+    }
+
+    /// Hands `buffer` back to user code (`body` calls the callback) through the executor. The
+    /// buffer is the application's once `body` starts, but until `body` returns only the
+    /// callback may free it: FreeBuffer from another thread gets kAudioQueueErr_BufferInQueue.
+    func deliverBuffer(_ buffer: QueueBuffer, resetBatch: Bool, _ body: @escaping @Sendable () -> Void) {
+        deliver(resetBatch: resetBatch) { [self] in
+            lock.withLock {
+                buffer.ownership = .application
+                buffer.callbacksHolding += 1
+            }
+            body()
+            lock.withLock { buffer.callbacksHolding -= 1 }
+        }
+    }
+
+    /// True if the calling thread is running one of this queue's callbacks (lock held).
+    var isInCallback: Bool {
+        callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 } || thread?.isCurrent == true
+    }
+
+    /// Runs pending queue-thread deliveries (queue thread only, lock not held).
+    func runDeliveries() {
+        while true {
+            let next: (@Sendable () -> Void)? = lock.withLock { deliveries.isEmpty ? nil : deliveries.removeFirst() }
+            guard let next else { return }
+            next()
+        }
+    }
+
+    /// Has the queue thread do a job a control call asked for: `request` (lock held) files it
+    /// and returns its ticket, `isDone(ticket)` (lock held) says it was done. Runs the queue's
+    /// work here when called on the queue thread. Returns false if the queue thread did not do
+    /// it within `controlTimeout` (a callback holds it); otherwise waits for the callbacks it posted.
+    func runOnQueueThread(request: () -> Int, isDone: (Int) -> Bool) -> Bool {
+        if thread?.isCurrent == true {
+            _ = lock.withLock { request() }
+            serviceQueue()
+            return true
+        }
+        let ticket = lock.withLock { request() }
+        wake.post()
+        let timeout = controlTimeout
+        let done = lock.withLock { lock.wait(timeout: timeout) { isDone(ticket) || life.isShutDown } }
+        if done { waitForDeliveries(timeout: timeout) }
+        return done
+    }
+
+    /// Waits until every queue-thread delivery posted so far has run (not from the queue thread).
+    func waitForDeliveries(timeout: Double = 10) {
+        guard case .queueThread = executor, thread?.isCurrent != true else { return }
+        lock.withLock {
+            _ = lock.wait(timeout: timeout) { deliveries.isEmpty && callbacksRunning == 0 || disposed }
+        }
+    }
+}

@@ -1,0 +1,96 @@
+// The device a queue is connected to (CurrentDevice, the client's name), and its events.
+
+extension QueueEngine {
+    // MARK: Device connection
+
+    /// What the queue connects to: "system", a port, a regular expression, or "".
+    public var currentDevice: String { lock.withLock { currentTarget } }
+
+    /// The device ports the queue is connected to.
+    public var connectedDevicePorts: [String] { lock.withLock { connectedPorts } }
+
+    /// Connects to `target` instead of what the queue connected to before; throws
+    /// `.invalidDevice` if nothing matches. Only the connections the queue made itself are
+    /// removed: one a user made to its ports stays.
+    /// - Parameters:
+    ///   - ports: what to connect to instead, port i to the i-th name (a comma-separated list),
+    ///     while CurrentDevice reports `target` (ChannelAssignments, a ChannelLayout's labels).
+    public func setCurrentDevice(_ target: String, connecting ports: String? = nil) throws {
+        try lock.withLock { try checkUsable() }
+        let (before, connected) = try connectionLock.withLock {
+            let before = lock.withLock { connectedPorts.count }
+            let connected = try device.connect(to: ports ?? target)
+            lock.withLock {
+                currentTarget = target
+                connectionTarget = ports ?? target
+                connectedPorts = connected
+            }
+            return (before, connected)
+        }
+        notify(.currentDeviceChanged)
+        if connected.count != before { notify(.deviceChannelsChanged) }
+    }
+
+    /// What the queue's ports are connected to now (CurrentDevice, or the ports it maps to).
+    public var connectionTargetValue: String { lock.withLock { connectionTarget ?? currentTarget } }
+
+    /// The JACK sample rate changed: listeners of the device's rate hear of it.
+    func deviceRateChanged() { notify(.deviceSampleRateChanged) }
+
+    /// The JACK client's name.
+    public var clientName: String { lock.withLock { clientNameStorage } }
+
+    /// Renames the client (reopens it); allowed while stopped.
+    public func setClientName(_ name: String) throws {
+        _ = try lock.withLock { try life.handle(.reconfigure("rename a stopped queue")) }
+        try connectionLock.withLock {
+            try device.rename(to: name)
+            let target = lock.withLock { connectionTarget ?? currentTarget }
+            let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
+            lock.withLock {
+                clientNameStorage = device.clientName
+                connectedPorts = ports
+            }
+        }
+    }
+
+    // MARK: Device events
+
+    func handleDeviceEvent(_ event: DeviceEvent) {
+        switch event {
+        case .shutdown:
+            let first = lock.withLock { () -> Bool in
+                let actions = life.note(.deviceGone)
+                lock.broadcast()
+                return actions.contains(.deliverInvalidation)
+            }
+            guard first else { return }
+            // The queue thread delivers what it can, then reports the stop.
+            lock.withLock { deliveries.append { [self] in self.finishInvalidation() } }
+            wake.post()
+            realtimeWake.post()
+        case .xrun:
+            lock.withLock { discontinuities += 1 }
+        case .sampleRateChanged(let rate):
+            let mismatch = lock.withLock { () -> Bool in
+                discontinuities += 1
+                converterMismatch = rate != converterRate
+                return converterMismatch
+            }
+            deviceRateChanged()
+            // The queue's converter was made for another rate: its conversion no longer fits.
+            if mismatch { notify(.converterError(0x666D_743F)) }  // 'fmt?', kAudioConverterErr_FormatNotSupported
+        case .freewheel:
+            realtimeWake.post()
+        }
+    }
+
+    private func finishInvalidation() {
+        perform(.deliverInvalidation)
+        let actions = lock.withLock {
+            defer { lock.broadcast() }
+            return life.note(.invalidationDelivered)
+        }
+        report(actions)
+    }
+}
