@@ -1,5 +1,16 @@
 // jaq-bench's command-line options.
 
+import Foundation
+
+let usage = """
+    usage: jaq-bench [--seconds S] [--channels 2,16,64] [--rounds N] [--period FRAMES]
+                     [--play-channels N] [--xrun-takes N] [--realtime | --no-realtime] [--output FILE]
+    Records a ramp with jaq record, jack_capture and floor-record in turns on a private dummy
+    JACK server, plays a file with jaq play, sndfile-jackplay and floor-play, and writes the
+    tables to FILE (default Docs/benchmarks.md). --play-channels 0 and --xrun-takes 0 skip
+    the playback and the non-realtime takes.
+    """
+
 struct Options {
     var seconds = 60.0
     var channels = [2, 16, 64]
@@ -29,7 +40,10 @@ struct Options {
             case "--xrun-takes": xrunTakes = Int(value) ?? xrunTakes; i += 1
             case "--realtime": realtime = true
             case "--no-realtime": realtime = false
-            default: break
+            case "-h", "--help": print(usage); exit(0)
+            default:
+                FileHandle.standardError.write(Data("jaq-bench: unknown option \(arguments[i])\n\(usage)\n".utf8))
+                exit(64)
             }
             i += 1
         }
