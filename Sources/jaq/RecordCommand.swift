@@ -182,8 +182,7 @@ struct RecordCommand: ParsableCommand {
         let server = try ServerContext(serverOptions, privateServer: privateServerOptions, clientName: "jaq-record-ctl", watchTransport: transport)
         defer { server.stop(closingSession: true) }
         let interruption = Interruption()
-        let deviceRate = server.session.sampleRate
-        let fileRate = rate ?? deviceRate
+        let fileRate = rate ?? server.session.sampleRate
         var durationFrames: Int64?
         if let duration {
             guard let frames = TimeSpec.frames(duration, rate: fileRate), frames > 0 else {
@@ -198,13 +197,9 @@ struct RecordCommand: ParsableCommand {
         defer { masterClock?.reader.close() }
         let startAt = try at.map { try masterClock?.localFrame(forMaster: $0) ?? $0 }
         if let masterClock, let at, let startAt { Log.info(masterClock.describe(master: at, local: startAt)) }
-        // The control client follows the transport (--transport) and watches the sources
-        // (SourceWatch) for the whole take: one client for both, and kept open, so libjack's
-        // shared memory stays mapped and locked once for the process.
-        let session: JackSession! = transport ? server.session : nil
 
         // Files: create them all before recording (and remove them again if one fails).
-        var (files, takeNumber) = try createFiles(format: takeFormat, tracks: sources, rate: fileRate)
+        let (files, takeNumber) = try createFiles(format: takeFormat, tracks: sources, rate: fileRate)
         let paths = files.map(\.path)
         startup.onFire { for path in paths { unlink(path) } }
 
@@ -221,427 +216,15 @@ struct RecordCommand: ParsableCommand {
             throw CLIError("cannot create the recording queue: \(server.queueFailure(created))")
         }
         defer { AudioQueueDispose(queue, true) }
-        let connected = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, sources.joined(separator: ","))
-        guard connected == noErr else {
-            removeFiles(files)
-            throw CLIError("cannot connect to \(sources.joined(separator: ", ")): \(describe(connected, file: false))")
-        }
-        // Ports whose client leaves (a netjack2 slave, a DAW): a gap in their track, or the end of
-        // the take when the server's own device went (a netjack2 master left its slave).
-        let queueInputs = stringProperty(queue, kAudioQueueProperty_JACKPortNames)?.split(separator: ",").map(String.init) ?? []
-        let sourceWatch: SourceWatch? = SourceWatch(session: server.session, sources: sources, queueInputs: queueInputs, physical: Set(physical))
-        // Meters only for the live display: they cost the realtime side a pass over the samples.
-        let showMeters = !quiet && stdoutIsTerminal
-        var on: UInt32 = showMeters ? 1 : 0
-        AudioQueueSetProperty(queue, kAudioQueueProperty_EnableLevelMetering, &on, 4)
-        // The capture ring covers the queue thread's hiccups; the buffers (--buffer) the disk's.
-        var ringSeconds = 1.0
-        AudioQueueSetProperty(queue, kAudioQueueProperty_CaptureBufferSeconds, &ringSeconds, 8)
 
-        // Latency compensation: each track is read later by its extra capture latency.
-        let skip = noLatencyCompensation ? Array(repeating: Int64(0), count: sources.count)
-            : captureSkew(queue, tracks: sources.count, rate: fileRate, deviceRate: deviceRate)
-        // Every buffer is allocated now (nothing grows while recording): --buffer seconds of
-        // them for the disk, and what the writer keeps for the pre-roll, latency and triggers.
-        let bufferFrames = Self.bufferFrames
-        let enqueued = Self.enqueuedBuffers
-        let bufferCount = TakeWriter.bufferCount(bufferSeconds: buffer.seconds(at: fileRate), rate: fileRate, bufferFrames: bufferFrames,
-                                                 preroll: preRoll.seconds(at: fileRate), maxSkip: skip.max() ?? 0, stopsByTrigger: transport || masterClock != nil,
-                                                 enqueued: enqueued)
-        let activeWriter = TakeWriter(format: takeFormat, channelCount: sources.count, rate: fileRate, files: files,
-                                      skip: skip, bufferFrames: bufferFrames, bufferCount: bufferCount,
-                                      enqueuedCount: enqueued, stopsByTrigger: transport,
-                                      muteSeconds: masterClock != nil ? Self.networkGapSeconds : 0)
-        recorder.writer = activeWriter
-        if skip.contains(where: { $0 != 0 }) {
-            Log.info("latency compensation (frames): " + zip(sources, skip).map { "\($0.0) +\($0.1)" }.joined(separator: ", "))
-        }
-        let allocated = activeWriter.allocateBuffers(on: queue)
-        guard allocated == noErr else {
-            removeFiles(files)
-            throw CLIError("cannot allocate \(bufferCount) buffers of \(bufferFrames) frames: \(describe(allocated, file: false))")
-        }
-        activeWriter.state.withLock {
-            $0.preroll = preRoll.frames(at: fileRate)
-            $0.keepsFromQueueStart = startAt != nil || `in` != nil
-            $0.takesFollow = multi
-        }
-        activeWriter.start()
-
-        // Start the queue on a known frame: queue time 0 is that frame.
-        var now = AudioTimeStamp()
-        AudioQueueDeviceGetCurrentTime(queue, &now)
-        let prerollDevice = Int64((preRoll.seconds(at: fileRate) * deviceRate).rounded())
-        var queueStart = AudioTimeStamp()
-        queueStart.mSampleTime = now.mSampleTime + (0.05 * deviceRate).rounded()
-        queueStart.mFlags = .sampleTimeValid
-        var takeStartDevice: Int64?
-        if let at = startAt {
-            var frame = AudioTimeStamp()
-            frame.mSampleTime = Double(at)
-            frame.mFlags = .sampleTimeValid
-            var translated = AudioTimeStamp()
-            AudioQueueDeviceTranslateTime(queue, &frame, &translated)
-            let normalized = Int64(translated.mSampleTime)
-            takeStartDevice = normalized
-            // With --clock the queue runs a little before the start: a jump of the clock before it can still move the start earlier.
-            let early = masterClock != nil ? Int64(MasterClock.startMarginSeconds * deviceRate) : 0
-            if Double(normalized - prerollDevice - early) > queueStart.mSampleTime {
-                queueStart.mSampleTime = Double(normalized - prerollDevice - early)
-            }
-        } else if let delay = `in` {
-            takeStartDevice = Int64(now.mSampleTime) + delay.frames(at: deviceRate)
-            if Double(takeStartDevice! - prerollDevice) > queueStart.mSampleTime { queueStart.mSampleTime = Double(takeStartDevice! - prerollDevice) }
-        }
-        guard AudioQueueStart(queue, &queueStart) == noErr else {
-            removeFiles(files)
-            throw CLIError("cannot start recording")
-        }
-        // Queue time 0 is the device frame the queue really started on: the one asked for, or
-        // later if the machine was too slow to start it by then.
-        let requestedOrigin = Int64(queueStart.mSampleTime)
-        var startWatch = StartWatch(origin: requestedOrigin, rate: deviceRate)
-        func startedOrigin() -> Int64? { Self.startDeviceFrame(queue) }
-        let toQueueFrames = { (deviceFrames: Int64) -> Int64 in Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
-        let toDeviceFrames = { (queueFrames: Int64) -> Int64 in Int64((Double(queueFrames) * deviceRate / fileRate).rounded()) }
-        let prerollFrames = preRoll.frames(at: fileRate)
-        // Where the take belongs on the timeline (its files' Broadcast Wave chunk): on the
-        // transport's frames when it follows the transport (`transportRoll`: the roll's device
-        // frame and position) or the transport rolls as it starts, else on JACK's.
-        var place: TakePlace?
-        func beginTake(atDevice frame: Int64, origin: Int64, transportRoll: (deviceFrame: Int64, position: Int64)? = nil) {
-            let offset = toQueueFrames(frame - origin)
-            let takeStart = max(0, offset - prerollFrames)
-            let rolling = transportRoll == nil ? server.session.transportPosition() : nil
-            let anchor = transportRoll ?? rolling.flatMap { $0.rolling ? ($0.deviceFrame, Int64($0.frame)) : nil }
-            let firstDevice = origin + toDeviceFrames(takeStart + (skip.min() ?? 0))
-            // --at F --clock PORT: F is the master's frame, and so is the take's place.
-            let masterOffset = masterClock != nil ? at.flatMap { at in takeStartDevice.map { at - $0 } } : nil
-            let newPlace = TakePlace.of(firstDeviceFrame: firstDevice, transport: anchor, masterOffset: masterOffset,
-                                        deviceRate: deviceRate, fileRate: fileRate)
-            let broadcast = newPlace.broadcastWaves(files: files, sources: sources, format: takeFormat, rate: fileRate)
-            place = newPlace
-            activeWriter.state.withLock {
-                $0.takeStart = takeStart
-                $0.broadcast = broadcast
-                if let durationFrames { $0.end = durationFrames + prerollFrames - max(0, prerollFrames - offset) }
-            }
-        }
-        var targets = files.map { $0.path }.joined(separator: ", ")
-        let trackCount = "\(sources.count) track\(sources.count == 1 ? "" : "s")"
-        var trigger = try Trigger.forCommand(at: startAt, in: `in`, transport: transport, onEnter: onEnter)
-        trigger.arm(now: Int64(now.mSampleTime), deviceRate: deviceRate, origin: requestedOrigin,
-                    transportChanges: transport ? session.transportChanges().count : 0)
-        switch trigger.start {
-        case .transport: break  // said once the queue records (in the main loop): a roll before that is lost
-        case .enter: Log.info("press Enter to start recording (\(trackCount) armed)")
-        case .frame, .delay: Log.info("recording \(trackCount) from JACK frame \(takeStartDevice!) to \(targets)")
-        case .now: break
-        }
+        let take = RecordSession(command: self, format: takeFormat, server: server, interruption: interruption,
+                                 sources: sources, physical: physical, masterClock: masterClock, startAt: startAt,
+                                 files: files, takeNumber: takeNumber, queue: queue, recorder: recorder,
+                                 fileRate: fileRate, durationFrames: durationFrames)
+        try take.prepare()
+        try take.start()
         startup.disarm()
-        let enterPressed = SharedFlag()
-        if onEnter {
-            Thread.detachNewThread {
-                _ = readLine()
-                enterPressed.set(1)
-            }
-        }
-
-        // The main loop: start/stop triggers, display, errors.
-        let display = RecordDisplay(enabled: !quiet && stdoutIsTerminal, tracks: sources, rate: fileRate)
-        var stopReason: String?
-        var exitStatus: Int32 = 0
-        var lastStatus = Date()
-        var armedAnnounced = false
-        // The transport jumped while rolling (a DAW's loop, a locate while playing): the take
-        // records on, frame after frame; each jump is reported with its take frame.
-        var relocationsSeen = transport ? session.transportRelocations(after: 0).count : 0
-        var rollFrame = Int64.max
-        func reportRelocations(origin: Int64) {
-            let seen = session.transportRelocations(after: relocationsSeen)
-            relocationsSeen = seen.count
-            for relocation in seen.relocations where relocation.deviceFrame > rollFrame {
-                let takeFrame = toQueueFrames(relocation.deviceFrame - origin) - (activeWriter.state.withLock { $0.takeStart } ?? 0)
-                Log.info("transport relocated: take frame \(takeFrame) (JACK frame \(relocation.deviceFrame)) plays transport frame \(relocation.transportFrame)")
-            }
-            if seen.lost > 0 { Log.error("\(seen.lost) transport relocations came too fast to report") }
-        }
-        var discontinuitiesAtTakeStart: UInt32?
-        // The last take ended as asked (its duration, the transport's stop): kept even if empty.
-        var reachedEnd = false
-        var serverGone = false
-        var deviceLost: String?
-        func takeFrame(_ deviceFrame: Int64) -> Int64 {
-            let start = activeWriter.state.withLock { $0.takeStart } ?? 0
-            return toQueueFrames(deviceFrame - (startedOrigin() ?? requestedOrigin)) - start
-        }
-        func takeTime(_ deviceFrame: Int64) -> String { TimeSpec.clock(takeFrame(deviceFrame), rate: fileRate) }
-        var networkGaps: [(takeFrame: Int64, frames: Int64)] = []
-        let clockClient = masterClock.map { String($0.reader.source.prefix { $0 != ":" }) } ?? ""
-        let networkTracks = Set(sources.indices.filter { masterClock != nil && sources[$0].hasPrefix(clockClient + ":") })
-        /// A gap in the master's clock (`--clock`): frames netjack2 did not deliver, reported as capture losses are.
-        func clockGap(at frame: UInt32, frames: Int, open: Bool = false) {
-            guard let masterClock, activeWriter.state.withLock({ $0.takeStart }) != nil else { return }
-            let device = masterClock.reader.deviceFrame(frame)
-            let at = takeFrame(device)
-            guard at >= 0, activeWriter.state.withLock({ $0.end.map { at < $0 } ?? true }) else { return }
-            networkGaps.append((at, toQueueFrames(Int64(frames))))
-            // The tracks that came over the network with the clock (the ports of its client) get
-            // silence there, as frames the capture lost do; the others keep theirs.
-            let first = toQueueFrames(device - (startedOrigin() ?? requestedOrigin))
-            activeWriter.mute(queueFrames: first..<(first + toQueueFrames(Int64(frames))), channels: networkTracks)
-            Log.error("network gap of \(toQueueFrames(Int64(frames))) frames at \(TimeSpec.clock(at, rate: fileRate)) (take frame \(at), "
-                      + "JACK frame \(device)): the clock on \(masterClock.reader.source) "
-                      + (open ? "had not come back by the end" : "skipped them")
-                      + " (netjack2 lost their packets and filled the frames from other cycles): "
-                      + (networkTracks.isEmpty ? "every track keeps its frames" : "silence in the \(networkTracks.count) tracks from \(clockClient):, the others keep their frames"))
-        }
-        /// What a take lost, said once it is complete: frames the queue or the disk lost, network
-        /// gaps, cycles that ran late.
-        func reportLosses(_ final: TakeLosses) {
-            for event in final.lostEvents {
-                Log.error("lost \(event.frames) frames at \(TimeSpec.clock(event.takeFrame, rate: fileRate)) (replaced by silence)")
-            }
-            if masterClock != nil, !networkGaps.isEmpty {
-                Log.error("network gaps: \(networkGaps.count) (\(networkGaps.reduce(0) { $0 + $1.frames }) frames) at take frames "
-                          + networkGaps.prefix(20).map { "\($0.takeFrame)+\($0.frames)" }.joined(separator: ", ")
-                          + (networkGaps.count > 20 ? ", …" : ""))
-            }
-            if final.droppedFrames > 0 {
-                Log.error("the disk fell behind: \(final.droppedFrames) frames dropped (replaced by silence)")
-            }
-            let discontinuities = Self.discontinuities(queue) &- (discontinuitiesAtTakeStart ?? Self.discontinuities(queue))
-            if discontinuities > 0 {
-                // Cycles that ran late. jackd2 keeps a late client's data in order (jaq tells late
-                // readings from skipped cycles); PipeWire lets the graph run on, so a late cycle may
-                // have read the next cycle's data: say so, as the take may differ there.
-                Log.info("\(discontinuities) xruns while recording (JACK cycles ran late"
-                         + (JackLibrary.isPipeWire ? "; under PipeWire a late cycle can repeat or skip a period of what it records)" : ")"))
-            }
-        }
-        // --on-take-end: the command runs once a take's files are complete and closed.
-        let hooks = TakeEndHooks(command: onTakeEnd)
-        func takeEnded(_ paths: [String]) { hooks.run(paths) }
-
-        while true {
-            let state = activeWriter.state.withLock { ($0.takeStart, $0.end, $0.error, $0.finished) }
-            if state.0 != nil && discontinuitiesAtTakeStart == nil {
-                discontinuitiesAtTakeStart = Self.discontinuities(queue)
-            }
-            if let error = state.2 {
-                stopReason = error
-                exitStatus = 1
-                break
-            }
-            if !Self.serverIsAlive(queue) {
-                // Shut down or gone: nothing more will come; what was captured is written.
-                serverGone = true
-                exitStatus = 1
-                break
-            }
-            // A take whose every frame is written is done, whatever its sources do next. A tape
-            // machine (--multi) reports it and arms the next take.
-            if let end = state.1, activeWriter.framesWritten >= end {
-                guard multi, interruption.signal == nil else {
-                    stopReason = stopReason ?? "duration reached"
-                    reachedEnd = true
-                    break
-                }
-                let next: [TakeFile]
-                do { (next, takeNumber) = try createFiles(format: takeFormat, tracks: sources, rate: fileRate, firstTake: takeNumber + 1) } catch {
-                    stopReason = "\(error)"
-                    exitStatus = 1
-                    break
-                }
-                guard activeWriter.nextTake(next) else {
-                    removeFiles(next)
-                    if activeWriter.state.withLock({ $0.error }) == nil { stopReason = "the writer did not close the take"; exitStatus = 1 }
-                    break
-                }
-                let closed = files.map(\.path)
-                files = next
-                // A take the writer could not close (the disk refused its last header): said
-                // at the loop's top; its command does not run, and the next take's files go.
-                guard activeWriter.state.withLock({ $0.error }) == nil else { continue }
-                // The closed take's counts, as the writer left them when it closed it.
-                let done = activeWriter.state.withLock { $0.closedLosses } ?? TakeLosses()
-                reportLosses(done)
-                Log.info("\(stopReason ?? "duration reached"): \(TimeSpec.clock(end, rate: fileRate)) (\(end) frames) in "
-                         + closed.joined(separator: ", ") + (done.clippedSamples > 0 ? "; \(done.clippedSamples) samples clipped" : ""))
-                takeEnded(closed)
-                targets = files.map { $0.path }.joined(separator: ", ")
-                trigger.rearm(transportChanges: session.transportChanges().count)
-                stopReason = nil
-                armedAnnounced = false
-                discontinuitiesAtTakeStart = nil
-                networkGaps = []
-                rollFrame = .max
-                place = nil
-                sourceWatch?.end = nil
-                continue
-            }
-            // The sources are looked at up to the take's last frame (its tracks' last, latency
-            // compensation counted): a source leaving after it leaves a complete take.
-            if let start = state.0, let end = state.1, let origin = startedOrigin() {
-                sourceWatch?.end = origin + toDeviceFrames(start + end + (skip.max() ?? 0))
-            }
-            if let watched = sourceWatch?.poll(now: Self.deviceNow(queue)), !watched.isEmpty {
-                deviceLost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames)
-                if deviceLost != nil {
-                    // Every port goes when the whole server does: that is the server gone.
-                    if !Self.serverIsAlive(queue) {
-                        deviceLost = nil
-                        serverGone = true
-                    }
-                    exitStatus = 1
-                    break
-                }
-            }
-            for event in masterClock?.reader.events() ?? [] {
-                switch event {
-                case .gap(let frame, let frames): clockGap(at: frame, frames: frames)
-                case .jump(let frame, let by):
-                    let device = masterClock!.reader.deviceFrame(frame)
-                    if startAt != nil, let start = takeStartDevice, device < start {
-                        // The master's frames moved against ours (a cycle one server skipped): the
-                        // start follows the clock while the queue, already running, has not reached it.
-                        let moved = start - Int64(by)
-                        let origin = startedOrigin() ?? requestedOrigin
-                        if moved - prerollDevice >= origin, Self.deviceNow(queue) + Int64(0.1 * deviceRate) < moved - prerollDevice {
-                            takeStartDevice = moved
-                            if trigger.phase != .armed { beginTake(atDevice: moved, origin: origin) }
-                            Log.info("the clock on \(masterClock!.reader.source) jumped by \(by) frames before the start (JACK frame \(device)): "
-                                     + "master frame \(at!) is now JACK frame \(moved) here")
-                        } else {
-                            activeWriter.state.withLock {
-                                $0.error = $0.error ?? "the clock on \(masterClock!.reader.source) jumped by \(by) frames before the start "
-                                    + "(JACK frame \(device)), further than the take can follow (its queue runs "
-                                    + "\(MasterClock.startMarginSeconds) s ahead of the start): master frame \(at!) no longer names a known frame here"
-                            }
-                        }
-                    } else {
-                        Log.error("the clock on \(masterClock!.reader.source) jumped by \(by) frames at \(takeTime(device)) (take frame \(takeFrame(device)), JACK frame \(device)): "
-                                  + "the master's frames moved against this server's (a cycle one server skipped, or a restart); "
-                                  + "the take goes on, on this server's frames")
-                    }
-                }
-            }
-            if let signal = interruption.signal {
-                stopReason = signal == SIGINT ? "interrupted" : "terminated"
-                break
-            }
-            // A queue the server never runs (seen on a loaded netjack2 master) must not leave jaq
-            // waiting for ever: say so and stop, 10 s after the start frame.
-            if startWatch.hasTimedOut(deviceNow: Self.deviceNow(queue), started: startedOrigin() != nil) {
-                activeWriter.state.withLock { $0.error = $0.error ?? "the JACK server ran no cycles for jaq-record within 10 s of its start" }
-                continue
-            }
-            // Triggers are looked at once the queue runs: queue time 0 is its real start frame.
-            if let origin = startedOrigin() {
-                var clock = AudioTimeStamp()
-                AudioQueueDeviceGetCurrentTime(queue, &clock)
-                let seen = Trigger.Observation(now: Int64(clock.mSampleTime), session: session, enterPressed: enterPressed.value != 0)
-                switch trigger.step(seen) {
-                case .start(let frame)?:
-                    switch trigger.start {
-                    case .now: Log.info("recording \(trackCount) from JACK frame \(origin) to \(targets)")
-                    case .frame, .delay:
-                        if frame - prerollDevice < origin {
-                            Log.info("frame \(frame - prerollDevice) has passed: the take starts at frame \(origin), when recording began")
-                        }
-                    case .transport:
-                        if frame < origin {
-                            Log.info("the transport rolled at JACK frame \(frame), before recording began: the take starts at JACK frame \(origin)")
-                        }
-                        Log.info("transport rolling at JACK frame \(frame) (transport frame \(session.lastTransportRollPosition())): recording")
-                        rollFrame = max(frame, origin)
-                    case .enter: Log.info("recording from JACK frame \(frame)")
-                    }
-                    beginTake(atDevice: trigger.start == .now ? origin : trigger.start == .transport ? max(frame, origin)
-                                  : startAt != nil ? takeStartDevice ?? frame : frame,
-                              origin: origin,
-                              transportRoll: trigger.start == .transport ? (frame, Int64(session.lastTransportRollPosition())) : nil)
-                    if let place {
-                        Log.info("time reference: \(place.description)" + (files.contains { $0.take.carriesBroadcastWave } ? ""
-                            : " (not stored: \(takeFormat.name) files carry no Broadcast Wave chunk; wav and rf64 takes do)"))
-                    }
-                case .stop(let frame)?:
-                    reportRelocations(origin: origin)
-                    // The take ends on the frame the transport stopped.
-                    Log.info("transport stopped at JACK frame \(frame)")
-                    stopReason = "transport stopped"
-                    activeWriter.state.withLock { state in
-                        if let start = state.takeStart { state.end = max(0, toQueueFrames(frame - origin) - start) }
-                    }
-                case nil:
-                    if trigger.start == .transport, trigger.phase == .running { reportRelocations(origin: origin) }
-                    if trigger.start == .transport, trigger.phase == .armed, !armedAnnounced {
-                        armedAnnounced = true
-                        Log.info("waiting for JACK transport to roll (\(trackCount) armed)")
-                    }
-                }
-            }
-            var xruns: UInt32 = 0
-            var size = UInt32(4)
-            AudioQueueGetProperty(queue, kAudioQueueProperty_DiscontinuityCount, &xruns, &size)
-            var meters = [AudioQueueLevelMeterState](repeating: .init(mAveragePower: -120, mPeakPower: -120), count: sources.count)
-            if showMeters {
-                var meterSize = UInt32(sources.count * MemoryLayout<AudioQueueLevelMeterState>.size)
-                AudioQueueGetProperty(queue, kAudioQueueProperty_CurrentLevelMeterDB, &meters, &meterSize)
-            }
-            let dropped = activeWriter.state.withLock { $0.losses.droppedFrames + $0.losses.lostEvents.reduce(0) { $0 + $1.frames } }
-            display.update(written: activeWriter.framesWritten, meters: meters, bufferFill: activeWriter.bufferFill,
-                           xruns: Int(xruns), dropped: dropped, armed: state.0 == nil)
-            if !stdoutIsTerminal && !quiet && Date().timeIntervalSince(lastStatus) >= 5 && state.0 != nil {
-                lastStatus = Date()
-                print("recording \(TimeSpec.clock(activeWriter.framesWritten, rate: fileRate)), buffer \(Int(activeWriter.bufferFill * 100))%, xruns \(xruns), dropped \(dropped)")
-                fflush(nil)  // a log line for a pipe, a file or journald: now, not at exit
-            }
-            // A live display redraws 12 times a second; otherwise a slower pace costs less. The
-            // sources are looked at right at the take's end.
-            let pace = min(showMeters ? 0.02 : 0.1, sourceWatch?.secondsToEnd(now: Self.deviceNow(queue), rate: deviceRate).map { $0 + 0.001 } ?? 1)
-            usleep(UInt32(pace * 1_000_000))
-        }
-
-        // Stop: everything captured up to now reaches the files.
-        recorder.running.store(false, ordering: .relaxed)
-        activeWriter.stopEnqueueing()
-        AudioQueueStop(queue, true)
-        if let masterClock {
-            // Gaps found by now are silenced before the last frames are written.
-            for event in masterClock.reader.events() { if case .gap(let frame, let frames) = event { clockGap(at: frame, frames: frames) } }
-            if let open = masterClock.reader.openGap { clockGap(at: open.frame, frames: open.frames, open: true) }
-        }
-        activeWriter.finishInput()
-        activeWriter.waitUntilFinished()
-        let final = activeWriter.state.withLock { $0 }
-        let frames = activeWriter.framesWritten
-        reportLosses(final.losses)
-        if let error = final.error {
-            Log.error("\(error); the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file)")
-            exitStatus = 1
-        } else if let deviceLost {
-            Log.error("\(deviceLost) went away: the JACK server lost its audio device (on a netjack2 slave: the master left); "
-                      + "the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file): "
-                      + files.map(\.path).joined(separator: ", "))
-        } else if serverGone {
-            Log.error("the JACK server went away; the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) "
-                      + "(\(frames) frames in every file): \(files.map(\.path).joined(separator: ", "))")
-        } else if !(multi && frames == 0 && !reachedEnd) {  // a tape machine's next take that never rolled: said below
-            Log.info("\(stopReason ?? "stopped"): \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames) in \(files.map(\.path).joined(separator: ", "))"
-                     + (final.losses.clippedSamples > 0 ? "; \(final.losses.clippedSamples) samples clipped" : ""))
-        }
-        let takesBefore = final.takesClosed
-        // Files of a take that never began (the tape machine's next, or a server gone while armed) go.
-        let neverBegan = frames == 0 && final.takeStart == nil
-        if neverBegan || (frames == 0 && final.error == nil && !serverGone && deviceLost == nil && !reachedEnd) {
-            removeFiles(files)
-            Log.info(takesBefore > 0 ? "\(takesBefore) take\(takesBefore == 1 ? "" : "s") recorded; the next had not started: its files are removed"
-                                     : "nothing was recorded; no files kept")
-        } else {
-            takeEnded(files.map(\.path))
-        }
-        hooks.waitForAll()
+        let exitStatus = take.run()
         // The take is on disk; closing the queue's client (and a private server) must not hang.
         _ = Watchdog(seconds: Watchdog.teardownSeconds, status: exitStatus,
                      message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; the take is complete")
@@ -659,7 +242,6 @@ struct RecordCommand: ParsableCommand {
         return Int64(value)
     }
 
-    /// The queue's timeline discontinuities so far (xruns, lost data, rate changes).
     /// Whether the queue's JACK server is still there (DeviceGetCurrentTime gives a sample
     /// time only while it is): a server that shut down or died ends the take.
     static func serverIsAlive(_ queue: AudioQueueRef) -> Bool {
@@ -667,7 +249,6 @@ struct RecordCommand: ParsableCommand {
         return AudioQueueDeviceGetCurrentTime(queue, &now) == noErr && now.mFlags.contains(.sampleTimeValid)
     }
 
-    /// The JACK frame now (0 when the server does not answer).
     /// The check that the server runs the queue at all: the queue not started 10 s after its
     /// start frame, counted both on the device clock and on the wall clock. Device frames alone
     /// pass in a moment in freewheel, before the queue thread has published its start; wall time
@@ -692,13 +273,15 @@ struct RecordCommand: ParsableCommand {
         }
     }
 
+    /// The JACK frame now (0 when the server does not answer).
     static func deviceNow(_ queue: AudioQueueRef) -> Int64 {
         var now = AudioTimeStamp()
         AudioQueueDeviceGetCurrentTime(queue, &now)
         return Int64(now.mSampleTime)
     }
 
-    private static func discontinuities(_ queue: AudioQueueRef) -> UInt32 {
+    /// The queue's timeline discontinuities so far (xruns, lost data, rate changes).
+    static func discontinuities(_ queue: AudioQueueRef) -> UInt32 {
         var count: UInt32 = 0
         var size = UInt32(4)
         AudioQueueGetProperty(queue, kAudioQueueProperty_DiscontinuityCount, &count, &size)
@@ -706,7 +289,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     /// Frames (at the file rate) each track is read later than the earliest, from the ports' capture latency.
-    private func captureSkew(_ queue: AudioQueueRef, tracks: Int, rate: Double, deviceRate: Double) -> [Int64] {
+    func captureSkew(_ queue: AudioQueueRef, tracks: Int, rate: Double, deviceRate: Double) -> [Int64] {
         usleep(50_000)  // the server recomputes latencies after the connections
         var ranges = [AudioValueRange](repeating: .init(), count: tracks)
         var size = UInt32(tracks * MemoryLayout<AudioValueRange>.size)
@@ -742,7 +325,7 @@ struct RecordCommand: ParsableCommand {
     /// Creates the files of the first take number, from `firstTake` on, for which none exists
     /// (a tape machine passes the last one's number + 1: a take moved away by --on-take-end
     /// does not free its number for a later take).
-    private func createFiles(format: AudioTakeFile.Format, tracks: [String], rate: Double, firstTake: Int = 1) throws -> (files: [TakeFile], take: Int) {
+    func createFiles(format: AudioTakeFile.Format, tracks: [String], rate: Double, firstTake: Int = 1) throws -> (files: [TakeFile], take: Int) {
         let pattern = output ?? (interleaved ? "take-{take}.{ext}" : "take-{take}-{track}.{ext}")
         if !interleaved && tracks.count > 1 && !pattern.contains("{track}") && !pattern.contains("{n}") {
             throw CLIError("--output \(pattern): several tracks need {track} or {n} in the name (or --interleaved)", exitCode: CLIError.usage)
@@ -784,7 +367,7 @@ struct RecordCommand: ParsableCommand {
         return (files, take)
     }
 
-    private func removeFiles(_ files: [TakeFile]) {
+    func removeFiles(_ files: [TakeFile]) {
         for file in files {
             try? file.take.close()
             unlink(file.path)

@@ -11,10 +11,10 @@ struct TakeFile {
 }
 
 /// What a take lost and clipped: frames the queue lost (RecordUnderrun: where in the take, and
-/// how many), frames the disk could not keep up with, samples at full scale.
+/// how many; a disk that cannot keep up shows there too, as the queue runs out of buffers),
+/// samples at full scale.
 struct TakeLosses {
     var lostEvents: [(takeFrame: Int64, frames: Int64)] = []
-    var droppedFrames: Int64 = 0
     var clippedSamples: Int64 = 0
 }
 

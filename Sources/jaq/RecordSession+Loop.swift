@@ -1,0 +1,286 @@
+import AudioToolbox
+import Foundation
+import Glibc
+import JackDriver
+
+/// The main loop of a `jaq record` session, and the end of its take.
+extension RecordSession {
+    /// What one pass of the loop found.
+    enum Pass {
+        /// Wait a moment and look again.
+        case wait
+        /// Look again now (a take ended and the next was armed, or an error was set).
+        case again
+        /// The take is over.
+        case stop
+    }
+
+    /// Runs the takes until they end (as asked, by a failure, or by a signal), writes what was
+    /// captured, reports it; returns the exit status.
+    func run() -> Int32 {
+        while true {
+            switch pass() {
+            case .wait:
+                // A live display redraws 12 times a second; otherwise a slower pace costs less. The
+                // sources are looked at right at the take's end.
+                let pace = min(showMeters ? 0.02 : 0.1,
+                               sourceWatch?.secondsToEnd(now: RecordCommand.deviceNow(queue), rate: deviceRate).map { $0 + 0.001 } ?? 1)
+                usleep(UInt32(pace * 1_000_000))
+            case .again: continue
+            case .stop: return finish()
+            }
+        }
+    }
+
+    /// One look at the take: its writer, the server, the sources, the clock, signals, triggers.
+    func pass() -> Pass {
+        let (takeStart, end, error) = writer.state.withLock { ($0.takeStart, $0.end, $0.error) }
+        if takeStart != nil && discontinuitiesAtTakeStart == nil {
+            discontinuitiesAtTakeStart = RecordCommand.discontinuities(queue)
+        }
+        if let error {
+            stopReason = error
+            exitStatus = 1
+            return .stop
+        }
+        if !RecordCommand.serverIsAlive(queue) {
+            // Shut down or gone: nothing more will come; what was captured is written.
+            serverGone = true
+            exitStatus = 1
+            return .stop
+        }
+        // A take whose every frame is written is done, whatever its sources do next. A tape
+        // machine (--multi) reports it and arms the next take.
+        if let end, writer.framesWritten >= end {
+            guard command.multi, interruption.signal == nil else {
+                stopReason = stopReason ?? "duration reached"
+                reachedEnd = true
+                return .stop
+            }
+            return nextTake(afterEnd: end)
+        }
+        if watchSources(takeStart: takeStart, end: end) { return .stop }
+        followClock()
+        if let signal = interruption.signal {
+            stopReason = signal == SIGINT ? "interrupted" : "terminated"
+            return .stop
+        }
+        // A queue the server never runs (seen on a loaded netjack2 master) must not leave jaq
+        // waiting for ever: say so and stop, 10 s after the start frame.
+        if startWatch.hasTimedOut(deviceNow: RecordCommand.deviceNow(queue), started: startedOrigin() != nil) {
+            writer.state.withLock { $0.error = $0.error ?? "the JACK server ran no cycles for jaq-record within 10 s of its start" }
+            return .again
+        }
+        // Triggers are looked at once the queue runs: queue time 0 is its real start frame.
+        if let origin = startedOrigin() { stepTrigger(origin: origin) }
+        showProgress(armed: takeStart == nil)
+        return .wait
+    }
+
+    /// The tape machine's step from a take that reached its `end` to the next: new files, the
+    /// closed take reported and handed to --on-take-end, the trigger armed again.
+    func nextTake(afterEnd end: Int64) -> Pass {
+        let next: [TakeFile]
+        do {
+            (next, takeNumber) = try command.createFiles(format: takeFormat, tracks: sources, rate: fileRate, firstTake: takeNumber + 1)
+        } catch {
+            stopReason = "\(error)"
+            exitStatus = 1
+            return .stop
+        }
+        guard writer.nextTake(next) else {
+            command.removeFiles(next)
+            if writer.state.withLock({ $0.error }) == nil { stopReason = "the writer did not close the take"; exitStatus = 1 }
+            return .stop
+        }
+        let closed = files.map(\.path)
+        files = next
+        // A take the writer could not close (the disk refused its last header): said at the
+        // loop's top; its command does not run, and the next take's files go.
+        guard writer.state.withLock({ $0.error }) == nil else { return .again }
+        // The closed take's counts, as the writer left them when it closed it.
+        let done = writer.state.withLock { $0.closedLosses } ?? TakeLosses()
+        reportLosses(done)
+        Log.info("\(stopReason ?? "duration reached"): \(TimeSpec.clock(end, rate: fileRate)) (\(end) frames) in "
+                 + closed.joined(separator: ", ") + (done.clippedSamples > 0 ? "; \(done.clippedSamples) samples clipped" : ""))
+        hooks.run(closed)
+        targets = files.map { $0.path }.joined(separator: ", ")
+        trigger.rearm(transportChanges: session.transportChanges().count)
+        stopReason = nil
+        armedAnnounced = false
+        discontinuitiesAtTakeStart = nil
+        networkGaps = []
+        rollFrame = .max
+        place = nil
+        sourceWatch?.end = nil
+        return .again
+    }
+
+    /// Looks at the sources up to the take's last frame (its tracks' last, latency compensation
+    /// counted): a source leaving after it leaves a complete take. True if the take must end.
+    func watchSources(takeStart: Int64?, end: Int64?) -> Bool {
+        if let start = takeStart, let end, let origin = startedOrigin() {
+            sourceWatch?.end = origin + toDeviceFrames(start + end + (skip.max() ?? 0))
+        }
+        guard let watched = sourceWatch?.poll(now: RecordCommand.deviceNow(queue)), !watched.isEmpty else { return false }
+        deviceLost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames)
+        guard deviceLost != nil else { return false }
+        // Every port goes when the whole server does: that is the server gone.
+        if !RecordCommand.serverIsAlive(queue) {
+            deviceLost = nil
+            serverGone = true
+        }
+        exitStatus = 1
+        return true
+    }
+
+    /// The master clock's news (`--clock`): its gaps silence the network's tracks; a jump before
+    /// the start moves the start with it (or ends the take when it cannot), a jump later is said.
+    func followClock() {
+        guard let masterClock else { return }
+        for event in masterClock.reader.events() {
+            switch event {
+            case .gap(let frame, let frames): clockGap(at: frame, frames: frames)
+            case .jump(let frame, let by):
+                let device = masterClock.reader.deviceFrame(frame)
+                guard startAt != nil, let start = takeStartDevice, device < start else {
+                    Log.error("the clock on \(masterClock.reader.source) jumped by \(by) frames at \(takeTime(device)) (take frame \(takeFrame(device)), JACK frame \(device)): "
+                              + "the master's frames moved against this server's (a cycle one server skipped, or a restart); "
+                              + "the take goes on, on this server's frames")
+                    continue
+                }
+                // The master's frames moved against ours (a cycle one server skipped): the
+                // start follows the clock while the queue, already running, has not reached it.
+                let moved = start - Int64(by)
+                let origin = startedOrigin() ?? requestedOrigin
+                if moved - prerollDevice >= origin, RecordCommand.deviceNow(queue) + Int64(0.1 * deviceRate) < moved - prerollDevice {
+                    takeStartDevice = moved
+                    if trigger.phase != .armed { beginTake(atDevice: moved, origin: origin) }
+                    Log.info("the clock on \(masterClock.reader.source) jumped by \(by) frames before the start (JACK frame \(device)): "
+                             + "master frame \(command.at!) is now JACK frame \(moved) here")
+                } else {
+                    writer.state.withLock { [at = command.at!] in
+                        $0.error = $0.error ?? "the clock on \(masterClock.reader.source) jumped by \(by) frames before the start "
+                            + "(JACK frame \(device)), further than the take can follow (its queue runs "
+                            + "\(MasterClock.startMarginSeconds) s ahead of the start): master frame \(at) no longer names a known frame here"
+                    }
+                }
+            }
+        }
+    }
+
+    /// The trigger's step (queue time 0 at device frame `origin`): the take's start, or its
+    /// stop on the transport's, or what the armed take waits for.
+    func stepTrigger(origin: Int64) {
+        var clock = AudioTimeStamp()
+        AudioQueueDeviceGetCurrentTime(queue, &clock)
+        let seen = Trigger.Observation(now: Int64(clock.mSampleTime), session: session, enterPressed: enterPressed.value != 0)
+        switch trigger.step(seen) {
+        case .start(let frame)?:
+            let startDevice: Int64
+            switch trigger.start {
+            case .now:
+                Log.info("recording \(trackCount) from JACK frame \(origin) to \(targets)")
+                startDevice = origin
+            case .frame, .delay:
+                if frame - prerollDevice < origin {
+                    Log.info("frame \(frame - prerollDevice) has passed: the take starts at frame \(origin), when recording began")
+                }
+                startDevice = startAt != nil ? takeStartDevice ?? frame : frame
+            case .transport:
+                if frame < origin {
+                    Log.info("the transport rolled at JACK frame \(frame), before recording began: the take starts at JACK frame \(origin)")
+                }
+                Log.info("transport rolling at JACK frame \(frame) (transport frame \(session.lastTransportRollPosition())): recording")
+                rollFrame = max(frame, origin)
+                startDevice = max(frame, origin)
+            case .enter:
+                Log.info("recording from JACK frame \(frame)")
+                startDevice = startAt != nil ? takeStartDevice ?? frame : frame
+            }
+            beginTake(atDevice: startDevice, origin: origin,
+                      transportRoll: trigger.start == .transport ? (frame, Int64(session.lastTransportRollPosition())) : nil)
+            if let place {
+                Log.info("time reference: \(place.description)" + (files.contains { $0.take.carriesBroadcastWave } ? ""
+                    : " (not stored: \(takeFormat.name) files carry no Broadcast Wave chunk; wav and rf64 takes do)"))
+            }
+        case .stop(let frame)?:
+            reportRelocations(origin: origin)
+            // The take ends on the frame the transport stopped.
+            Log.info("transport stopped at JACK frame \(frame)")
+            stopReason = "transport stopped"
+            writer.state.withLock { [toQueueFrames] state in
+                if let start = state.takeStart { state.end = max(0, toQueueFrames(frame - origin) - start) }
+            }
+        case nil:
+            if trigger.start == .transport, trigger.phase == .running { reportRelocations(origin: origin) }
+            if trigger.start == .transport, trigger.phase == .armed, !armedAnnounced {
+                armedAnnounced = true
+                Log.info("waiting for JACK transport to roll (\(trackCount) armed)")
+            }
+        }
+    }
+
+    /// The live display on a terminal; a status line every 5 s for a pipe or a log.
+    func showProgress(armed: Bool) {
+        var xruns: UInt32 = 0
+        var size = UInt32(4)
+        AudioQueueGetProperty(queue, kAudioQueueProperty_DiscontinuityCount, &xruns, &size)
+        var meters = [AudioQueueLevelMeterState](repeating: .init(mAveragePower: -120, mPeakPower: -120), count: sources.count)
+        if showMeters {
+            var meterSize = UInt32(sources.count * MemoryLayout<AudioQueueLevelMeterState>.size)
+            AudioQueueGetProperty(queue, kAudioQueueProperty_CurrentLevelMeterDB, &meters, &meterSize)
+        }
+        let dropped = writer.state.withLock { $0.losses.lostEvents.reduce(0) { $0 + $1.frames } }
+        display.update(written: writer.framesWritten, meters: meters, bufferFill: writer.bufferFill,
+                       xruns: Int(xruns), dropped: dropped, armed: armed)
+        if !stdoutIsTerminal && !command.quiet && Date().timeIntervalSince(lastStatus) >= 5 && !armed {
+            lastStatus = Date()
+            print("recording \(TimeSpec.clock(writer.framesWritten, rate: fileRate)), buffer \(Int(writer.bufferFill * 100))%, xruns \(xruns), dropped \(dropped)")
+            fflush(nil)  // a log line for a pipe, a file or journald: now, not at exit
+        }
+    }
+
+    /// Stops the queue, writes everything captured up to now, says how the take ended, keeps or
+    /// removes its files, runs --on-take-end; returns the exit status.
+    func finish() -> Int32 {
+        recorder.running.store(false, ordering: .relaxed)
+        writer.stopEnqueueing()
+        AudioQueueStop(queue, true)
+        if let masterClock {
+            // Gaps found by now are silenced before the last frames are written.
+            for event in masterClock.reader.events() { if case .gap(let frame, let frames) = event { clockGap(at: frame, frames: frames) } }
+            if let open = masterClock.reader.openGap { clockGap(at: open.frame, frames: open.frames, open: true) }
+        }
+        writer.finishInput()
+        writer.waitUntilFinished()
+        let final = writer.state.withLock { $0 }
+        let frames = writer.framesWritten
+        reportLosses(final.losses)
+        let complete = "the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file)"
+        let paths = files.map(\.path).joined(separator: ", ")
+        if let error = final.error {
+            Log.error("\(error); \(complete)")
+            exitStatus = 1
+        } else if let deviceLost {
+            Log.error("\(deviceLost) went away: the JACK server lost its audio device (on a netjack2 slave: the master left); \(complete): \(paths)")
+        } else if serverGone {
+            Log.error("the JACK server went away; \(complete): \(paths)")
+        } else if !(command.multi && frames == 0 && !reachedEnd) {  // a tape machine's next take that never rolled: said below
+            Log.info("\(stopReason ?? "stopped"): \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames) in \(paths)"
+                     + (final.losses.clippedSamples > 0 ? "; \(final.losses.clippedSamples) samples clipped" : ""))
+        }
+        let takesBefore = final.takesClosed
+        // Files of a take that never began (the tape machine's next, or a server gone while armed) go.
+        let neverBegan = frames == 0 && final.takeStart == nil
+        if neverBegan || (frames == 0 && final.error == nil && !serverGone && deviceLost == nil && !reachedEnd) {
+            command.removeFiles(files)
+            Log.info(takesBefore > 0 ? "\(takesBefore) take\(takesBefore == 1 ? "" : "s") recorded; the next had not started: its files are removed"
+                                     : "nothing was recorded; no files kept")
+        } else {
+            hooks.run(files.map(\.path))
+        }
+        hooks.waitForAll()
+        return exitStatus
+    }
+}
