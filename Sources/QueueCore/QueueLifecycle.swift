@@ -140,156 +140,31 @@ struct QueueLifecycle: Hashable, Sendable {
     mutating func handle(_ event: LifecycleEvent) throws(QueueError) -> [LifecycleAction] {
         switch event {
         case .start(let deviceRate, let converterRate, let realtimePaused):
-            try checkUsable()
-            // The converter, the ring and queue time are the old rate's: it would play at the wrong speed.
-            guard deviceRate == converterRate else {
-                throw .cannotStart("the JACK server runs at \(Int(deviceRate)) Hz, the queue was made for \(Int(converterRate)) Hz")
-            }
-            switch state {
-            case .running, .starting:
-                return []
-            case .stopping:
-                // Stopping after a pause: resume, and stop once played out.
-                return realtimePaused ? [.wakeQueueThread, .prepareToStart, .sendStart] : []
-            case .stopped, .paused:
-                let fresh = state == .stopped
-                // A Stop(false) asked for before Start plays out what is queued, then stops.
-                state = playOutPending ? .stopping : .starting
-                return (fresh ? [.prepareTimeline] : []) + [.wakeQueueThread, .prepareToStart, .sendStart]
-            }
-
-        case .pause:
-            try checkUsable()
-            switch state {
-            case .running, .starting:
-                state = .paused
-                return [.sendPause]
-            case .stopping:
-                // An output queue playing out pauses too, and stays stopping: Start resumes it.
-                return direction == .output ? [.sendPause] : []
-            case .stopped, .paused:
-                return []
-            }
-
+            return try start(deviceRate: deviceRate, converterRate: converterRate, realtimePaused: realtimePaused)
+        case .pause: return try pause()
         case .stop(let immediate, let hasQueuedData):
-            try checkUsable()
-            if !immediate, let actions = beginStopping(hasQueuedData: hasQueuedData) { return actions }
-            resetDepth += 1
-            return [.halt]
-
-        case .halted:
-            let wasRunning = isRunning
-            isRunning = false
-            state = .stopped
-            playOutPending = false
-            captureDrainPending = false
-            return wasRunning ? [.notifyIsRunning(false)] : []
-
-        case .reset:
-            try checkUsable()
-            resetDepth += 1
-            return [.resetOnQueueThread]
-
-        case .resetFinished:
-            resetDepth = max(0, resetDepth - 1)
-            return []
-
-        case .queueDiscarded:
-            playOutPending = false
-            return []
-
+            return try stop(immediate: immediate, hasQueuedData: hasQueuedData)
+        case .halted: return halted()
+        case .reset: return try reset()
+        case .resetFinished: return resetFinished()
+        case .queueDiscarded: return queueDiscarded()
         case .flush, .prime, .use:
             try checkUsable()
             return []
-
-        case .nearestStartTime(let primed):
-            try checkUsable()
-            guard state != .stopped || primed else { throw .invalidRunState("the queue is neither running nor primed") }
-            return []
-
-        case .reconfigure(let what):
-            try checkUsable()
-            guard state == .stopped else { throw .invalidRunState(what) }
-            return []
-
-        case .enqueue:
-            if disposed { throw .invalidParameter("the queue was disposed of") }
-            if invalidated { throw .queueInvalidated }
-            // An input queue being stopped with Stop(false) still takes buffers for what it captured.
-            if resetDepth > 0 || resetDeliveriesPending > 0 || disposalPending || (state == .stopping && direction == .output) {
-                throw .enqueueDuringReset
-            }
-            return []
-
-        case .resetDeliveryPosted:
-            resetDeliveriesPending += 1
-            return []
-
-        case .resetDeliveryRan:
-            resetDeliveriesPending = max(0, resetDeliveriesPending - 1)
-            return []
-
-        case .dispose(let immediate):
-            if immediate { return try handle(.disposeNow) }
-            if disposed || disposalPending { return [] }
-            // Output: once what is enqueued has played. Input: once what was captured has been
-            // delivered to the enqueued buffers ("until all enqueued buffers are processed").
-            guard isActive && !invalidated else { return try handle(.disposeNow) }
-            disposalPending = true
-            return stopForDisposal() + [.wakeQueueThread]
-
-        case .disposeNow:
-            if disposed { return [] }
-            disposed = true
-            disposalPending = false
-            resetDepth += 1
-            return [.tearDown]
-
-        case .tornDown:
-            // Not reported: no listener runs after Dispose.
-            exiting = true
-            isRunning = false
-            state = .stopped
-            return []
-
-        case .realtimeStarted:
-            if state == .starting { state = .running }
-            // A start the queue thread sees only after a Stop(true) is not reported, nor one
-            // seen while disposing (no listener runs once Dispose has begun).
-            guard !isRunning && state != .stopped && !disposed else { return [] }
-            isRunning = true
-            return [.notifyIsRunning(true)]
-
-        case .realtimeFinished:
-            guard state == .stopping else { return [] }
-            state = .stopped
-            playOutPending = false
-            guard isRunning else { return [.endTimeline] }
-            isRunning = false
-            return [.endTimeline, .notifyIsRunning(false)]
-
-        case .realtimeObserved:
-            return disposalPending && state == .stopped && !disposed ? [.disposeNow] : []
-
-        case .captureDelivered:
-            guard isDrainingCapture else { return [] }
-            captureDrainPending = false
-            state = .stopped
-            resetDepth += 1
-            let wasRunning = isRunning
-            isRunning = false
-            return [.resetOnQueueThread] + (wasRunning ? [.notifyIsRunning(false)] : [])
-
-        case .deviceGone:
-            guard !invalidated else { return [] }
-            invalidated = true
-            return [.deliverInvalidation]
-
-        case .invalidationDelivered:
-            let wasRunning = isRunning
-            isRunning = false
-            state = .stopped
-            return wasRunning ? [.notifyIsRunning(false)] : []
+        case .nearestStartTime(let primed): return try nearestStartTime(primed: primed)
+        case .reconfigure(let what): return try reconfigure(what)
+        case .enqueue: return try enqueue()
+        case .resetDeliveryPosted: return resetDeliveryPosted()
+        case .resetDeliveryRan: return resetDeliveryRan()
+        case .dispose(let immediate): return dispose(immediate: immediate)
+        case .disposeNow: return disposeNow()
+        case .tornDown: return tornDown()
+        case .realtimeStarted: return realtimeStarted()
+        case .realtimeFinished: return realtimeFinished()
+        case .realtimeObserved: return realtimeObserved()
+        case .captureDelivered: return captureDelivered()
+        case .deviceGone: return deviceGone()
+        case .invalidationDelivered: return invalidationDelivered()
         }
     }
 
@@ -297,6 +172,211 @@ struct QueueLifecycle: Hashable, Sendable {
     mutating func note(_ event: LifecycleEvent) -> [LifecycleAction] {
         (try? handle(event)) ?? []
     }
+
+    // MARK: - Run state: Start, Pause, Stop
+
+    /// `LifecycleEvent.start`: AudioQueueStart.
+    private mutating func start(
+        deviceRate: Double, converterRate: Double, realtimePaused: Bool
+    ) throws(QueueError) -> [LifecycleAction] {
+        try checkUsable()
+        // The converter, the ring and queue time are the old rate's: it would play at the wrong speed.
+        guard deviceRate == converterRate else {
+            throw .cannotStart("the JACK server runs at \(Int(deviceRate)) Hz, the queue was made for \(Int(converterRate)) Hz")
+        }
+        switch state {
+        case .running, .starting:
+            return []
+        case .stopping:
+            // Stopping after a pause: resume, and stop once played out.
+            return realtimePaused ? [.wakeQueueThread, .prepareToStart, .sendStart] : []
+        case .stopped, .paused:
+            let fresh = state == .stopped
+            // A Stop(false) asked for before Start plays out what is queued, then stops.
+            state = playOutPending ? .stopping : .starting
+            return (fresh ? [.prepareTimeline] : []) + [.wakeQueueThread, .prepareToStart, .sendStart]
+        }
+    }
+
+    /// `LifecycleEvent.pause`: AudioQueuePause.
+    private mutating func pause() throws(QueueError) -> [LifecycleAction] {
+        try checkUsable()
+        switch state {
+        case .running, .starting:
+            state = .paused
+            return [.sendPause]
+        case .stopping:
+            // An output queue playing out pauses too, and stays stopping: Start resumes it.
+            return direction == .output ? [.sendPause] : []
+        case .stopped, .paused:
+            return []
+        }
+    }
+
+    /// `LifecycleEvent.stop`: AudioQueueStop.
+    private mutating func stop(immediate: Bool, hasQueuedData: Bool) throws(QueueError) -> [LifecycleAction] {
+        try checkUsable()
+        if !immediate, let actions = beginStopping(hasQueuedData: hasQueuedData) { return actions }
+        resetDepth += 1
+        return [.halt]
+    }
+
+    /// `LifecycleEvent.halted`: the realtime side applied a Stop(true).
+    private mutating func halted() -> [LifecycleAction] {
+        let wasRunning = isRunning
+        isRunning = false
+        state = .stopped
+        playOutPending = false
+        captureDrainPending = false
+        return wasRunning ? [.notifyIsRunning(false)] : []
+    }
+
+    // MARK: - Resets
+
+    /// `LifecycleEvent.reset`: AudioQueueReset.
+    private mutating func reset() throws(QueueError) -> [LifecycleAction] {
+        try checkUsable()
+        resetDepth += 1
+        return [.resetOnQueueThread]
+    }
+
+    /// `LifecycleEvent.resetFinished`: a reset has returned the buffers.
+    private mutating func resetFinished() -> [LifecycleAction] {
+        resetDepth = max(0, resetDepth - 1)
+        return []
+    }
+
+    /// `LifecycleEvent.queueDiscarded`: an output queue's queue thread discarded what was queued.
+    private mutating func queueDiscarded() -> [LifecycleAction] {
+        playOutPending = false
+        return []
+    }
+
+    /// `LifecycleEvent.resetDeliveryPosted`: a buffer a reset returned was posted to its callback.
+    private mutating func resetDeliveryPosted() -> [LifecycleAction] {
+        resetDeliveriesPending += 1
+        return []
+    }
+
+    /// `LifecycleEvent.resetDeliveryRan`: the callback of a buffer a reset returned ran.
+    private mutating func resetDeliveryRan() -> [LifecycleAction] {
+        resetDeliveriesPending = max(0, resetDeliveriesPending - 1)
+        return []
+    }
+
+    // MARK: - Calls that only check the state
+
+    /// `LifecycleEvent.nearestStartTime`: AudioQueueDeviceGetNearestStartTime.
+    private func nearestStartTime(primed: Bool) throws(QueueError) -> [LifecycleAction] {
+        try checkUsable()
+        guard state != .stopped || primed else { throw .invalidRunState("the queue is neither running nor primed") }
+        return []
+    }
+
+    /// `LifecycleEvent.reconfigure`: a call allowed only while stopped; `what` says which.
+    private func reconfigure(_ what: String) throws(QueueError) -> [LifecycleAction] {
+        try checkUsable()
+        guard state == .stopped else { throw .invalidRunState(what) }
+        return []
+    }
+
+    /// `LifecycleEvent.enqueue`: AudioQueueEnqueueBuffer (and WithParameters).
+    private func enqueue() throws(QueueError) -> [LifecycleAction] {
+        if disposed { throw .invalidParameter("the queue was disposed of") }
+        if invalidated { throw .queueInvalidated }
+        // An input queue being stopped with Stop(false) still takes buffers for what it captured.
+        if resetDepth > 0 || resetDeliveriesPending > 0 || disposalPending || (state == .stopping && direction == .output) {
+            throw .enqueueDuringReset
+        }
+        return []
+    }
+
+    // MARK: - Disposal
+
+    /// `LifecycleEvent.dispose`: AudioQueueDispose.
+    private mutating func dispose(immediate: Bool) -> [LifecycleAction] {
+        if immediate { return disposeNow() }
+        if disposed || disposalPending { return [] }
+        // Output: once what is enqueued has played. Input: once what was captured has been
+        // delivered to the enqueued buffers ("until all enqueued buffers are processed").
+        guard isActive && !invalidated else { return disposeNow() }
+        disposalPending = true
+        return stopForDisposal() + [.wakeQueueThread]
+    }
+
+    /// `LifecycleEvent.disposeNow`: the disposal proper.
+    private mutating func disposeNow() -> [LifecycleAction] {
+        if disposed { return [] }
+        disposed = true
+        disposalPending = false
+        resetDepth += 1
+        return [.tearDown]
+    }
+
+    /// `LifecycleEvent.tornDown`: the disposal has detached the device.
+    private mutating func tornDown() -> [LifecycleAction] {
+        // Not reported: no listener runs after Dispose.
+        exiting = true
+        isRunning = false
+        state = .stopped
+        return []
+    }
+
+    // MARK: - News from the realtime side, the queue thread and the device
+
+    /// `LifecycleEvent.realtimeStarted`: the realtime side played or recorded its first frame.
+    private mutating func realtimeStarted() -> [LifecycleAction] {
+        if state == .starting { state = .running }
+        // A start the queue thread sees only after a Stop(true) is not reported, nor one
+        // seen while disposing (no listener runs once Dispose has begun).
+        guard !isRunning && state != .stopped && !disposed else { return [] }
+        isRunning = true
+        return [.notifyIsRunning(true)]
+    }
+
+    /// `LifecycleEvent.realtimeFinished`: the realtime side stopped at the end of a Stop(false) play-out.
+    private mutating func realtimeFinished() -> [LifecycleAction] {
+        guard state == .stopping else { return [] }
+        state = .stopped
+        playOutPending = false
+        guard isRunning else { return [.endTimeline] }
+        isRunning = false
+        return [.endTimeline, .notifyIsRunning(false)]
+    }
+
+    /// `LifecycleEvent.realtimeObserved`: the queue thread looked at the realtime side.
+    private func realtimeObserved() -> [LifecycleAction] {
+        disposalPending && state == .stopped && !disposed ? [.disposeNow] : []
+    }
+
+    /// `LifecycleEvent.captureDelivered`: an input queue's Stop(false) has delivered everything captured.
+    private mutating func captureDelivered() -> [LifecycleAction] {
+        guard isDrainingCapture else { return [] }
+        captureDrainPending = false
+        state = .stopped
+        resetDepth += 1
+        let wasRunning = isRunning
+        isRunning = false
+        return [.resetOnQueueThread] + (wasRunning ? [.notifyIsRunning(false)] : [])
+    }
+
+    /// `LifecycleEvent.deviceGone`: the JACK server went away.
+    private mutating func deviceGone() -> [LifecycleAction] {
+        guard !invalidated else { return [] }
+        invalidated = true
+        return [.deliverInvalidation]
+    }
+
+    /// `LifecycleEvent.invalidationDelivered`: the queue thread delivered what it could after
+    /// the server went away.
+    private mutating func invalidationDelivered() -> [LifecycleAction] {
+        let wasRunning = isRunning
+        isRunning = false
+        state = .stopped
+        return wasRunning ? [.notifyIsRunning(false)] : []
+    }
+
+    // MARK: - Stopping
 
     /// Stop(false): the asynchronous stop, or nil where it is a Stop(true).
     private mutating func beginStopping(hasQueuedData: Bool) -> [LifecycleAction]? {
