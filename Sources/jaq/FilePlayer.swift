@@ -10,7 +10,6 @@ final class FilePlayer: @unchecked Sendable {
     let totalPackets: Int64
     let loop: Bool
     var queue: AudioQueueRef!
-    var buffers: [AudioQueueBufferRef] = []
     let packetsPerBuffer: UInt32
     /// Next packet to read; and frames enqueued in all (for progress).
     let position = Mutex<Int64>(0)

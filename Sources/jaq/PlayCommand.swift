@@ -158,7 +158,6 @@ struct PlayCommand: ParsableCommand {
                 var buffer: AudioQueueBufferRef?
                 let result = player.allocateBuffer(queue, &buffer)
                 guard result == noErr, let buffer else { throw CLIError("\(player.path): \(describe(result, file: false))") }
-                player.buffers.append(buffer)
                 playerCallback(user, queue, buffer)
             }
             var prepared: UInt32 = 0
