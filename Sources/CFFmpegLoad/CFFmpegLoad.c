@@ -2,12 +2,12 @@
  * FFmpeg, opened when first used.
  *
  * libavformat and libavcodec bring in some 130 shared libraries (codecs, TLS, SSH, GL, ...):
- * linked at start-up they cost every jaq process about 40 ms of CPU in the dynamic loader,
- * spent by the PCM takes and playbacks that never touch them. Here each FFmpeg function jaq
- * calls is defined under its own name and forwards to the library, which is opened (dlopen)
- * the first time any of them is called. Where FFmpeg cannot be opened, they fail as FFmpeg
- * fails (NULL, AVERROR(ENOSYS)) and `jaq_ffmpeg_error` says why: a compressed file gets an
- * error, never a crash.
+ * linked at start-up they cost every jaq process CPU in the dynamic loader (Docs/codecs.md
+ * has the measurement), spent by the PCM takes and playbacks that never touch them. Here each
+ * FFmpeg function jaq calls is defined under its own name and forwards to the library, which
+ * is opened (dlopen) the first time any of them is called. Where FFmpeg cannot be opened,
+ * they fail as FFmpeg fails (NULL, AVERROR(ENOSYS)) and `jaq_ffmpeg_error` says why: a
+ * compressed file gets an error, never a crash.
  *
  * Written by hand from FFmpeg's own prototypes (`clang -Xclang -ast-print` of
  * Sources/CFFmpeg/shim.h prints them); there is no generator. The compiler checks each

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 
 /// An error the CLI reports in one line and exits non-zero for.
 struct CLIError: Error, CustomStringConvertible {
@@ -27,20 +26,5 @@ func runReportingFailure(_ command: String, quiet: Bool = false, _ body: () thro
         Log.error(error.description)
         ServerContext.running?.stop()
         throw ExitCode(error.exitCode)
-    }
-}
-
-/// Messages to stderr, one line each, prefixed with the command.
-enum Log {
-    nonisolated(unsafe) static var command = "jaq"
-    nonisolated(unsafe) static var quiet = false
-
-    static func info(_ message: String) {
-        guard !quiet else { return }
-        FileHandle.standardError.write(Data("\(command): \(message)\n".utf8))
-    }
-
-    static func error(_ message: String) {
-        FileHandle.standardError.write(Data("\(command): \(message)\n".utf8))
     }
 }

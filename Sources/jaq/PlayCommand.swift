@@ -4,84 +4,6 @@ import Foundation
 import JackDriver
 import Synchronization
 
-/// One file played by its own output queue (its own JACK client).
-final class FilePlayer: @unchecked Sendable {
-    let path: String
-    let index: Int
-    let file: AudioFileID
-    let format: AudioStreamBasicDescription
-    let totalPackets: Int64
-    let loop: Bool
-    var queue: AudioQueueRef!
-    var buffers: [AudioQueueBufferRef] = []
-    let packetsPerBuffer: UInt32
-    /// Next packet to read; and frames enqueued in all (for progress).
-    let position = Mutex<Int64>(0)
-    let enqueued = Atomic<Int64>(0)
-    let runningEvents = Atomic<Int>(0)
-    let isRunning = Atomic<Bool>(false)
-    let readError = Mutex<String?>(nil)
-    let ended = Atomic<Bool>(false)
-    /// Compressed files: buffer size, cookie, priming and padding (FilePlayer+Packets.swift).
-    let packetPlayback: PacketPlayback?
-    /// Frames to trim from each enqueued buffer of a compressed file.
-    let trims = Mutex<[UInt: (start: Int, end: Int)]>([:])
-
-    init(path: String, index: Int, loop: Bool) throws {
-        self.path = path
-        self.index = index
-        self.loop = loop
-        let opened = try PlayableFile(path: path)
-        file = opened.id
-        format = opened.format
-        totalPackets = opened.packetCount
-        packetsPerBuffer = opened.packetsPerBuffer(minimumPCMPackets: 256)
-        packetPlayback = PacketPlayback(opened.id, format: opened.format, packetsPerBuffer: packetsPerBuffer)
-    }
-
-    deinit { AudioFileClose(file) }
-
-    var durationSeconds: Double {
-        Double(packetPlayback?.validFrames(packets: totalPackets, format: format) ?? totalPackets) / format.mSampleRate
-    }
-
-    /// Fills `buffer` with the next packets (from the start again when looping); false at the end.
-    func fill(_ buffer: AudioQueueBufferRef) -> Bool {
-        if let packetPlayback { return fillPackets(buffer, packetPlayback) }
-        let bytesPerPacket = format.mBytesPerPacket
-        var filled: UInt32 = 0
-        let capacity = packetsPerBuffer
-        while filled < capacity {
-            var packets = capacity - filled
-            var bytes = packets * bytesPerPacket
-            let start = position.withLock { $0 }
-            if start >= totalPackets {
-                if loop && totalPackets > 0 {
-                    position.withLock { $0 = 0 }
-                    continue
-                }
-                break
-            }
-            let status = AudioFileReadPacketData(file, false, &bytes, nil, start, &packets,
-                                                 buffer.pointee.mAudioData + Int(filled * bytesPerPacket))
-            if status != noErr && status != kAudioFileEndOfFileError {
-                readError.withLock { $0 = "\(path): read error at packet \(start): \(describe(status, file: true))" }
-                break
-            }
-            if packets == 0 {
-                // The file is shorter than its header said: treat as its end.
-                position.withLock { $0 = totalPackets }
-                continue
-            }
-            position.withLock { $0 = start + Int64(packets) }
-            filled += packets
-        }
-        buffer.pointee.mAudioDataByteSize = filled * bytesPerPacket
-        if filled > 0 { enqueued.add(Int64(filled), ordering: .relaxed) }
-        return filled > 0
-    }
-}
-
 /// The playback callback: refill and re-enqueue, or stop after the last frame.
 private func playerCallback(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ buffer: AudioQueueBufferRef) {
     let player = Unmanaged<FilePlayer>.fromOpaque(userData!).takeUnretainedValue()
@@ -236,7 +158,6 @@ struct PlayCommand: ParsableCommand {
                 var buffer: AudioQueueBufferRef?
                 let result = player.allocateBuffer(queue, &buffer)
                 guard result == noErr, let buffer else { throw CLIError("\(player.path): \(describe(result, file: false))") }
-                player.buffers.append(buffer)
                 playerCallback(user, queue, buffer)
             }
             var prepared: UInt32 = 0
@@ -359,25 +280,5 @@ struct PlayCommand: ParsableCommand {
         if !anyLost { Log.info("done: every frame of every file played") }
         _ = Watchdog(seconds: Watchdog.teardownSeconds, status: 0,
                      message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; every file was played")
-    }
-}
-
-/// A one-line progress display, redrawn in place on a terminal.
-final class ProgressLine {
-    let enabled: Bool
-    private var last = Date.distantPast
-
-    init(enabled: Bool) { self.enabled = enabled }
-
-    /// Redraws with `text` at most ten times a second; builds the text only then.
-    func update(_ text: @autoclosure () -> String) {
-        guard enabled, Date().timeIntervalSince(last) > 0.1 else { return }
-        last = Date()
-        FileHandle.standardOutput.write(Data("\r\u{1B}[K\(text())".utf8))
-    }
-
-    func finish() {
-        guard enabled else { return }
-        FileHandle.standardOutput.write(Data("\n".utf8))
     }
 }
