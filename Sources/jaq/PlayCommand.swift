@@ -133,37 +133,8 @@ struct PlayCommand: ParsableCommand {
 
         // One queue per file.
         for player in players {
-            var format = player.format
-            var queue: AudioQueueRef?
-            let user = Unmanaged.passUnretained(player).toOpaque()
-            let stem = URL(fileURLWithPath: player.path).deletingPathExtension().lastPathComponent
-            let clientName = "jaq-\(player.index)-\(sanitized(stem, limit: 40))"
-            let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue,
-                                             device: AudioQueueDevices.jack(clientName: clientName))
-            guard status == noErr, let queue else {
-                throw CLIError("\(player.path): cannot open JACK client \(clientName): \(server.queueFailure(status))")
-            }
-            player.queue = queue
-            let configured = player.configure(queue)
-            guard configured == noErr else { throw CLIError("\(player.path): the queue refuses the file's magic cookie (\(describe(configured, file: false)))") }
-            if let target = targets[player.index - 1] {
-                let result = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, target)
-                guard result == noErr else { throw CLIError("\(player.path): --to \(target): no JACK port matches (\(describe(result, file: false)))") }
-            }
-            if let value = volumes[player.index - 1].flatMap(Float.init) { AudioQueueSetParameter(queue, kAudioQueueParam_Volume, value) }
-            if let value = pans[player.index - 1].flatMap(Float.init) { AudioQueueSetParameter(queue, kAudioQueueParam_Pan, value) }
-            try timePitch.apply(to: queue, path: player.path)
-            AudioQueueAddPropertyListener(queue, kAudioQueueProperty_IsRunning, playerRunningListener, user)
-            for _ in 0..<3 {
-                var buffer: AudioQueueBufferRef?
-                let result = player.allocateBuffer(queue, &buffer)
-                guard result == noErr, let buffer else { throw CLIError("\(player.path): \(describe(result, file: false))") }
-                playerCallback(user, queue, buffer)
-            }
-            var prepared: UInt32 = 0
-            let primed = AudioQueuePrime(queue, 0, &prepared)
-            guard primed == noErr else { throw CLIError("\(player.path): cannot prime (\(describe(primed, file: false)))") }
-            if let error = player.readError.withLock({ $0 }) { throw CLIError(error) }
+            try openQueue(for: player, server: server, target: targets[player.index - 1],
+                          volume: volumes[player.index - 1].flatMap(Float.init), pan: pans[player.index - 1].flatMap(Float.init))
         }
         defer { for player in players { AudioQueueDispose(player.queue, true) } }
 
@@ -171,14 +142,68 @@ struct PlayCommand: ParsableCommand {
             Log.info("no physical (system) ports to play to: the players' ports stay unconnected until something connects them (or use --to)"
                      + ServerContext.noPhysicalPortsHint)
         }
+        startup.disarm()
+        var start = try startFrame(players: players, session: session, interruption: interruption, masterClock: masterClock, startAt: startAt)
+        for player in players {
+            let status = AudioQueueStart(player.queue, &start)
+            guard status == noErr else { throw CLIError("\(player.path): cannot start (\(describe(status, file: false)))") }
+        }
+        let rate = session.sampleRate
+        let longest = timePitch.playedSeconds(players.map(\.durationSeconds).max() ?? 0)
+        Log.info("playing \(players.count) file\(players.count == 1 ? "" : "s") from JACK frame \(Int64(start.mSampleTime))"
+                 + (loop ? ", looping" : ", \(TimeSpec.clock(Int64(longest * rate), rate: rate))"))
+        try waitUntilPlayed(players, start: Int64(start.mSampleTime), longest: longest, masterClock: masterClock, interruption: interruption)
+        reportLostFrames(players)
+        _ = Watchdog(seconds: Watchdog.teardownSeconds, status: 0,
+                     message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; every file was played")
+    }
 
-        // The common start frame.
+    /// Opens `player`'s queue (its JACK client named for the file), connects it (--to), sets its
+    /// volume, pan and time/pitch, fills three buffers and primes it.
+    private func openQueue(for player: FilePlayer, server: ServerContext, target: String?, volume: Float?, pan: Float?) throws {
+        var format = player.format
+        var queue: AudioQueueRef?
+        let user = Unmanaged.passUnretained(player).toOpaque()
+        let stem = URL(fileURLWithPath: player.path).deletingPathExtension().lastPathComponent
+        let clientName = "jaq-\(player.index)-\(sanitized(stem, limit: 40))"
+        let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue,
+                                         device: AudioQueueDevices.jack(clientName: clientName))
+        guard status == noErr, let queue else {
+            throw CLIError("\(player.path): cannot open JACK client \(clientName): \(server.queueFailure(status))")
+        }
+        player.queue = queue
+        let configured = player.configure(queue)
+        guard configured == noErr else { throw CLIError("\(player.path): the queue refuses the file's magic cookie (\(describe(configured, file: false)))") }
+        if let target {
+            let result = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, target)
+            guard result == noErr else { throw CLIError("\(player.path): --to \(target): no JACK port matches (\(describe(result, file: false)))") }
+        }
+        if let volume { AudioQueueSetParameter(queue, kAudioQueueParam_Volume, volume) }
+        if let pan { AudioQueueSetParameter(queue, kAudioQueueParam_Pan, pan) }
+        try timePitch.apply(to: queue, path: player.path)
+        AudioQueueAddPropertyListener(queue, kAudioQueueProperty_IsRunning, playerRunningListener, user)
+        for _ in 0..<3 {
+            var buffer: AudioQueueBufferRef?
+            let result = player.allocateBuffer(queue, &buffer)
+            guard result == noErr, let buffer else { throw CLIError("\(player.path): \(describe(result, file: false))") }
+            playerCallback(user, queue, buffer)
+        }
+        var prepared: UInt32 = 0
+        let primed = AudioQueuePrime(queue, 0, &prepared)
+        guard primed == noErr else { throw CLIError("\(player.path): cannot prime (\(describe(primed, file: false)))") }
+        if let error = player.readError.withLock({ $0 }) { throw CLIError(error) }
+    }
+
+    /// The common start frame: the trigger's (now plus --margin, --at, --in, the transport's
+    /// roll), moved with the master's clock until shortly before it (--clock), and no earlier
+    /// than every queue can start (unless --at names it).
+    private func startFrame(players: [FilePlayer], session: JackSession, interruption: Interruption,
+                            masterClock: MasterClock?, startAt: Int64?) throws -> AudioTimeStamp {
         let rate = session.sampleRate
         var now = AudioTimeStamp()
         AudioQueueDeviceGetCurrentTime(players[0].queue, &now)
         var start = AudioTimeStamp()
         start.mFlags = .sampleTimeValid
-        startup.disarm()
         var trigger = try Trigger.forCommand(at: startAt, in: `in`, transport: transport, onEnter: false)
         let nowFrame = Int64(now.mSampleTime)
         trigger.arm(now: nowFrame, deviceRate: rate, origin: nowFrame + margin.frames(at: rate),
@@ -219,35 +244,34 @@ struct PlayCommand: ParsableCommand {
         if startAt != nil, start.mSampleTime < now.mSampleTime {
             Log.info("frame \(Int64(start.mSampleTime)) has passed (now \(Int64(now.mSampleTime))): starting at once")
         }
-        for player in players {
-            let status = AudioQueueStart(player.queue, &start)
-            guard status == noErr else { throw CLIError("\(player.path): cannot start (\(describe(status, file: false)))") }
-        }
-        let longest = timePitch.playedSeconds(players.map(\.durationSeconds).max() ?? 0)
-        Log.info("playing \(players.count) file\(players.count == 1 ? "" : "s") from JACK frame \(Int64(start.mSampleTime))"
-                 + (loop ? ", looping" : ", \(TimeSpec.clock(Int64(longest * rate), rate: rate))"))
+        return start
+    }
 
-        // Wait until every queue has played out (IsRunning went to 1 and back to 0).
+    /// Waits until every queue has played out (IsRunning went to 1 and back to 0), showing the
+    /// progress; stops them all on a signal, a read error, or a jump of the master's clock
+    /// before the `start` frame (which then no longer names the master's).
+    private func waitUntilPlayed(_ players: [FilePlayer], start: Int64, longest: Double, masterClock: MasterClock?,
+                                 interruption: Interruption) throws {
         let display = ProgressLine(enabled: !quiet && stdoutIsTerminal)
+        func stopAll() {
+            for player in players { AudioQueueStop(player.queue, true) }
+            display.finish()
+        }
         var lastLog = Date()
         while true {
             if let signal = interruption.signal {
-                for player in players { AudioQueueStop(player.queue, true) }
-                display.finish()
+                stopAll()
                 Log.info("interrupted: stopped")
                 throw ExitCode(Interruption.exitStatus(signal))
             }
-            // A jump of the master's clock before the start: the start frame no longer names the master's.
             for case .jump(let frame, let by) in masterClock?.reader.events() ?? []
-            where masterClock!.reader.deviceFrame(frame) < Int64(start.mSampleTime) {
-                for player in players { AudioQueueStop(player.queue, true) }
-                display.finish()
+            where masterClock!.reader.deviceFrame(frame) < start {
+                stopAll()
                 throw CLIError("the clock on \(masterClock!.reader.source) jumped by \(by) frames before the start (JACK frame "
                                + "\(masterClock!.reader.deviceFrame(frame))): master frame \(at!) no longer names a known frame here; stopped")
             }
             if let error = players.compactMap({ $0.readError.withLock { $0 } }).first {
-                for player in players { AudioQueueStop(player.queue, true) }
-                display.finish()
+                stopAll()
                 throw CLIError(error)
             }
             let done = players.allSatisfy { $0.runningEvents.load(ordering: .acquiring) >= 2 && !$0.isRunning.load(ordering: .relaxed) }
@@ -267,7 +291,10 @@ struct PlayCommand: ParsableCommand {
             usleep(display.enabled ? 20_000 : 100_000)
         }
         display.finish()
-        // Frames the server's skipped cycles (xruns) or a slow disk kept from being played.
+    }
+
+    /// Frames the server's skipped cycles (xruns) or a slow disk kept from being played, per file.
+    private func reportLostFrames(_ players: [FilePlayer]) {
         var anyLost = false
         for player in players {
             var lost: UInt64 = 0
@@ -278,7 +305,5 @@ struct PlayCommand: ParsableCommand {
             }
         }
         if !anyLost { Log.info("done: every frame of every file played") }
-        _ = Watchdog(seconds: Watchdog.teardownSeconds, status: 0,
-                     message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; every file was played")
     }
 }
