@@ -3,64 +3,6 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// One output file of a take: a track (or all tracks, interleaved).
-struct TakeFile {
-    let take: AudioTakeFile
-    let channels: [Int]  // queue channels it holds, in order
-    var path: String { take.path }
-}
-
-/// What a take lost and clipped: frames the queue lost (RecordUnderrun: where in the take, and
-/// how many; a disk that cannot keep up shows there too, as the queue runs out of buffers),
-/// samples at full scale.
-struct TakeLosses {
-    var lostEvents: [(takeFrame: Int64, frames: Int64)] = []
-    var clippedSamples: Int64 = 0
-}
-
-/// A filled buffer of the input queue, held by the writer until every track has written it.
-struct HeldBuffer {
-    let buffer: AudioQueueBufferRef
-    /// Queue time of the buffer's first frame.
-    let queueFrame: Int64
-    let frames: Int
-    var end: Int64 { queueFrame + Int64(frames) }
-}
-
-/// A first-in first-out list of fixed capacity that never reallocates.
-struct FixedQueue<Element> {
-    private var slots: [Element?]
-    private var head = 0
-    private(set) var count = 0
-
-    init(capacity: Int) { slots = Array(repeating: nil, count: max(capacity, 1)) }
-
-    var capacity: Int { slots.count }
-    var isEmpty: Bool { count == 0 }
-    var first: Element? { count > 0 ? slots[head] : nil }
-    var last: Element? { count > 0 ? slots[(head + count - 1) % slots.count] : nil }
-
-    /// The i-th element from the front.
-    subscript(i: Int) -> Element { slots[(head + i) % slots.count]! }
-
-    /// False (and nothing added) when full.
-    mutating func append(_ element: Element) -> Bool {
-        guard count < slots.count else { return false }
-        slots[(head + count) % slots.count] = element
-        count += 1
-        return true
-    }
-
-    mutating func removeFirst() -> Element? {
-        guard count > 0 else { return nil }
-        let element = slots[head]
-        slots[head] = nil
-        head = (head + 1) % slots.count
-        count -= 1
-        return element
-    }
-}
-
 /// Writes a take to disk on its own thread, straight from the input queue's buffers.
 ///
 /// The queue records non-interleaved: a buffer holds one plane per track. Its input callback
@@ -145,18 +87,20 @@ final class TakeWriter: @unchecked Sendable {
         var closedLosses: TakeLosses?
     }
 
-    // Writer thread only.
-    private var held: FixedQueue<HeldBuffer>
-    private var expectedQueueFrame: Int64?
-    private var written: Int64 = 0
+    // Writer thread only (here and in TakeWriter+Files.swift).
+    var held: FixedQueue<HeldBuffer>
+    var expectedQueueFrame: Int64?
+    var written: Int64 = 0
+    /// Take frames every file has disk space reserved for.
+    var reserved: Int64 = 0
     private var lastSync = Date()
     private var lastFlush = Date()
     /// A multichannel file's frames, interleaved for the write (--interleaved).
-    private let scratch: UnsafeMutableRawBufferPointer
+    let scratch: UnsafeMutableRawBufferPointer
     /// Frames the scratch buffers hold.
-    private static let scratchFrames = 4096
+    static let scratchFrames = 4096
     /// Silence, for frames the queue lost.
-    private let zeros: UnsafeMutableRawBufferPointer
+    let zeros: UnsafeMutableRawBufferPointer
     private var thread: Thread?
 
     /// Frames kept back from the files while the end is not known and may be found by
@@ -166,7 +110,7 @@ final class TakeWriter: @unchecked Sendable {
     /// frames were captured (the network's: `--clock`) is silenced before they are written.
     let muteHold: Int64
     /// Queue frames to write as silence, and on which channels (network gaps).
-    private let mutes = Locked<[(frames: Range<Int64>, channels: Set<Int>)]>([])
+    let mutes = Locked<[(frames: Range<Int64>, channels: Set<Int>)]>([])
 
     /// The number of buffers of `bufferFrames` frames to allocate for `bufferSeconds` of
     /// disk slack plus what the writer keeps (pre-roll, latency skew, trigger slack).
@@ -267,7 +211,7 @@ final class TakeWriter: @unchecked Sendable {
     func stopEnqueueing() { lists.withLock { $0.enqueueing = false } }
 
     /// A buffer the writer is done with: to the queue if it is short of one, else to the free list.
-    private func release(_ buffer: AudioQueueBufferRef) {
+    func release(_ buffer: AudioQueueBufferRef) {
         let enqueue: Bool = lists.withLock { lists in
             if lists.enqueueing && lists.deficit > 0 {
                 lists.deficit -= 1
@@ -289,7 +233,7 @@ final class TakeWriter: @unchecked Sendable {
 
     /// Take frames written to every file so far.
     var framesWritten: Int64 { writtenAtomic.load(ordering: .relaxed) }
-    private let writtenAtomic = Atomic<Int64>(0)
+    let writtenAtomic = Atomic<Int64>(0)
 
     /// Hands over the next take's files (`takesFollow`): once the current take is complete,
     /// the writer closes its files and waits for the next start with these, keeping the
@@ -480,190 +424,5 @@ final class TakeWriter: @unchecked Sendable {
             }
         }
         if clipped > 0 { state.withLock { $0.losses.clippedSamples += clipped } }
-    }
-
-    /// Writes every take frame all tracks have, and frees the buffers no track needs.
-    private func flushTake(final: Bool) {
-        let (takeStart, end, preroll, keepsAll) = state.withLock { ($0.takeStart, $0.end, $0.preroll, $0.keepsFromQueueStart) }
-        let last = held.last?.end ?? expectedQueueFrame ?? 0
-        guard let takeStart else {
-            // Waiting for the start: keep the pre-roll, the latency skew and the trigger slack
-            // (everything, for a take that starts on a known frame).
-            guard !keepsAll else { return }
-            let keep = preroll + maxSkip + Int64(TakeWriter.triggerSlackSeconds * rate)
-            while let first = held.first, first.end <= last - keep { release(held.removeFirst()!.buffer) }
-            return
-        }
-        // Take frame t of track c is queue frame takeStart + skip[c] + t.
-        var available = last - takeStart - maxSkip
-        if end == nil && !final { available -= holdBack }
-        // A gap may still be found in the last `muteHold` frames captured (the take's end too).
-        if !final, !(end.map { available - muteHold >= $0 } ?? false) { available -= muteHold }
-        var target = max(available, written)
-        if let end { target = min(target, end) }
-        if target > written {
-            if written == 0 { writeBroadcastWave() }
-            // Every file gets the frames, or (disk full, a write error) none does: the tracks of
-            // a take always have the same length, and `written` is what each file holds.
-            guard reserve(through: target) else { return }
-            for file in files {
-                writeFile(file, from: written, to: target, takeStart: takeStart)
-                guard state.withLock({ $0.error }) == nil else { return }
-            }
-            written = target
-            writtenAtomic.store(written, ordering: .relaxed)
-        }
-        // Buffers before take frame `written` of the earliest track are no longer needed; a
-        // tape machine keeps the last pre-roll's worth too, for a take that follows at once.
-        var needed = takeStart + minSkip + written
-        if state.withLock({ $0.takesFollow }) { needed = min(needed, last - preroll - maxSkip - Int64(TakeWriter.triggerSlackSeconds * rate)) }
-        while let first = held.first, first.end <= needed { release(held.removeFirst()!.buffer) }
-    }
-
-    /// Writes each file's Broadcast Wave chunk (its place on the timeline), before its first
-    /// frame. A file that cannot take it is still recorded: the take matters more than its
-    /// position, and the end-of-take report says what is missing.
-    private func writeBroadcastWave() {
-        guard let broadcast = state.withLock({ $0.broadcast }), broadcast.count == files.count else { return }
-        for (file, chunk) in zip(files, broadcast) where file.take.carriesBroadcastWave {
-            do { try file.take.setBroadcastWave(chunk) } catch {
-                Log.error("\(error.description) (the take is recorded without its time reference)")
-            }
-        }
-    }
-
-    /// Take frames every file has disk space reserved for.
-    private var reserved: Int64 = 0
-
-    /// Reserves the disk space of every file through take frame `target`; false, with the
-    /// error set, if a file system is full. Space is taken two seconds ahead (one `fallocate`
-    /// per file every two seconds, not per write) while the file systems have room for four
-    /// times that; nearer full, just what the frames need, so a nearly full disk still takes
-    /// every frame it can hold and every track stops on the same one.
-    private func reserve(through target: Int64) -> Bool {
-        guard target > reserved else { return true }
-        let ahead = Int64(2 * rate)
-        let roomy = files.allSatisfy { file in
-            (file.take.freeBytes ?? 0) > Int64(4 * files.count * file.take.byteCount(frames: Int(target - written + ahead)))
-        }
-        let frames = roomy ? target - written + ahead : target - written
-        for file in files {
-            do { try file.take.reserve(frames: Int(frames)) } catch {
-                fail(error)
-                return false
-            }
-        }
-        reserved = written + frames
-        return true
-    }
-
-    /// Calls `body` for each run of track `channel`'s queue frames [from, to): its samples in a
-    /// held buffer's plane, or nil for frames to write as silence (lost, or muted).
-    private func forEachRun(channel: Int, from: Int64, to: Int64, _ body: (UnsafeRawPointer?, Int) -> Void) {
-        let muted = mutes.withLock { $0 }.filter { $0.channels.contains(channel) && $0.frames.overlaps(from..<to) }
-            .map(\.frames).sorted { $0.lowerBound < $1.lowerBound }
-        var position = from
-        for range in muted where range.upperBound > position {
-            let start = max(range.lowerBound, position), stop = min(range.upperBound, to)
-            if start > position { forEachHeldRun(channel: channel, from: position, to: start, body) }
-            body(nil, Int(stop - start))
-            position = stop
-        }
-        if position < to { forEachHeldRun(channel: channel, from: position, to: to, body) }
-    }
-
-    /// `forEachRun` without the muted frames.
-    private func forEachHeldRun(channel: Int, from: Int64, to: Int64, _ body: (UnsafeRawPointer?, Int) -> Void) {
-        let size = format.bytesPerSample
-        var position = from
-        var i = 0
-        while position < to {
-            while i < held.count && held[i].end <= position { i += 1 }
-            guard i < held.count else {
-                body(nil, Int(to - position))
-                return
-            }
-            let buffer = held[i]
-            if buffer.queueFrame > position {
-                let gap = min(buffer.queueFrame, to) - position
-                body(nil, Int(gap))
-                position += gap
-                continue
-            }
-            let count = Int(min(buffer.end, to) - position)
-            let plane = UnsafeRawPointer(buffer.buffer.pointee.mAudioData) + channel * buffer.frames * size
-            body(plane + Int(position - buffer.queueFrame) * size, count)
-            position += Int64(count)
-        }
-    }
-
-    /// Writes take frames [from, to) of one file: a track's plane slices as they are, or
-    /// (several tracks in one file) interleaved through the scratch buffer.
-    private func writeFile(_ file: TakeFile, from: Int64, to: Int64, takeStart: Int64) {
-        let size = format.bytesPerSample
-        if file.channels.count == 1 {
-            let channel = file.channels[0]
-            let start = takeStart + skip[channel] + from
-            forEachRun(channel: channel, from: start, to: start + (to - from)) { samples, count in
-                guard state.withLock({ $0.error }) == nil else { return }
-                if let samples {
-                    write(UnsafeRawBufferPointer(start: samples, count: count * size), frames: count, to: file)
-                } else {
-                    writeSilence(frames: count, to: file)
-                }
-            }
-            return
-        }
-        let width = file.channels.count
-        var first = from
-        while first < to, state.withLock({ $0.error }) == nil {
-            let count = Int(min(to - first, Int64(Self.scratchFrames)))
-            let destination = scratch.baseAddress!
-            for (slot, channel) in file.channels.enumerated() {
-                let start = takeStart + skip[channel] + first
-                var offset = 0
-                forEachRun(channel: channel, from: start, to: start + Int64(count)) { samples, run in
-                    Self.spread(samples, count: run, size: size, into: destination + (offset * width + slot) * size,
-                                stride: width * size)
-                    offset += run
-                }
-            }
-            write(UnsafeRawBufferPointer(start: destination, count: count * width * size), frames: count, to: file)
-            first += Int64(count)
-        }
-    }
-
-    /// Copies `count` samples of `size` bytes (zeros if `samples` is nil) to every `stride` bytes
-    /// from `destination`: one channel's slot of interleaved frames.
-    private static func spread(_ samples: UnsafeRawPointer?, count: Int, size: Int, into destination: UnsafeMutableRawPointer,
-                               stride: Int) {
-        switch (size, samples) {
-        case (4, let samples?):
-            for t in 0..<count { (destination + t &* stride).storeBytes(of: samples.loadUnaligned(fromByteOffset: t &* 4, as: UInt32.self), as: UInt32.self) }
-        case (2, let samples?):
-            for t in 0..<count { (destination + t &* stride).storeBytes(of: samples.loadUnaligned(fromByteOffset: t &* 2, as: UInt16.self), as: UInt16.self) }
-        case (_, let samples?):
-            for t in 0..<count { (destination + t &* stride).copyMemory(from: samples + t &* size, byteCount: size) }
-        case (_, nil):
-            for t in 0..<count { (destination + t &* stride).initializeMemory(as: UInt8.self, repeating: 0, count: size) }
-        }
-    }
-
-    private func writeSilence(frames: Int, to file: TakeFile) {
-        let frameBytes = file.channels.count * format.bytesPerSample
-        var left = frames
-        while left > 0, state.withLock({ $0.error }) == nil {
-            let count = min(left, zeros.count / frameBytes)
-            write(UnsafeRawBufferPointer(start: zeros.baseAddress, count: count * frameBytes), frames: count, to: file)
-            left -= count
-        }
-    }
-
-    private func write(_ bytes: UnsafeRawBufferPointer, frames: Int, to file: TakeFile) {
-        do { try file.take.write(bytes, frames: frames) } catch { fail(error) }
-    }
-
-    private func fail(_ error: AudioTakeFileError) {
-        state.withLock { if $0.error == nil { $0.error = error.description } }
     }
 }
