@@ -172,6 +172,10 @@ struct RecordCommand: ParsableCommand {
                 throw CLIError("--multi: \(format) takes with --codec record one roll each; a tape machine records wav, rf64, w64, aiff, caf, flac, ogg, opus or mp3",
                                exitCode: CLIError.usage)
             }
+            if let clock = clockOptions.clock {
+                throw CLIError("--clock \(clock): encoded takes (-f m4a, -f caf --codec) do not follow a master's clock; record wav or flac with --clock and encode the take afterwards",
+                               exitCode: CLIError.usage)
+            }
             return try recordCompressed(take)
         }
         if let bitrate { throw CLIError("--bitrate \(bitrate) is for AAC takes (-f m4a, or -f caf --codec aac)", exitCode: CLIError.usage) }
