@@ -153,6 +153,7 @@ func deviceFrame(_ time: AudioTimeStamp, engine: QueueEngine) throws -> Int64? {
 public func audioQueueStart(_ inAQ: AudioQueueRef?, _ inStartTime: UnsafePointer<AudioTimeStamp>?) -> OSStatus {
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
+        try object.checkCodecAccess()
         let frame = try inStartTime.flatMap { try deviceFrame($0.pointee, engine: object.engine) }
         try object.engine.start(atDeviceFrame: frame)
     }
@@ -164,6 +165,7 @@ public func audioQueuePrime(_ inAQ: AudioQueueRef?, _ inNumberOfFramesToPrepare:
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         guard let output = object.output else { throw QueueError.invalidQueueType }
+        try object.checkCodecAccess()
         let prepared = try output.prime(frames: Int(inNumberOfFramesToPrepare))
         outNumberOfFramesPrepared?.pointee = UInt32(clamping: prepared)
     }

@@ -115,7 +115,10 @@ extension AudioQueueObject {
         case kAudioQueueProperty_CurrentDevice, kAudioQueueProperty_JACKClientName, kAudioQueueProperty_JACKPortNames,
              kAudioQueueProperty_JACKConnectedPorts:
             return UInt32(MemoryLayout<OpaquePointer?>.size)
-        case kAudioQueueProperty_StreamDescription: return UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
+        // The recording guide: "On Mac OS X v10.5, use the kAudioConverterCurrentInputStreamDescription
+        // property instead" of StreamDescription to get a queue's full format: both answer it.
+        case kAudioQueueProperty_StreamDescription, kAudioConverterCurrentInputStreamDescription:
+            return UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
         case kAudioQueueProperty_MagicCookie: return UInt32(magicCookie.count)
         case kAudioQueueProperty_ChannelLayout:
             return UInt32(state.withLock { $0.channelLayout }?.count ?? defaultChannelLayout(channels: channels).count)
@@ -142,7 +145,7 @@ extension AudioQueueObject {
         case kAudioQueueProperty_CurrentDevice: try out.put(retainedCFString(engine.currentDevice))
         case kAudioQueueProperty_MagicCookie: try out.put(bytes: magicCookie)
         case kAudioQueueProperty_MaximumOutputPacketSize: try out.put(UInt32(clamping: maximumPacketSize))
-        case kAudioQueueProperty_StreamDescription: try out.put(format)
+        case kAudioQueueProperty_StreamDescription, kAudioConverterCurrentInputStreamDescription: try out.put(format)
         case kAudioQueueProperty_ChannelLayout:
             try out.put(bytes: state.withLock { $0.channelLayout } ?? defaultChannelLayout(channels: format.mChannelsPerFrame))
         case kAudioQueueProperty_EnableLevelMetering: try out.put(UInt32(meteringEnabled ? 1 : 0))

@@ -66,6 +66,16 @@ final class AudioQueueObject: @unchecked Sendable {
         init(seen: Int) { self.seen = seen }
     }
 
+    /// A queue that needs a codec (any format but linear PCM) asked to use a hardware one only
+    /// (kAudioQueueHardwareCodecPolicy_UseHardwareOnly): there are no hardware codecs here, so
+    /// Prime and Start fail, as the reference says they do when the codec asked for is not
+    /// available, with kAudioQueueErr_InvalidCodecAccess ("the codec could not be accessed").
+    func checkCodecAccess() throws {
+        guard format.mFormatID != kAudioFormatLinearPCM,
+              state.withLock({ $0.codecPolicy }) == kAudioQueueHardwareCodecPolicy_UseHardwareOnly else { return }
+        throw AudioToolboxError(kAudioQueueErr_InvalidCodecAccess, "no hardware codec for \(fourCharacterCode(format.mFormatID))")
+    }
+
     var output: OutputQueueEngine? { engine as? OutputQueueEngine }
     var input: InputQueueEngine? { engine as? InputQueueEngine }
     var ref: AudioQueueRef { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }

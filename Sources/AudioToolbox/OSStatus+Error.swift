@@ -42,6 +42,7 @@ private func status(forQueueError error: QueueError) -> OSStatus {
     case .invalidBuffer: kAudioQueueErr_InvalidBuffer
     case .bufferEmpty: kAudioQueueErr_BufferEmpty
     case .bufferInQueue: kAudioQueueErr_BufferInQueue
+    case .bufferEnqueuedTwice: kAudioQueueErr_BufferEnqueuedTwice
     case .enqueueDuringReset: kAudioQueueErr_EnqueueDuringReset
     case .invalidQueueType: kAudioQueueErr_InvalidQueueType
     case .invalidRunState: kAudioQueueErr_InvalidRunState

@@ -33,7 +33,7 @@ extension QueueEngine {
     func checkEnqueue(_ handle: UnsafeMutableRawPointer) throws -> QueueBuffer {
         _ = try life.handle(.enqueue)
         guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
-        guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
+        guard buffer.ownership == .application else { throw QueueError.bufferEnqueuedTwice }
         return buffer
     }
 

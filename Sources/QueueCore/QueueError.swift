@@ -11,6 +11,8 @@ public enum QueueError: Error, Equatable, Sendable {
     case bufferEmpty
     /// The buffer is enqueued and can't be freed (kAudioQueueErr_BufferInQueue).
     case bufferInQueue
+    /// Enqueue of a buffer that is already enqueued (kAudioQueueErr_BufferEnqueuedTwice).
+    case bufferEnqueuedTwice
     /// Enqueue during Reset, Stop or Dispose (kAudioQueueErr_EnqueueDuringReset).
     case enqueueDuringReset
     /// The call needs the other kind of queue (kAudioQueueErr_InvalidQueueType).
@@ -53,6 +55,7 @@ extension QueueError: CustomStringConvertible {
         case .invalidBuffer: "the buffer does not belong to this queue"
         case .bufferEmpty: "the buffer holds no audio data"
         case .bufferInQueue: "the buffer is enqueued"
+        case .bufferEnqueuedTwice: "the buffer is enqueued already"
         case .enqueueDuringReset: "enqueue during reset, stop or dispose"
         case .invalidQueueType: "not allowed on this kind of queue"
         case .invalidRunState(let why): "invalid run state: \(why)"

@@ -394,9 +394,9 @@ final class AudioQueueAPIWalk: @unchecked Sendable {
         if !own || buffer == nil {
             allowed = [kAudioQueueErr_InvalidBuffer]
         } else if !writable {
-            allowed = [noErr, kAudioQueueErr_InvalidBuffer, kAudioQueueErr_BufferInQueue, kAudioQueueErr_BufferEmpty, kAudio_ParamError]
+            allowed = [noErr, kAudioQueueErr_InvalidBuffer, kAudioQueueErr_BufferEnqueuedTwice, kAudioQueueErr_BufferEmpty, kAudio_ParamError]
         } else if known!.enqueued > known!.returned || known!.inCallback > 0 {
-            allowed = [kAudioQueueErr_BufferInQueue, noErr, kAudioQueueErr_BufferEmpty, kAudio_ParamError]
+            allowed = [kAudioQueueErr_BufferEnqueuedTwice, noErr, kAudioQueueErr_BufferEmpty, kAudio_ParamError]
         } else if rec.isOutput && bytes == 0 {
             allowed = [kAudioQueueErr_BufferEmpty]
         } else if rec.isOutput && bytes > capacity {

@@ -250,6 +250,42 @@ import RefereeTesting
         #expect(AudioQueueDispose(a, true) == noErr)
     }
 
+    /// kAudioQueueHardwareCodecPolicy_UseHardwareOnly: "if the designated codec implementation
+    /// is not available, ... AudioQueuePrime or AudioQueueStart will fail". There are no
+    /// hardware codecs here: an AAC queue fails both with kAudioQueueErr_InvalidCodecAccess
+    /// (-66672); the same queue preferring hardware falls back to software and starts; a
+    /// linear PCM queue needs no codec and starts whatever the policy.
+    @Test func useHardwareOnlyFailsPrimeAndStartOfAQueueThatNeedsACodec() throws {
+        let device = ManualDriver()
+        var queue: AudioQueueRef?
+        var aac = Self.aacFormat()
+        #expect(AudioQueueNewOutput(&aac, Self.playerCallback, nil, nil, nil, 0, &queue, device: device) == noErr)
+        let q = try #require(queue)
+        var policy = UInt32(kAudioQueueHardwareCodecPolicy_UseHardwareOnly)
+        #expect(AudioQueueSetProperty(q, kAudioQueueProperty_HardwareCodecPolicy, &policy, 4) == noErr)
+        var prepared: UInt32 = 0
+        #expect(AudioQueuePrime(q, 0, &prepared) == kAudioQueueErr_InvalidCodecAccess)
+        #expect(AudioQueueStart(q, nil) == kAudioQueueErr_InvalidCodecAccess)
+        var running: UInt32 = 1
+        var size = UInt32(4)
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_IsRunning, &running, &size) == noErr && running == 0)
+        policy = UInt32(kAudioQueueHardwareCodecPolicy_PreferHardware)
+        #expect(AudioQueueSetProperty(q, kAudioQueueProperty_HardwareCodecPolicy, &policy, 4) == noErr)
+        #expect(AudioQueueStart(q, nil) == noErr)
+        #expect(AudioQueueDispose(q, true) == noErr)
+
+        var pcm = AudioStreamBasicDescription(mSampleRate: 48000, mFormatID: kAudioFormatLinearPCM,
+                                              mFormatFlags: kAudioFormatFlagIsSignedInteger | kAudioFormatFlagIsPacked,
+                                              mBytesPerPacket: 4, mFramesPerPacket: 1, mBytesPerFrame: 4, mChannelsPerFrame: 2,
+                                              mBitsPerChannel: 16, mReserved: 0)
+        #expect(AudioQueueNewOutput(&pcm, Self.playerCallback, nil, nil, nil, 0, &queue, device: device) == noErr)
+        let p = try #require(queue)
+        policy = UInt32(kAudioQueueHardwareCodecPolicy_UseHardwareOnly)
+        #expect(AudioQueueSetProperty(p, kAudioQueueProperty_HardwareCodecPolicy, &policy, 4) == noErr)
+        #expect(AudioQueueStart(p, nil) == noErr)
+        #expect(AudioQueueDispose(p, true) == noErr)
+    }
+
     // MARK: Recording
 
     /// What the input callback collects: packets, their descriptions, start times.
@@ -302,6 +338,14 @@ import RefereeTesting
         var complete = AudioStreamBasicDescription()
         var size = UInt32(MemoryLayout<AudioStreamBasicDescription>.size)
         #expect(AudioQueueGetProperty(q, kAudioQueueProperty_StreamDescription, &complete, &size) == noErr)
+        // The guide's alternative on Mac OS X v10.5 answers the same complete format.
+        var viaConverter = AudioStreamBasicDescription()
+        var converterSize: UInt32 = 0
+        #expect(AudioQueueGetPropertySize(q, kAudioConverterCurrentInputStreamDescription, &converterSize) == noErr)
+        #expect(converterSize == UInt32(MemoryLayout<AudioStreamBasicDescription>.size))
+        #expect(AudioQueueGetProperty(q, kAudioConverterCurrentInputStreamDescription, &viaConverter, &converterSize) == noErr)
+        let same = withUnsafeBytes(of: viaConverter) { a in withUnsafeBytes(of: complete) { b in a.elementsEqual(b) } }
+        #expect(same && viaConverter.mFramesPerPacket > 0, "\(viaConverter) against \(complete)")
         var maxPacket: UInt32 = 0
         size = 4
         #expect(AudioQueueGetProperty(q, kAudioQueueProperty_MaximumOutputPacketSize, &maxPacket, &size) == noErr)

@@ -191,6 +191,22 @@ import JackTestSupport
         #expect(AudioQueueDispose(q, true) == noErr)
     }
 
+    /// Apple's codes tell the two mistakes apart: a buffer enqueued again before the queue has
+    /// returned it is kAudioQueueErr_BufferEnqueuedTwice (-66666); freeing an enqueued buffer is
+    /// kAudioQueueErr_BufferInQueue (-66679).
+    @Test(arguments: [true, false]) func enqueueingABufferTwiceIsBufferEnqueuedTwice(withParameters: Bool) throws {
+        let device = ManualDriver()
+        let (q, buffers) = try outputQueue(device: device)
+        let b = buffers[0]
+        #expect(AudioQueueEnqueueBuffer(q, b, 0, nil) == noErr)
+        let again = withParameters
+            ? AudioQueueEnqueueBufferWithParameters(q, b, 0, nil, 0, 0, 0, nil, nil, nil)
+            : AudioQueueEnqueueBuffer(q, b, 0, nil)
+        #expect(again == kAudioQueueErr_BufferEnqueuedTwice)
+        #expect(AudioQueueFreeBuffer(q, b) == kAudioQueueErr_BufferInQueue)
+        #expect(AudioQueueDispose(q, true) == noErr)
+    }
+
     @Test(arguments: [true, false]) func enqueueChecksTheBufferBeforeReadingIt(withParameters: Bool) throws {
         let device = ManualDriver()
         let (q, _) = try outputQueue(device: device)

@@ -194,7 +194,7 @@ import JackTestSupport
         #expect(throws: QueueError.bufferEmpty) { try engine.enqueue(mine.handle, byteCount: 0) }
         try engine.enqueue(mine.handle, byteCount: 400)
         #expect(throws: QueueError.bufferInQueue) { try engine.removeBuffer(mine.handle) }
-        #expect(throws: QueueError.bufferInQueue) { try engine.enqueue(mine.handle, byteCount: 400) }
+        #expect(throws: QueueError.bufferEnqueuedTwice) { try engine.enqueue(mine.handle, byteCount: 400) }
         engine.dispose(immediate: true)
         other.dispose(immediate: true)
     }
