@@ -1,5 +1,6 @@
 import CJack
 import Glibc
+import JackCommon
 import QueueCore
 import Synchronization
 

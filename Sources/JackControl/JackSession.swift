@@ -1,5 +1,6 @@
 import CJack
 import Glibc
+import JackCommon
 import QueueCore
 import Synchronization
 
@@ -132,7 +133,7 @@ public final class JackSession: @unchecked Sendable {
 
     /// Every port, sorted naturally, with its latencies and connections.
     public func ports(matching pattern: String? = nil) -> [JackPortInfo] {
-        let names = JackDevice.portList(client, flags: 0)
+        let names = JackPorts.list(client, flags: 0)
         return PortMatcher.naturalSorted(names).compactMap { name -> JackPortInfo? in
             guard let port = jack_port_by_name(client, name) else { return nil }
             let flags = jack_port_flags(port)
@@ -152,17 +153,7 @@ public final class JackSession: @unchecked Sendable {
     }
 
     /// The names of the ports `port` is connected to.
-    private func connectionNames(_ port: OpaquePointer) -> [String] {
-        var connections: [String] = []
-        guard let list = jack_port_get_all_connections(client, port) else { return connections }
-        var i = 0
-        while let connection = list[i] {
-            connections.append(String(cString: connection))
-            i += 1
-        }
-        jack_free(list)
-        return connections
-    }
+    private func connectionNames(_ port: OpaquePointer) -> [String] { JackPorts.connections(of: port, in: client) }
 
     /// A port looked up once: `jack_port_by_name` compares the name with every port of the
     /// server, so a port asked about ten times a second is kept by its handle.
@@ -229,7 +220,7 @@ public final class JackSession: @unchecked Sendable {
             }
         }
         return (state == JackTransportRolling, position.frame,
-                extendFrameTime(cycle, reference: JackDriver.shared.frameReference.pointee.load(ordering: .relaxed)))
+                extendFrameTime(cycle, reference: DeviceTime.sharedReference.pointee.load(ordering: .relaxed)))
     }
 
     /// The device frame (32-bit frame time) of the first cycle in which the transport
@@ -238,7 +229,7 @@ public final class JackSession: @unchecked Sendable {
     /// process's queues extend it (the one place the wrap is handled).
     public func transportChanges() -> (count: Int, lastChangeFrame: Int64, rolling: Bool) {
         let frame32 = UInt32(truncatingIfNeeded: watcher.pointee.lastChangeFrame.load(ordering: .relaxed))
-        let reference = JackDriver.shared.frameReference.pointee.load(ordering: .relaxed)
+        let reference = DeviceTime.sharedReference.pointee.load(ordering: .relaxed)
         return (watcher.pointee.changes.load(ordering: .acquiring), extendFrameTime(frame32, reference: reference),
                 watcher.pointee.rolling.load(ordering: .relaxed))
     }
@@ -249,7 +240,7 @@ public final class JackSession: @unchecked Sendable {
     /// `transportChanges` extends its frame.
     public func lastTransportRollFrame() -> Int64 {
         let frame32 = UInt32(truncatingIfNeeded: watcher.pointee.lastRollFrame.load(ordering: .acquiring))
-        return extendFrameTime(frame32, reference: JackDriver.shared.frameReference.pointee.load(ordering: .relaxed))
+        return extendFrameTime(frame32, reference: DeviceTime.sharedReference.pointee.load(ordering: .relaxed))
     }
 
     /// The device frame of the last cycle in which the transport was seen stopping (with
@@ -257,7 +248,7 @@ public final class JackSession: @unchecked Sendable {
     /// read is still known by its frame. Extended to 64 bits as `transportChanges` extends its frame.
     public func lastTransportStopFrame() -> Int64 {
         let frame32 = UInt32(truncatingIfNeeded: watcher.pointee.lastStopFrame.load(ordering: .acquiring))
-        return extendFrameTime(frame32, reference: JackDriver.shared.frameReference.pointee.load(ordering: .relaxed))
+        return extendFrameTime(frame32, reference: DeviceTime.sharedReference.pointee.load(ordering: .relaxed))
     }
 
     /// Starts the transport rolling (`jack_transport_start`) and waits (up to `timeout` s) until
@@ -299,7 +290,7 @@ public final class JackSession: @unchecked Sendable {
 
     /// Connects two ports by name (output first).
     public func connect(_ source: String, _ destination: String) throws {
-        let result = JackDevice.connectPorts(client, source, destination)
+        let result = JackPorts.connect(client, source, destination)
         if result != 0 && result != EEXIST {
             throw QueueError.invalidDevice("cannot connect \(source) to \(destination)")
         }
@@ -390,7 +381,7 @@ extension JackSession {
         atomicMemoryFence(ordering: .acquiring)
         let started = watch.pointee.relocationsStarted.load(ordering: .relaxed)
         let kept = read.filter { $0.index >= started - capacity }
-        let reference = JackDriver.shared.frameReference.pointee.load(ordering: .relaxed)
+        let reference = DeviceTime.sharedReference.pointee.load(ordering: .relaxed)
         let relocations = kept.map {
             TransportRelocation(deviceFrame: extendFrameTime(UInt32(truncatingIfNeeded: $0.frame), reference: reference),
                                 transportFrame: UInt32(truncatingIfNeeded: $0.position))

@@ -1,5 +1,6 @@
 import CJack
 import Glibc
+import JackCommon
 import QueueCore
 import Synchronization
 
@@ -117,11 +118,11 @@ public final class NetClockGenerator: @unchecked Sendable {
     /// - Returns: the ports connected. - Throws: `JackPortMatchError` when none matches or one refuses.
     public func connect(to target: String) throws(JackPortMatchError) -> [String] {
         let client = state.pointee.client
-        let candidates = JackDevice.portList(client, flags: UInt(JackPortIsInput.rawValue))
-        let physical = JackDevice.portList(client, flags: UInt(JackPortIsInput.rawValue | JackPortIsPhysical.rawValue))
+        let candidates = JackPorts.list(client, flags: UInt(JackPortIsInput.rawValue))
+        let physical = JackPorts.list(client, flags: UInt(JackPortIsInput.rawValue | JackPortIsPhysical.rawValue))
         let ports = try JackSession.resolvePorts(target, candidates: candidates, physical: physical)
         for port in ports {
-            let result = JackDevice.connectPorts(client, portName, port)
+            let result = JackPorts.connect(client, portName, port)
             guard result == 0 || result == EEXIST else { throw JackPortMatchError(reason: "cannot connect \(portName) to \(port)") }
         }
         return ports
@@ -207,8 +208,8 @@ public final class NetClockReader: @unchecked Sendable {
             let which = serverName.map { "JACK server \"\($0)\"" } ?? "the JACK server"
             throw NetClockError("cannot open a client on \(which): \(JackError(status))")
         }
-        let candidates = JackDevice.portList(client, flags: UInt(JackPortIsOutput.rawValue))
-        let physical = JackDevice.portList(client, flags: UInt(JackPortIsOutput.rawValue | JackPortIsPhysical.rawValue))
+        let candidates = JackPorts.list(client, flags: UInt(JackPortIsOutput.rawValue))
+        let physical = JackPorts.list(client, flags: UInt(JackPortIsOutput.rawValue | JackPortIsPhysical.rawValue))
         let matched: [String]
         do { matched = try JackSession.resolvePorts(port, candidates: candidates, physical: physical) } catch {
             jack_client_close(client)
@@ -233,7 +234,7 @@ public final class NetClockReader: @unchecked Sendable {
             close()
             throw NetClockError("cannot activate the clock reader")
         }
-        let connected = JackDevice.connectPorts(client, source, inputName)
+        let connected = JackPorts.connect(client, source, inputName)
         guard connected == 0 || connected == EEXIST else {
             close()
             throw NetClockError("cannot connect to it")
@@ -293,7 +294,7 @@ public final class NetClockReader: @unchecked Sendable {
 
     /// A 32-bit frame of this server as device time (64 bits), as the process's queues extend it.
     public func deviceFrame(_ frame: UInt32) -> Int64 {
-        let reference = JackDriver.shared.frameReference.pointee.load(ordering: .relaxed)
+        let reference = DeviceTime.sharedReference.pointee.load(ordering: .relaxed)
         return extendFrameTime(frame, reference: reference == .min ? Int64(frameNow) : reference)
     }
 
