@@ -52,11 +52,15 @@ let package = Package(
         .target(name: "JackCommon", dependencies: ["CJack", "QueueCore"]),
 
         // The queue engine's device on JACK: one client per queue.
-        .target(name: "JackDriver", dependencies: ["CJack", "JackCommon", "QueueCore"]),
+        // Its callbacks (Realtime/) are `@_noLocks` in release builds, as QueueCore's kernels.
+        .target(name: "JackDriver", dependencies: ["CJack", "JackCommon", "QueueCore"],
+                swiftSettings: [.define("JAQ_CHECK_NOLOCKS", .when(configuration: .release))]),
 
         // The command line tool's control clients, which own no queue: ports, transport and
         // server time (JackSession), the netjack2 frame clock (NetClock). Linked into jaq alone.
-        .target(name: "JackControl", dependencies: ["CJack", "JackCommon", "QueueCore"]),
+        // Its process callbacks (Realtime/) are `@_noLocks` in release builds, as QueueCore's kernels.
+        .target(name: "JackControl", dependencies: ["CJack", "JackCommon", "QueueCore"],
+                swiftSettings: [.define("JAQ_CHECK_NOLOCKS", .when(configuration: .release))]),
 
         // Compressed audio through FFmpeg's libavcodec: Apple's format IDs, packets, magic cookies.
         .target(name: "AudioCodec", dependencies: ["CFFmpeg", "CFFmpegLoad", "QueueCore"]),
