@@ -46,8 +46,21 @@ let package = Package(
         // libjack for Swift: headers and the shim for the variadic jack_client_open.
         .target(name: "CJack", linkerSettings: [.linkedLibrary("jack")]),
 
+        // What every JACK client of jaq shares: libjack's errors and messages, the server's
+        // cycle clock and freewheel, which libjack runs, port lists, device time (frame time
+        // extended to 64 bits).
+        .target(name: "JackCommon", dependencies: ["CJack", "QueueCore"]),
+
         // The queue engine's device on JACK: one client per queue.
-        .target(name: "JackDriver", dependencies: ["CJack", "QueueCore"]),
+        // Its callbacks (Realtime/) are `@_noLocks` in release builds, as QueueCore's kernels.
+        .target(name: "JackDriver", dependencies: ["CJack", "JackCommon", "QueueCore"],
+                swiftSettings: [.define("JAQ_CHECK_NOLOCKS", .when(configuration: .release))]),
+
+        // The command line tool's control clients, which own no queue: ports, transport and
+        // server time (JackSession), the netjack2 frame clock (NetClock). Linked into jaq alone.
+        // Its process callbacks (Realtime/) are `@_noLocks` in release builds, as QueueCore's kernels.
+        .target(name: "JackControl", dependencies: ["CJack", "JackCommon", "QueueCore"],
+                swiftSettings: [.define("JAQ_CHECK_NOLOCKS", .when(configuration: .release))]),
 
         // Compressed audio through FFmpeg's libavcodec: Apple's format IDs, packets, magic cookies.
         .target(name: "AudioCodec", dependencies: ["CFFmpeg", "CFFmpegLoad", "QueueCore"]),
@@ -58,11 +71,11 @@ let package = Package(
         // Apple's AudioToolbox API, implemented in Swift and exported with @_cdecl.
         .target(name: "AudioToolbox", dependencies: ["CAudioToolbox", "SoundFile", "QueueCore", "JackDriver", "AudioCodec"]),
 
-        // The command line tool: a client of the public API (AudioToolbox), and of JackDriver
-        // for the server itself (ports, transport, time). LayeringTests keeps it so.
+        // The command line tool: a client of the public API (AudioToolbox), and of JackControl
+        // (with JackCommon) for the server itself (ports, transport, time, clock). LayeringTests keeps it so.
         .executableTarget(
             name: "jaq",
-            dependencies: ["AudioToolbox", "JackDriver",
+            dependencies: ["AudioToolbox", "JackControl", "JackCommon",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
@@ -91,7 +104,8 @@ let package = Package(
         .testTarget(name: "QueueCoreTests", dependencies: ["QueueCore", "JackTestSupport"]),
         // FileFuzz: its seedable generator (SplitMix64) for the packet fuzzer.
         .testTarget(name: "AudioCodecTests", dependencies: ["AudioCodec", "FileFuzz"]),
-        .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "QueueCore", "JackTestSupport"]),
+        .testTarget(name: "JackDriverTests", dependencies: ["JackDriver", "JackCommon", "QueueCore", "JackTestSupport"]),
+        .testTarget(name: "JackControlTests", dependencies: ["JackControl"]),
         .testTarget(name: "SoundFileTests", dependencies: ["SoundFile"]),
         // Runs the built `jaq` binary, as a user would, against private servers and peer tools.
         .testTarget(name: "jaqTests", dependencies: ["jaq", "AudioToolbox", "JackTestSupport", "RefereeTesting", "SoundFile"]),

@@ -1,5 +1,6 @@
 import CJack
 import Glibc
+import JackCommon
 import QueueCore
 import Synchronization
 
@@ -123,8 +124,8 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             let kind = UInt(wantInputs ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue)
             let names = portNames
             let ours = Set(names)
-            let candidates = Self.portList(client, flags: kind).filter { !ours.contains($0) }
-            let physical = Self.portList(client, flags: kind | UInt(JackPortIsPhysical.rawValue))
+            let candidates = JackPorts.list(client, flags: kind).filter { !ours.contains($0) }
+            let physical = JackPorts.list(client, flags: kind | UInt(JackPortIsPhysical.rawValue))
             let targets = try PortMatcher.resolve(target, candidates: candidates, physical: physical)
             let plan = PortMatcher.plan(portCount: layout.names.count, targets: targets, monoPair: layout.isMonoPair)
             let wanted = plan.map { Connection(port: $0.port, other: $0.target) }
@@ -146,7 +147,7 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             own.made = kept
             for connection in wanted where !kept.contains(connection) {
                 let (source, destination) = ends(connection)
-                let result = Self.connectPorts(client, source, destination)
+                let result = JackPorts.connect(client, source, destination)
                 if result == 0 {
                     own.made.append(connection)
                 } else if result != EEXIST {
@@ -156,46 +157,6 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             }
             return Array(Set(plan.map { $0.target })).sorted()
         }
-    }
-
-    /// `jack_connect`, patient with a client that is still starting: JACK2 refuses to connect
-    /// ports whose owner has registered them but not yet activated (ecasound, for one, does
-    /// that for a moment), so a refusal is retried for up to `patience` seconds while both
-    /// ports exist. Returns jack_connect's result (0 or EEXIST on success).
-    static func connectPorts(_ client: OpaquePointer, _ source: String, _ destination: String, patience: Double = 2) -> Int32 {
-        var result = jack_connect(client, source, destination)
-        var waited = 0.0
-        while result != 0 && result != EEXIST && waited < patience,
-              jack_port_by_name(client, source) != nil, jack_port_by_name(client, destination) != nil {
-            HostClock.sleep(seconds: 0.02)
-            waited += 0.02
-            result = jack_connect(client, source, destination)
-        }
-        return result
-    }
-
-    /// The names of the ports `port` is connected to.
-    static func connections(of port: OpaquePointer?, in client: OpaquePointer) -> [String] {
-        guard let port else { return [] }
-        return names(jack_port_get_all_connections(client, port))
-    }
-
-    /// Port names the server lists for `flags` (audio ports only).
-    static func portList(_ client: OpaquePointer, flags: UInt) -> [String] {
-        names(jack_get_ports(client, nil, jaq_jack_default_audio_type(), flags))
-    }
-
-    /// The names of a NULL-terminated list libjack allocated; frees it.
-    private static func names(_ list: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> [String] {
-        guard let list else { return [] }
-        defer { jack_free(list) }
-        var names: [String] = []
-        var i = 0
-        while let name = list[i] {
-            names.append(String(cString: name))
-            i += 1
-        }
-        return names
     }
 
     /// The server's cycle clock with its frame extended to 64 bits; nil before the first cycle
@@ -283,7 +244,7 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             guard let old = rt else { throw QueueError.queueInvalidated }
             let record = lock.withLock { $0.processor }
             let theirs = (0..<old.pointee.portCount).flatMap { port in
-                Self.connections(of: old.pointee.ports[port], in: old.pointee.client)
+                JackPorts.connections(of: old.pointee.ports[port], in: old.pointee.client)
                     .filter { !own.made.contains(Connection(port: port, other: $0)) }
                     .map { Connection(port: port, other: $0) }
             }

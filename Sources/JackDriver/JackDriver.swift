@@ -1,4 +1,5 @@
 import Glibc
+import JackCommon
 import QueueCore
 import Synchronization
 
@@ -9,12 +10,22 @@ import Synchronization
 /// with `.invalidDevice` (the queue API's kAudioQueueErr_InvalidDevice).
 public final class JackDriver: DeviceProvider, @unchecked Sendable {
     /// The driver for the default server.
-    public static let shared = JackDriver(serverName: nil)
+    public static let shared = JackDriver(serverName: nil, frameReference: DeviceTime.sharedReference)
 
     public let serverName: String?
 
-    public init(serverName: String?) {
+    /// Device time shared by every client of this driver: JACK frame time extended to 64 bits
+    /// (`extendFrameTime`), read and advanced by the clients' process threads. The default
+    /// server's driver shares it with the control clients (`DeviceTime.sharedReference`).
+    let frameReference: UnsafeMutablePointer<Atomic<Int64>>
+
+    public convenience init(serverName: String?) {
+        self.init(serverName: serverName, frameReference: DeviceTime.makeReference())
+    }
+
+    private init(serverName: String?, frameReference: UnsafeMutablePointer<Atomic<Int64>>) {
         self.serverName = serverName
+        self.frameReference = frameReference
         JackMessages.install()
     }
 
@@ -31,23 +42,4 @@ public final class JackDriver: DeviceProvider, @unchecked Sendable {
         guard let value = getenv(variable) else { return "system" }
         return String(cString: value)
     }
-
-    /// Device time shared by every client of this process: JACK frame time extended
-    /// to 64 bits. Allocated once; read and advanced by the clients' process threads.
-    let frameReference: UnsafeMutablePointer<Atomic<Int64>> = {
-        let pointer = UnsafeMutablePointer<Atomic<Int64>>.allocate(capacity: 1)
-        pointer.initialize(to: Atomic(Int64.min))
-        return pointer
-    }()
-}
-
-/// Extends a 32-bit JACK frame time to 64 bits: the value congruent to `frames`
-/// (mod 2^32) nearest to `reference`. Clients of one process share the reference,
-/// and times within ±2^31 frames (12 h at 48 kHz) of now map the same way in
-/// every process.
-@inline(__always)
-func extendFrameTime(_ frames: UInt32, reference: Int64) -> Int64 {
-    if reference == .min { return Int64(frames) }
-    let delta = Int32(bitPattern: frames &- UInt32(truncatingIfNeeded: reference))
-    return reference + Int64(delta)
 }

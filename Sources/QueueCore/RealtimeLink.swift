@@ -54,3 +54,21 @@ struct QueueTickets {
     /// No request is waiting.
     var isIdle: Bool { requested == done }
 }
+
+/// Applies queued commands to an input queue's realtime state when no cycle can run
+/// (`RealtimeLink.applyCommandsDirectly`): a control thread, never a JACK one. It allocates
+/// (the zero-frame cycle's port list, the commands set aside), so it lives outside Realtime/.
+func applyInputCommandsDirectly(_ s: UnsafeMutablePointer<InputRealtimeState>) {
+    let none = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 1)
+    defer { none.deallocate() }
+    let frame = s.pointee.publication.time.read()?.cycleFrame ?? 0
+    // A zero-frame cycle applies commands; a start stays armed until a real cycle.
+    var pendingStart: RealtimeCommand?
+    var others: [RealtimeCommand] = []
+    while let command = s.pointee.commands.pop() {
+        if command.kind == .start { pendingStart = command } else { others.append(command); pendingStart = nil }
+    }
+    for command in others { _ = s.pointee.commands.push(command) }
+    _ = captureInputCycle(s, frameTime: frame, frameCount: 0, ports: none)
+    if let pendingStart { _ = s.pointee.commands.push(pendingStart) }
+}

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import JackDriver
+import JackControl
 
 /// `jaq clock`: on a netjack2 master, send the master's frame clock to slaves as audio, so
 /// jaq on a slave (`--clock PORT`) can name the master's frames.

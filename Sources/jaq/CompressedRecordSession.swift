@@ -2,7 +2,7 @@ import ArgumentParser
 import AudioToolbox
 import Foundation
 import Glibc
-import JackDriver
+import JackControl
 
 /// The guide's HandleInputBuffer for a compressed format: hand the packets with their
 /// descriptions to the take, re-enqueue until it is complete.

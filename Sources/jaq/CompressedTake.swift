@@ -1,6 +1,6 @@
 import AudioToolbox
 import Foundation
-import JackDriver
+import JackControl
 import Synchronization
 
 /// `jaq record -f m4a` (AAC, or ALAC with --codec alac) and `-f caf --codec aac|alac`: the

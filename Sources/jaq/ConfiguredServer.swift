@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import JackDriver
+import JackControl
 
 /// The JACK server the user configured, started as libjack starts it for any JACK client that
 /// finds no server running: the command line in `~/.jackdrc` (else `/etc/jackdrc`, else

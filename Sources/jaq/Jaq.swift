@@ -1,5 +1,5 @@
 import ArgumentParser
-import JackDriver
+import JackCommon
 
 /// The `jaq` command: Apple's Audio Queue Services on JACK, for pro-audio users.
 @main

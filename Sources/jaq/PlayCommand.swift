@@ -1,7 +1,7 @@
 import ArgumentParser
 import AudioToolbox
 import Foundation
-import JackDriver
+import JackControl
 import Synchronization
 
 /// The playback callback: refill and re-enqueue, or stop after the last frame.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import AudioToolbox
 import Foundation
-import JackDriver
+import JackControl
 import Synchronization
 
 /// What the input callback needs: the writer (set before the queue starts), and whether to re-enqueue.

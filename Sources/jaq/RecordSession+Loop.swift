@@ -1,7 +1,7 @@
 import AudioToolbox
 import Foundation
 import Glibc
-import JackDriver
+import JackControl
 
 /// The main loop of a `jaq record` session, and the end of its take.
 extension RecordSession {

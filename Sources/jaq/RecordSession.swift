@@ -1,7 +1,8 @@
 import AudioToolbox
 import Foundation
 import Glibc
-import JackDriver
+import JackCommon
+import JackControl
 
 /// One `jaq record` of PCM takes (one file per track or interleaved, a single take or a tape
 /// machine's rolls), from the open queue to the last report: the queue's set-up and start,

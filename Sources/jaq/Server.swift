@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
 import AudioToolbox
-import JackDriver
+import JackCommon
+import JackControl
 
 /// `--server NAME`: the server every command talks to.
 struct ServerOptions: ParsableArguments {

@@ -1,5 +1,5 @@
 import Foundation
-import JackDriver
+import JackControl
 
 /// Watches the ports a take records from, from the main loop (never the realtime side).
 ///

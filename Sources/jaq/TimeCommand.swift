@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import JackDriver
+import JackControl
 
 struct TimeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,4 @@
-import JackDriver
+import JackControl
 
 /// When a take (`jaq record`) or a playback (`jaq play`) starts and stops, on JACK frames
 /// (64-bit device time, as the queues and JackSession give them): now, on a frame (--at),

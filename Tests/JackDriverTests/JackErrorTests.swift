@@ -1,6 +1,6 @@
 import Testing
 import CJack
-import JackDriver
+import JackCommon
 
 /// `jack_status_t` bits in words: what a user reads when jaq cannot open a JACK client.
 @Suite struct JackErrorTests {

@@ -25,22 +25,6 @@ private func waitForInputSpace(_ c: UnsafeMutablePointer<InputRealtimeContext>, 
     }
 }
 
-/// Applies queued commands to an input queue's realtime state (no cycle running).
-func applyInputCommandsDirectly(_ s: UnsafeMutablePointer<InputRealtimeState>) {
-    let none = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 1)
-    defer { none.deallocate() }
-    let frame = s.pointee.publication.time.read()?.cycleFrame ?? 0
-    // A zero-frame cycle applies commands; a start stays armed until a real cycle.
-    var pendingStart: RealtimeCommand?
-    var others: [RealtimeCommand] = []
-    while let command = s.pointee.commands.pop() {
-        if command.kind == .start { pendingStart = command } else { others.append(command); pendingStart = nil }
-    }
-    for command in others { _ = s.pointee.commands.push(command) }
-    _ = captureInputCycle(s, frameTime: frame, frameCount: 0, ports: none)
-    if let pendingStart { _ = s.pointee.commands.push(pendingStart) }
-}
-
 /// Captures one JACK cycle of an input queue from its ports into the ring.
 ///
 /// Starts on exactly the requested device frame; when the ring is full the

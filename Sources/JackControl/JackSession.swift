@@ -1,5 +1,6 @@
 import CJack
 import Glibc
+import JackCommon
 import QueueCore
 import Synchronization
 
@@ -132,7 +133,7 @@ public final class JackSession: @unchecked Sendable {
 
     /// Every port, sorted naturally, with its latencies and connections.
     public func ports(matching pattern: String? = nil) -> [JackPortInfo] {
-        let names = JackDevice.portList(client, flags: 0)
+        let names = JackPorts.list(client, flags: 0)
         return PortMatcher.naturalSorted(names).compactMap { name -> JackPortInfo? in
             guard let port = jack_port_by_name(client, name) else { return nil }
             let flags = jack_port_flags(port)
@@ -152,17 +153,7 @@ public final class JackSession: @unchecked Sendable {
     }
 
     /// The names of the ports `port` is connected to.
-    private func connectionNames(_ port: OpaquePointer) -> [String] {
-        var connections: [String] = []
-        guard let list = jack_port_get_all_connections(client, port) else { return connections }
-        var i = 0
-        while let connection = list[i] {
-            connections.append(String(cString: connection))
-            i += 1
-        }
-        jack_free(list)
-        return connections
-    }
+    private func connectionNames(_ port: OpaquePointer) -> [String] { JackPorts.connections(of: port, in: client) }
 
     /// A port looked up once: `jack_port_by_name` compares the name with every port of the
     /// server, so a port asked about ten times a second is kept by its handle.
@@ -229,7 +220,7 @@ public final class JackSession: @unchecked Sendable {
             }
         }
         return (state == JackTransportRolling, position.frame,
-                extendFrameTime(cycle, reference: JackDriver.shared.frameReference.pointee.load(ordering: .relaxed)))
+                extendFrameTime(cycle, reference: DeviceTime.sharedReference.pointee.load(ordering: .relaxed)))
     }
 
     /// The device frame (32-bit frame time) of the first cycle in which the transport
@@ -238,7 +229,7 @@ public final class JackSession: @unchecked Sendable {
     /// process's queues extend it (the one place the wrap is handled).
     public func transportChanges() -> (count: Int, lastChangeFrame: Int64, rolling: Bool) {
         let frame32 = UInt32(truncatingIfNeeded: watcher.pointee.lastChangeFrame.load(ordering: .relaxed))
-        let reference = JackDriver.shared.frameReference.pointee.load(ordering: .relaxed)
+        let reference = DeviceTime.sharedReference.pointee.load(ordering: .relaxed)
         return (watcher.pointee.changes.load(ordering: .acquiring), extendFrameTime(frame32, reference: reference),
                 watcher.pointee.rolling.load(ordering: .relaxed))
     }
@@ -249,7 +240,7 @@ public final class JackSession: @unchecked Sendable {
     /// `transportChanges` extends its frame.
     public func lastTransportRollFrame() -> Int64 {
         let frame32 = UInt32(truncatingIfNeeded: watcher.pointee.lastRollFrame.load(ordering: .acquiring))
-        return extendFrameTime(frame32, reference: JackDriver.shared.frameReference.pointee.load(ordering: .relaxed))
+        return extendFrameTime(frame32, reference: DeviceTime.sharedReference.pointee.load(ordering: .relaxed))
     }
 
     /// The device frame of the last cycle in which the transport was seen stopping (with
@@ -257,7 +248,7 @@ public final class JackSession: @unchecked Sendable {
     /// read is still known by its frame. Extended to 64 bits as `transportChanges` extends its frame.
     public func lastTransportStopFrame() -> Int64 {
         let frame32 = UInt32(truncatingIfNeeded: watcher.pointee.lastStopFrame.load(ordering: .acquiring))
-        return extendFrameTime(frame32, reference: JackDriver.shared.frameReference.pointee.load(ordering: .relaxed))
+        return extendFrameTime(frame32, reference: DeviceTime.sharedReference.pointee.load(ordering: .relaxed))
     }
 
     /// Starts the transport rolling (`jack_transport_start`) and waits (up to `timeout` s) until
@@ -299,64 +290,10 @@ public final class JackSession: @unchecked Sendable {
 
     /// Connects two ports by name (output first).
     public func connect(_ source: String, _ destination: String) throws {
-        let result = JackDevice.connectPorts(client, source, destination)
+        let result = JackPorts.connect(client, source, destination)
         if result != 0 && result != EEXIST {
             throw QueueError.invalidDevice("cannot connect \(source) to \(destination)")
         }
-    }
-}
-
-/// The process callback of a control client that runs cycles only so the server reports its clock.
-private func idleProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 { 0 }
-
-/// The transport as seen by a process callback, cycle by cycle.
-///
-/// "Rolling" here is JACK's Rolling state with one hysteresis: `JackTransportStarting` keeps
-/// the previous value. jack2 passes through Starting both on the way from Stopped to Rolling
-/// (not rolling yet: frames do not advance) and when the transport is relocated while it
-/// rolls (a DAW's loop or a locate while playing): that is not a stop, and a take following
-/// the transport goes on through it.
-struct TransportWatch: ~Copyable {
-    let client: OpaquePointer
-    let rolling = Atomic<Bool>(false)
-    let changes = Atomic<Int>(0)
-    /// Frame time of the cycle in which the last change was seen.
-    let lastChangeFrame = Atomic<Int>(0)
-    /// Frame time of the cycle in which the transport started to roll (a roll and a stop
-    /// between two looks at `changes` leave it here). When this client's cycles ran late and
-    /// it first saw the transport already some frames into the roll, this is the frame the
-    /// transport position says the roll began on, not the later one the client saw.
-    let lastRollFrame = Atomic<Int>(0)
-    /// The transport frame (position) the last roll started from.
-    let lastRollPosition = Atomic<Int>(0)
-    /// Frame time of the cycle in which the transport last stopped (a stop and a roll between
-    /// two looks at `changes` leave it here).
-    let lastStopFrame = Atomic<Int>(0)
-    /// Relocations while rolling: `relocationCapacity` slots of (frame time, transport frame)
-    /// of the first Rolling cycle after the position jumped; `relocationsStarted` is raised
-    /// before a slot is written and `relocationsFinished` after, so a reader can tell a slot
-    /// the writer has reused. Producer: the process thread; consumer: `transportRelocations`.
-    static let relocationCapacity = 64
-    let relocationSlots: UnsafeMutablePointer<Atomic<Int>>
-    let relocationsStarted = Atomic<Int>(0)
-    let relocationsFinished = Atomic<Int>(0)
-    // The process thread's own view of the previous cycle it ran.
-    var initialized = false
-    var previousState = JackTransportStopped
-    var previousCycleFrame: UInt32 = 0
-    var previousPosition: UInt32 = 0
-    /// Starting while rolling was seen: a relocation to publish at the next Rolling cycle.
-    var relocating = false
-
-    init(client: OpaquePointer) {
-        self.client = client
-        relocationSlots = .allocate(capacity: 2 * Self.relocationCapacity)
-        for i in 0..<(2 * Self.relocationCapacity) { (relocationSlots + i).initialize(to: Atomic(0)) }
-    }
-
-    deinit {
-        relocationSlots.deinitialize(count: 2 * Self.relocationCapacity)
-        relocationSlots.deallocate()
     }
 }
 
@@ -390,80 +327,11 @@ extension JackSession {
         atomicMemoryFence(ordering: .acquiring)
         let started = watch.pointee.relocationsStarted.load(ordering: .relaxed)
         let kept = read.filter { $0.index >= started - capacity }
-        let reference = JackDriver.shared.frameReference.pointee.load(ordering: .relaxed)
+        let reference = DeviceTime.sharedReference.pointee.load(ordering: .relaxed)
         let relocations = kept.map {
             TransportRelocation(deviceFrame: extendFrameTime(UInt32(truncatingIfNeeded: $0.frame), reference: reference),
                                 transportFrame: UInt32(truncatingIfNeeded: $0.position))
         }
         return (max(seen, finished), relocations, max(0, finished - seen) - relocations.count)
     }
-}
-
-private func transportProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
-    guard let argument else { return 0 }
-    let watch = argument.assumingMemoryBound(to: TransportWatch.self)
-    var position = jack_position_t()
-    let state = jack_transport_query(watch.pointee.client, &position)
-    let cycleFrame = jack_last_frame_time(watch.pointee.client)
-    defer {
-        watch.pointee.previousState = state
-        watch.pointee.previousCycleFrame = cycleFrame
-        watch.pointee.previousPosition = position.frame
-    }
-    let wasRolling = watch.pointee.rolling.load(ordering: .relaxed)
-    // Starting keeps the previous value (see TransportWatch).
-    let rolling = state == JackTransportRolling || (state == JackTransportStarting && wasRolling)
-    if !watch.pointee.initialized {
-        watch.pointee.initialized = true
-        watch.pointee.rolling.store(rolling, ordering: .relaxed)
-        return 0
-    }
-    if rolling != wasRolling {
-        var frame = cycleFrame
-        if rolling {
-            // The transport advances one period per cycle from the position it rolled from:
-            // if this client's cycles ran late and it sees the roll some frames in, the roll
-            // began that many frames before this cycle (never before the last cycle it saw
-            // stopped, from which it took that position).
-            let into = position.frame &- watch.pointee.previousPosition
-            let late = state == JackTransportRolling && into > 0 && into < cycleFrame &- watch.pointee.previousCycleFrame
-            if late { frame = cycleFrame &- into }
-            watch.pointee.lastRollFrame.store(Int(frame), ordering: .relaxed)
-            watch.pointee.lastRollPosition.store(Int(late ? watch.pointee.previousPosition : position.frame), ordering: .relaxed)
-        } else {
-            watch.pointee.lastStopFrame.store(Int(frame), ordering: .relaxed)
-        }
-        watch.pointee.relocating = false
-        watch.pointee.lastChangeFrame.store(Int(frame), ordering: .relaxed)
-        watch.pointee.rolling.store(rolling, ordering: .relaxed)
-        watch.pointee.changes.wrappingAdd(1, ordering: .releasing)
-    } else if rolling, state == JackTransportStarting {
-        // Relocated while rolling: published once it rolls again, from where it rolls.
-        watch.pointee.relocating = true
-    } else if rolling {
-        // Rolling on: the position is where the last cycle's was plus the frames since, unless
-        // it was relocated (through Starting, or between two cycles this client saw).
-        let expected = watch.pointee.previousPosition &+ (cycleFrame &- watch.pointee.previousCycleFrame)
-        if watch.pointee.relocating || watch.pointee.previousState != JackTransportRolling || position.frame != expected {
-            // After Starting at X: rolling again from X, some frames before this cycle if this
-            // client's cycles ran late (as for the roll above).
-            var frame = cycleFrame
-            var resumed = position.frame
-            let into = position.frame &- watch.pointee.previousPosition
-            if watch.pointee.previousState == JackTransportStarting, into > 0, into < cycleFrame &- watch.pointee.previousCycleFrame {
-                frame = cycleFrame &- into
-                resumed = watch.pointee.previousPosition
-            }
-            watch.pointee.relocating = false
-            let capacity = TransportWatch.relocationCapacity
-            let index = watch.pointee.relocationsStarted.load(ordering: .relaxed)
-            watch.pointee.relocationsStarted.store(index &+ 1, ordering: .relaxed)
-            atomicMemoryFence(ordering: .releasing)
-            let slot = index % capacity
-            watch.pointee.relocationSlots[2 * slot].store(Int(frame), ordering: .relaxed)
-            watch.pointee.relocationSlots[2 * slot + 1].store(Int(resumed), ordering: .relaxed)
-            watch.pointee.relocationsFinished.store(index &+ 1, ordering: .releasing)
-        }
-    }
-    return 0
 }

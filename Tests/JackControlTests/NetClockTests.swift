@@ -1,5 +1,5 @@
 import Testing
-@testable import JackDriver
+@testable import JackControl
 
 /// The clock a netjack2 master sends (`jaq clock`) and its reader's kernel, without a server:
 /// the encoding names every frame exactly, a cycle names its whole frame, and the reader turns
