@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// The codecs jaq codes packets of, by name: what the API layer (AudioToolbox) knows of a
 /// codec without FFmpeg's types. The mapping to and from FFmpeg's `AVCodecID` lives here and

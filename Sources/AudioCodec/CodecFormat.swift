@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// A compressed format as Apple's AudioStreamBasicDescription names it, without the C type
 /// (AudioCodec does not import AudioToolbox; the API layer maps the fields one to one).

@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// The audio stream of a file libavformat opened: what its header says and where each of its
 /// packets lies in the file.

@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import Glibc
 
 /// Writes packets of one audio stream into a container through libavformat (MPEG-4 audio:
