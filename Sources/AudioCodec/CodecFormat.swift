@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// A compressed format as Apple's AudioStreamBasicDescription names it, without the C type
 /// (AudioCodec does not import AudioToolbox; the API layer maps the fields one to one).
@@ -47,7 +47,7 @@ public enum CodecError: Error, Equatable, CustomStringConvertible, Sendable {
     }
 }
 
-/// Apple's compressed format IDs and what FFmpeg calls them.
+/// Apple's compressed format IDs (`Codec(formatID:)` names the codec of each).
 public enum CompressedFormat {
     public static let mpeg4AAC: UInt32 = 0x6161_6320       // 'aac '
     public static let mpeg4AAC_HE: UInt32 = 0x6161_6368    // 'aach'
@@ -104,18 +104,6 @@ public enum CompressedFormat {
         case ...20: 2
         case ...24: 3
         default: 4
-        }
-    }
-
-    static func codecID(_ id: UInt32) -> AVCodecID? {
-        switch id {
-        case mpeg4AAC, mpeg4AAC_HE, mpeg4AAC_HE_V2: AV_CODEC_ID_AAC
-        case appleLossless: AV_CODEC_ID_ALAC
-        case mpegLayer3: AV_CODEC_ID_MP3
-        case flac: AV_CODEC_ID_FLAC
-        case opus: AV_CODEC_ID_OPUS
-        case appleIMA4: AV_CODEC_ID_ADPCM_IMA_QT
-        default: nil
         }
     }
 

@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import CFFmpegLoad
 
 /// An FFmpeg result code (a negative AVERROR) with FFmpeg's own words for it.

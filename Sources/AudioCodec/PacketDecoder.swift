@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import Glibc
 import QueueCore
 
@@ -20,7 +20,7 @@ public final class PacketDecoder {
 
     /// Opens the decoder for `format` with Apple's magic cookie (empty if the format has none).
     public init(format: CodecFormat, cookie: [UInt8]) throws(CodecError) {
-        guard let codecID = CompressedFormat.codecID(format.formatID) else {
+        guard let codecID = Codec(formatID: format.formatID)?.avCodecID else {
             throw .codecNotFound("no decoder for format \(CompressedFormat.name(format.formatID))")
         }
         guard format.channelCount >= 1, format.channelCount <= 64 else {

@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import Glibc
 import QueueCore
 
@@ -45,7 +45,7 @@ public final class PacketEncoder {
     public init(format: CodecFormat, bitRate requestedBitRate: Int? = nil) throws(CodecError) {
         FFmpegLog.quiet
         let id = format.formatID
-        guard CompressedFormat.encodable.contains(id), let codecID = CompressedFormat.codecID(id) else {
+        guard CompressedFormat.encodable.contains(id), let codecID = Codec(formatID: id)?.avCodecID else {
             throw .codecNotFound("no encoder for format \(CompressedFormat.name(id))"
                 + (CompressedFormat.isCompressed(id) ? " (jaq decodes it, but encodes only AAC-LC, ALAC, FLAC, Opus and IMA4)" : ""))
         }

@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// Moves samples between FFmpeg's frames (whatever sample format a codec uses) and planar
 /// Float32, the engine's format. Integers map as SampleCodec maps them (x / 2^(n-1)), so

@@ -37,4 +37,19 @@ import Testing
             #expect(below.isEmpty, "Sources/jaq/\(file) imports \(below.joined(separator: ", ")): use AudioToolbox's public API")
         }
     }
+
+    /// The Apple API names codecs by Apple's format IDs and AudioCodec's `Codec`: FFmpeg's C
+    /// types stay inside AudioCodec (issue #28).
+    @Test func theAppleAPIDoesNotImportFFmpeg() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let folder = root.appendingPathComponent("Sources/AudioToolbox")
+        let enumerator = try #require(FileManager.default.enumerator(atPath: folder.path))
+        let files = enumerator.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }.sorted()
+        #expect(files.count > 20, "the API's sources are at \(folder.path)")
+        for file in files {
+            let source = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            let ffmpeg = Self.importedModules(source).filter { $0.hasPrefix("CFFmpeg") }
+            #expect(ffmpeg.isEmpty, "Sources/AudioToolbox/\(file) imports \(ffmpeg.joined(separator: ", ")): use AudioCodec's types")
+        }
+    }
 }

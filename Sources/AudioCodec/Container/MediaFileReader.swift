@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 
 /// The audio stream of a file libavformat opened: what its header says and where each of its
 /// packets lies in the file.
@@ -20,7 +20,10 @@ public struct MediaFileIndex: Sendable {
 
     /// libavformat's short name of the container ("mov,mp4,m4a,3gp,3g2,mj2", "aac", "mp3", "caf").
     public var containerName: String
-    public var codecID: AVCodecID
+    /// The stream's codec; nil for a codec jaq has no packet coder for (`codecName` names it).
+    public var codec: Codec?
+    /// FFmpeg's short name of the stream's codec ("aac", "ac3"), for messages.
+    public var codecName: String
     public var sampleRate: Int
     public var channelCount: Int
     /// The codec's configuration as the container stores it (AudioSpecificConfig for AAC in MP4,
@@ -69,7 +72,7 @@ public enum MediaFileReader {
         }
         var index = MediaFileIndex(
             containerName: context.pointee.iformat.map { String(cString: $0.pointee.name) } ?? "",
-            codecID: par.codec_id, sampleRate: sampleRate, channelCount: Int(par.ch_layout.nb_channels),
+            codec: Codec(par.codec_id), codecName: Codec.name(par.codec_id), sampleRate: sampleRate, channelCount: Int(par.ch_layout.nb_channels),
             extradata: par.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(par.extradata_size, 0)))) } ?? [],
             frameSize: Int(max(par.frame_size, 0)), bitsPerRawSample: Int(max(par.bits_per_raw_sample, 0)),
             bitRate: max(par.bit_rate, 0), packets: [], primingFrames: 0, remainderFrames: 0)

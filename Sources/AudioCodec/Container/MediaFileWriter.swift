@@ -1,4 +1,4 @@
-import CFFmpeg
+internal import CFFmpeg
 import Glibc
 
 /// Writes packets of one audio stream into a container through libavformat (MPEG-4 audio:
@@ -70,7 +70,7 @@ public final class MediaFileWriter {
     /// - Throws: `FFmpegError` when the muxer refuses the stream or the file cannot be created.
     public func start(_ stream: Stream, primingFrames: Int64) throws(FFmpegError) {
         FFmpegLog.quiet
-        guard let codecID = CompressedFormat.codecID(stream.format.formatID) else {
+        guard let codecID = Codec(formatID: stream.format.formatID)?.avCodecID else {
             throw FFmpegError(jaq_averror_einval(), "no codec for format \(CompressedFormat.name(stream.format.formatID))")
         }
         let sampleRate = Int32(clamping: Int(stream.format.sampleRate.rounded()))

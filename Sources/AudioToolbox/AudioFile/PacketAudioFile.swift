@@ -1,6 +1,5 @@
 import AudioCodec
 import CAudioToolbox
-import CFFmpeg
 import Glibc
 import QueueCore
 import SoundFile
@@ -225,10 +224,11 @@ extension PacketAudioFile {
         } catch {
             throw AudioToolboxError(kAudioFileInvalidFileError, "damaged file: \(error)")
         }
-        guard var compressed = PacketFormat(codecID: media.codecID) else {
+        guard let codec = media.codec else {
             throw AudioToolboxError(kAudioFileUnsupportedDataFormatError,
-                                    "the audio is \(String(cString: avcodec_get_name(media.codecID))), which jaq has no packet reader for")
+                                    "the audio is \(media.codecName), which jaq has no packet reader for")
         }
+        var compressed = PacketFormat(codec: codec)
         var extradata = media.extradata
         var headerBytes = 0
         if container == .adts {

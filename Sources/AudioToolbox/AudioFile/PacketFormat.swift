@@ -1,9 +1,8 @@
 import AudioCodec
 import CAudioToolbox
-import CFFmpeg
 
 /// The compressed formats files of packets hold, with Apple's format IDs and what each
-/// container needs of them: frames per packet, the largest packet, FFmpeg's codec, and the
+/// container needs of them: frames per packet, the largest packet, AudioCodec's codec, and the
 /// conversions between Apple's magic cookies and the codec configurations containers store.
 enum PacketFormat: CaseIterable, Sendable {
     case aac, aacHE, alac, mp3, flac, opus, ima4
@@ -13,15 +12,16 @@ enum PacketFormat: CaseIterable, Sendable {
         self = match
     }
 
-    init?(codecID: AVCodecID) {
-        switch codecID {
-        case AV_CODEC_ID_AAC: self = .aac
-        case AV_CODEC_ID_ALAC: self = .alac
-        case AV_CODEC_ID_MP3: self = .mp3
-        case AV_CODEC_ID_FLAC: self = .flac
-        case AV_CODEC_ID_OPUS: self = .opus
-        case AV_CODEC_ID_ADPCM_IMA_QT: self = .ima4
-        default: return nil
+    /// The format of a stream of `codec`: AAC-LC for AAC (the caller tells HE-AAC by its
+    /// AudioSpecificConfig).
+    init(codec: Codec) {
+        switch codec {
+        case .aac: self = .aac
+        case .alac: self = .alac
+        case .mp3: self = .mp3
+        case .flac: self = .flac
+        case .opus: self = .opus
+        case .ima4: self = .ima4
         }
     }
 
