@@ -12,6 +12,9 @@ public final class PacketDecoder {
     public let framesPerPacket: Int
 
     private var context: UnsafeMutablePointer<AVCodecContext>?
+    /// What a reset opens again: the decoder and its extradata (the cookie, as FFmpeg takes it).
+    private let codec: UnsafePointer<AVCodec>
+    private let extradata: [UInt8]
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var frame: UnsafeMutablePointer<AVFrame>?
     private var padded: UnsafeMutableRawPointer
@@ -43,29 +46,12 @@ public final class PacketDecoder {
         outputPlanes = GrowablePlanes(channelCount: format.channelCount)
         let extradata = MagicCookie.explicitSBR(try MagicCookie.extradata(formatID: format.formatID, cookie: cookie),
                                                 formatID: format.formatID, sampleRate: format.sampleRate)
-        guard let context = avcodec_alloc_context3(codec) else { throw .failed("avcodec_alloc_context3") }
-        self.context = context
-        context.pointee.sample_rate = Int32(format.sampleRate.rounded())
-        av_channel_layout_default(&context.pointee.ch_layout, Int32(format.channelCount))
-        if format.bytesPerPacket > 0 { context.pointee.block_align = Int32(format.bytesPerPacket) }
-        if format.formatID == CompressedFormat.flac || format.formatID == CompressedFormat.appleLossless,
-           let bits = CompressedFormat.losslessBits(flags: format.formatFlags) {
-            context.pointee.bits_per_coded_sample = Int32(bits)
-        }
-        if !extradata.isEmpty {
-            let padding = Int(jaq_av_input_buffer_padding_size())
-            guard let memory = av_mallocz(extradata.count + padding) else { throw .failed("av_mallocz") }
-            memory.copyMemory(from: extradata, byteCount: extradata.count)
-            context.pointee.extradata = memory.assumingMemoryBound(to: UInt8.self)
-            context.pointee.extradata_size = Int32(extradata.count)
-        } else if format.formatID == CompressedFormat.appleLossless {
+        self.codec = codec
+        self.extradata = extradata
+        if extradata.isEmpty && format.formatID == CompressedFormat.appleLossless {
             throw .invalidCookie("ALAC needs its magic cookie (kAudioQueueProperty_MagicCookie)")
         }
-        let opened = avcodec_open2(context, codec, nil)
-        guard opened >= 0 else {
-            throw opened == jaq_averror_invaliddata() ? .invalidCookie("\(FFmpegError(opened, "avcodec_open2"))")
-                : .unsupportedFormat("\(FFmpegError(opened, "avcodec_open2"))")
-        }
+        context = try Self.openContext(codec, format: format, extradata: extradata)
         packet = av_packet_alloc()
         frame = av_frame_alloc()
         guard packet != nil, frame != nil else { throw .failed("av_packet_alloc") }
@@ -130,9 +116,52 @@ public final class PacketDecoder {
         return count
     }
 
-    /// Forgets the stream so far (a seek, a queue reset).
+    /// Forgets the stream so far (a seek, a queue reset, AudioConverterReset): the decoder is
+    /// opened again, so what follows decodes exactly as with a new one. (avcodec_flush_buffers
+    /// is not enough: FFmpeg's AAC decoder keeps the previous window shape across it, and its
+    /// first frames after a flush differ from a new decoder's.) Should opening fail, the old
+    /// decoder is flushed and kept.
     public func reset() {
-        if let context { avcodec_flush_buffers(context) }
+        guard let fresh = try? Self.openContext(codec, format: format, extradata: extradata) else {
+            if let context { avcodec_flush_buffers(context) }
+            return
+        }
+        avcodec_free_context(&context)
+        context = fresh
+    }
+
+    /// A decoder context for `format`, opened with `extradata`.
+    private static func openContext(_ codec: UnsafePointer<AVCodec>, format: CodecFormat,
+                                    extradata: [UInt8]) throws(CodecError) -> UnsafeMutablePointer<AVCodecContext> {
+        guard let context = avcodec_alloc_context3(codec) else { throw .failed("avcodec_alloc_context3") }
+        var opened = false
+        defer {
+            if !opened {
+                var owned: UnsafeMutablePointer<AVCodecContext>? = context
+                avcodec_free_context(&owned)
+            }
+        }
+        context.pointee.sample_rate = Int32(format.sampleRate.rounded())
+        av_channel_layout_default(&context.pointee.ch_layout, Int32(format.channelCount))
+        if format.bytesPerPacket > 0 { context.pointee.block_align = Int32(format.bytesPerPacket) }
+        if format.formatID == CompressedFormat.flac || format.formatID == CompressedFormat.appleLossless,
+           let bits = CompressedFormat.losslessBits(flags: format.formatFlags) {
+            context.pointee.bits_per_coded_sample = Int32(bits)
+        }
+        if !extradata.isEmpty {
+            let padding = Int(jaq_av_input_buffer_padding_size())
+            guard let memory = av_mallocz(extradata.count + padding) else { throw .failed("av_mallocz") }
+            memory.copyMemory(from: extradata, byteCount: extradata.count)
+            context.pointee.extradata = memory.assumingMemoryBound(to: UInt8.self)
+            context.pointee.extradata_size = Int32(extradata.count)
+        }
+        let status = avcodec_open2(context, codec, nil)
+        guard status >= 0 else {
+            throw status == jaq_averror_invaliddata() ? .invalidCookie("\(FFmpegError(status, "avcodec_open2"))")
+                : .unsupportedFormat("\(FFmpegError(status, "avcodec_open2"))")
+        }
+        opened = true
+        return context
     }
 
     /// After a refused packet the codec starts over, so the stream after it decodes as it

@@ -241,6 +241,61 @@ import AudioToolbox
         }
     }
 
+    /// AudioConverterReset forgets what the converter holds: an AAC decoder stopped part way
+    /// through a stream (its overlap, packets it has read ahead) and reset decodes the stream
+    /// from its first packet exactly as a new converter does, and again after the end of stream.
+    @Test func resetDecodesTheStreamAgainAsANewConverterDoes() throws {
+        let float = Self.pcm(bits: 32, float: true)
+        let samples: [Float] = (0..<(48000 * 2)).map { (n: Int) -> Float in
+            let t = Double(n / 2) / 48000
+            return Float(0.3 * sin(2 * Double.pi * 440 * t))
+        }
+        let encoded = try Self.encode(samples.withUnsafeBytes { Array($0) }, from: float, to: Self.compressed(kAudioFormatMPEG4AAC),
+                                      bitRate: 128_000)
+        let fresh = try Self.decode(encoded.data, packets: encoded.packets, cookie: encoded.cookie, from: encoded.format, to: float)
+        #expect(fresh.count > 48000 * 8)
+        var source = encoded.format, destination = float
+        var converter: AudioConverterRef?
+        #expect(AudioConverterNew(&source, &destination, &converter) == noErr)
+        let c = try #require(converter)
+        defer { AudioConverterDispose(c) }
+        #expect(AudioConverterSetProperty(c, kAudioConverterDecompressionMagicCookie, UInt32(encoded.cookie.count), encoded.cookie) == noErr)
+        /// Decodes from the stream's start: `calls` FillComplexBuffer calls of 3000 frames (nil: to the end).
+        func decode(calls: Int?) -> [UInt8] {
+            let input = Source(data: encoded.data, bytesPerFrame: 1)
+            input.packets = encoded.packets
+            var out: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 3000 * Int(float.mBytesPerFrame))
+            var made = 0
+            while calls.map({ made < $0 }) ?? true {
+                var frames: UInt32 = 3000
+                var list = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 2, mDataByteSize: UInt32(buffer.count), mData: nil))
+                let status = buffer.withUnsafeMutableBytes { bytes in
+                    list.mBuffers.mData = bytes.baseAddress
+                    return AudioConverterFillComplexBuffer(c, Self.inputProc, Unmanaged.passUnretained(input).toOpaque(), &frames, &list, nil)
+                }
+                made += 1
+                if frames == 0 || status != noErr { break }
+                out += buffer.prefix(Int(list.mBuffers.mDataByteSize))
+            }
+            return out
+        }
+        let part = decode(calls: 3)
+        #expect(part.count == 3 * 3000 * 8 && part[...] == fresh.prefix(part.count), "the first 9000 frames")
+        #expect(AudioConverterReset(c) == noErr)
+        /// Where `decoded` first differs from the fresh decode (nil: the same).
+        func difference(_ decoded: [UInt8]) -> String? {
+            guard decoded != fresh else { return nil }
+            let first = (0..<min(decoded.count, fresh.count)).first { decoded[$0] != fresh[$0] } ?? min(decoded.count, fresh.count)
+            return "\(decoded.count / 8) frames against \(fresh.count / 8), first different at frame \(first / 8)"
+        }
+        let afterPart = difference(decode(calls: nil))
+        #expect(afterPart == nil, "after a reset part way through: \(afterPart ?? "")")
+        #expect(AudioConverterReset(c) == noErr)
+        let afterEnd = difference(decode(calls: nil))
+        #expect(afterEnd == nil, "after a reset at the end of the stream: \(afterEnd ?? "")")
+    }
+
     @Test func convertBufferConvertsLinearPCM() throws {
         var int16 = Self.pcm(bits: 16), float = Self.pcm(bits: 32, float: true)
         var toFloat: AudioConverterRef?, toInt: AudioConverterRef?

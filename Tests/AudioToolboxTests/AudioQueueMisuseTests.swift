@@ -248,6 +248,58 @@ import JackTestSupport
         #expect(AudioQueueDispose(q, true) == noErr)
     }
 
+    /// AudioQueueRemovePropertyListener takes away the listener with that function and user data
+    /// only: another user data's listener on the same property is still called; a listener that
+    /// was never added is not an error (the call returns noErr and changes nothing).
+    @Test func removePropertyListenerRemovesThatListenerOnly() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        let (q, buffers) = try outputQueue(frames: 4800, count: 1, device: driver)
+        let kept = ListenerLog(), removed = ListenerLog()
+        let listener: AudioQueuePropertyListenerProc = { user, _, id in
+            Unmanaged<ListenerLog>.fromOpaque(user!).takeUnretainedValue().calls.withLock { $0.append(fourCharacterCode(id)) }
+        }
+        let keptUser = Unmanaged.passUnretained(kept).toOpaque(), removedUser = Unmanaged.passUnretained(removed).toOpaque()
+        #expect(AudioQueueAddPropertyListener(q, kAudioQueueProperty_IsRunning, listener, keptUser) == noErr)
+        #expect(AudioQueueAddPropertyListener(q, kAudioQueueProperty_IsRunning, listener, removedUser) == noErr)
+        #expect(AudioQueueRemovePropertyListener(q, kAudioQueueProperty_IsRunning, listener, removedUser) == noErr)
+        #expect(AudioQueueRemovePropertyListener(q, kAudioQueueProperty_IsRunning, listener, removedUser) == noErr, "not there: nothing to do")
+        #expect(AudioQueueRemovePropertyListener(q, kAudioQueueProperty_CurrentLevelMeter, listener, keptUser) == noErr)
+        #expect(AudioQueueEnqueueBuffer(q, buffers[0], 0, nil) == noErr)
+        #expect(AudioQueueStart(q, nil) == noErr)
+        driver.run(cycles: 2)
+        #expect(waitUntil { kept.calls.withLock { !$0.isEmpty } }, "the listener left is called")
+        usleep(20_000)
+        #expect(removed.calls.withLock { $0 }.isEmpty, "the one removed is not")
+        #expect(AudioQueueDispose(q, true) == noErr)
+    }
+
+    /// kAudioQueueProperty_DecodeBufferSizeFrames on an output queue: read back as set, within
+    /// 64...4194304 frames (kAudioQueueErr_InvalidPropertyValue outside, the value kept), and
+    /// only while the queue is stopped and holds nothing (kAudioQueueErr_InvalidRunState).
+    @Test func decodeBufferSizeFramesIsSetAndReadBackOnAnOutputQueue() throws {
+        let driver = ManualDriver(periodFrames: 256)
+        let (q, buffers) = try outputQueue(frames: 4800, count: 1, device: driver)
+        var frames: UInt32 = 0
+        var size = UInt32(4)
+        #expect(AudioQueueGetPropertySize(q, kAudioQueueProperty_DecodeBufferSizeFrames, &size) == noErr && size == 4)
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_DecodeBufferSizeFrames, &frames, &size) == noErr)
+        #expect(frames >= 64)
+        var wanted: UInt32 = 8192
+        #expect(AudioQueueSetProperty(q, kAudioQueueProperty_DecodeBufferSizeFrames, &wanted, 4) == noErr)
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_DecodeBufferSizeFrames, &frames, &size) == noErr && frames == 8192)
+        for bad: UInt32 in [0, 63, 1 << 23] {
+            var value = bad
+            #expect(AudioQueueSetProperty(q, kAudioQueueProperty_DecodeBufferSizeFrames, &value, 4) == kAudioQueueErr_InvalidPropertyValue)
+        }
+        #expect(AudioQueueGetProperty(q, kAudioQueueProperty_DecodeBufferSizeFrames, &frames, &size) == noErr && frames == 8192)
+        #expect(AudioQueueEnqueueBuffer(q, buffers[0], 0, nil) == noErr)
+        #expect(AudioQueueStart(q, nil) == noErr)
+        driver.run(cycles: 1)
+        wanted = 4096
+        #expect(AudioQueueSetProperty(q, kAudioQueueProperty_DecodeBufferSizeFrames, &wanted, 4) == kAudioQueueErr_InvalidRunState)
+        #expect(AudioQueueDispose(q, true) == noErr)
+    }
+
     @Test func aListenerThatDisposesOfTheQueueSilencesTheOthers() throws {
         let driver = ManualDriver(periodFrames: 256)
         let (q, buffers) = try outputQueue(frames: 4800, count: 1, device: driver)
