@@ -37,6 +37,10 @@ public final class PacketDecoder {
         let codec = codecID == AV_CODEC_ID_MP3 ? (avcodec_find_decoder_by_name("mp3float") ?? avcodec_find_decoder(codecID))
             : avcodec_find_decoder(codecID)
         guard let codec else { throw .codecNotFound("this FFmpeg has no decoder for \(CompressedFormat.name(format.formatID))") }
+        // The cookie is read before anything is allocated: an init that throws before every
+        // stored property is set runs no deinit.
+        let extradata = MagicCookie.explicitSBR(try MagicCookie.extradata(formatID: format.formatID, cookie: cookie),
+                                                formatID: format.formatID, sampleRate: format.sampleRate)
         self.format = format
         channelCount = format.channelCount
         framesPerPacket = format.framesPerPacket > 0 ? format.framesPerPacket
@@ -44,8 +48,6 @@ public final class PacketDecoder {
         paddedCapacity = 0
         padded = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 64)
         outputPlanes = GrowablePlanes(channelCount: format.channelCount)
-        let extradata = MagicCookie.explicitSBR(try MagicCookie.extradata(formatID: format.formatID, cookie: cookie),
-                                                formatID: format.formatID, sampleRate: format.sampleRate)
         self.codec = codec
         self.extradata = extradata
         if extradata.isEmpty && format.formatID == CompressedFormat.appleLossless {
@@ -117,12 +119,14 @@ public final class PacketDecoder {
     }
 
     /// Forgets the stream so far (a seek, a queue reset, AudioConverterReset): the decoder is
-    /// opened again, so what follows decodes exactly as with a new one. (avcodec_flush_buffers
-    /// is not enough: FFmpeg's AAC decoder keeps the previous window shape across it, and its
-    /// first frames after a flush differ from a new decoder's.) Should opening fail, the old
-    /// decoder is flushed and kept.
+    /// opened again, so what follows decodes as with a new one. (avcodec_flush_buffers is not
+    /// enough: FFmpeg's AAC decoder keeps the previous window shape across it, and its first
+    /// frames after a flush differ from a new decoder's.) A reset is a seek, not the stream's
+    /// start: the new decoder does not drop a stream's leading samples (Opus's pre-skip) as
+    /// one opened for the start does, so every packet still decodes to its whole length.
+    /// Should opening fail, the old decoder is flushed and kept.
     public func reset() {
-        guard let fresh = try? Self.openContext(codec, format: format, extradata: extradata) else {
+        guard let fresh = try? Self.openContext(codec, format: format, extradata: extradata, skipsLeadingSamples: false) else {
             if let context { avcodec_flush_buffers(context) }
             return
         }
@@ -131,8 +135,8 @@ public final class PacketDecoder {
     }
 
     /// A decoder context for `format`, opened with `extradata`.
-    private static func openContext(_ codec: UnsafePointer<AVCodec>, format: CodecFormat,
-                                    extradata: [UInt8]) throws(CodecError) -> UnsafeMutablePointer<AVCodecContext> {
+    private static func openContext(_ codec: UnsafePointer<AVCodec>, format: CodecFormat, extradata: [UInt8],
+                                    skipsLeadingSamples: Bool = true) throws(CodecError) -> UnsafeMutablePointer<AVCodecContext> {
         guard let context = avcodec_alloc_context3(codec) else { throw .failed("avcodec_alloc_context3") }
         var opened = false
         defer {
@@ -144,6 +148,8 @@ public final class PacketDecoder {
         context.pointee.sample_rate = Int32(format.sampleRate.rounded())
         av_channel_layout_default(&context.pointee.ch_layout, Int32(format.channelCount))
         if format.bytesPerPacket > 0 { context.pointee.block_align = Int32(format.bytesPerPacket) }
+        // Leading samples are then only reported (side data jaq does not read), not dropped.
+        if !skipsLeadingSamples { context.pointee.flags2 |= AV_CODEC_FLAG2_SKIP_MANUAL }
         if format.formatID == CompressedFormat.flac || format.formatID == CompressedFormat.appleLossless,
            let bits = CompressedFormat.losslessBits(flags: format.formatFlags) {
             context.pointee.bits_per_coded_sample = Int32(bits)

@@ -22,12 +22,13 @@ public enum JackMessages {
     }
 
     /// For a command-line program, whose stderr is its user's: also keeps quiet what the
-    /// libraries under libjack write straight to stderr while a client opens (libdb's
+    /// libraries under libjack write to the C stderr stream while a client opens (libdb's
     /// "/dev/shm/jack_db-0/__db.002: No such file or directory" when a stopping server removes
-    /// the metadata database as this process opens it; PipeWire's log lines): the C library's
-    /// `stderr` stream goes to /dev/null for the duration of each open, fd 2 stays (jaq writes
-    /// its own lines there). Not for a library: a program's stderr is its own.
-    /// JAQ_JACK_VERBOSE leaves everything audible.
+    /// the metadata database as this process opens it): the C `stderr` stream goes to
+    /// /dev/null for the duration of each open; fd 2 stays. The program's own lines must go to
+    /// fd 2 (`FileHandle.standardError`, as jaq's `Log` and watchdog do), not through the C
+    /// stream, or one written by another thread during an open is lost. Not for a library: a
+    /// program's stderr is its own. JAQ_JACK_VERBOSE leaves everything audible.
     public static func quietOpens() {
         if getenv("JAQ_JACK_VERBOSE") != nil { return }
         jaq_jack_set_quiet_open(1)

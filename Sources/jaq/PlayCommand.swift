@@ -142,8 +142,8 @@ struct PlayCommand: ParsableCommand {
             Log.info("no physical (system) ports to play to: the players' ports stay unconnected until something connects them (or use --to)"
                      + ServerContext.noPhysicalPortsHint)
         }
-        startup.disarm()
-        var start = try startFrame(players: players, session: session, interruption: interruption, masterClock: masterClock, startAt: startAt)
+        var start = try startFrame(players: players, session: session, interruption: interruption, masterClock: masterClock,
+                                   startAt: startAt, startup: startup)
         for player in players {
             let status = AudioQueueStart(player.queue, &start)
             guard status == noErr else { throw CLIError("\(player.path): cannot start (\(describe(status, file: false)))") }
@@ -197,11 +197,13 @@ struct PlayCommand: ParsableCommand {
     /// The common start frame: the trigger's (now plus --margin, --at, --in, the transport's
     /// roll), moved with the master's clock until shortly before it (--clock), and no earlier
     /// than every queue can start (unless --at names it).
+    /// The server has answered once the device's time is read: `startup` is disarmed then.
     private func startFrame(players: [FilePlayer], session: JackSession, interruption: Interruption,
-                            masterClock: MasterClock?, startAt: Int64?) throws -> AudioTimeStamp {
+                            masterClock: MasterClock?, startAt: Int64?, startup: Watchdog) throws -> AudioTimeStamp {
         let rate = session.sampleRate
         var now = AudioTimeStamp()
         AudioQueueDeviceGetCurrentTime(players[0].queue, &now)
+        startup.disarm()
         var start = AudioTimeStamp()
         start.mFlags = .sampleTimeValid
         var trigger = try Trigger.forCommand(at: startAt, in: `in`, transport: transport, onEnter: false)

@@ -25,12 +25,13 @@ jack_client_t *jaq_jack_client_open(const char *client_name, jack_options_t opti
 
 /*
  * Quiet opens, for a command-line program whose stderr is its user's: libjack's own messages go
- * through jack_set_error_function, but while a client opens, the libraries under it write to
- * stderr directly (libdb: "/dev/shm/jack_db-0/__db.002: No such file or directory" when a
- * server that is stopping removes the metadata database another process is opening; PipeWire's
- * log lines). With quiet opens on, the C library's `stderr` stream writes to /dev/null for the
- * time jaq_jack_client_open takes (fd 2 is untouched); a library, whose process's stderr is not
- * its own, leaves them off, the default.
+ * through jack_set_error_function, but while a client opens, the libraries under it may write
+ * to the C stderr stream directly (libdb: "/dev/shm/jack_db-0/__db.002: No such file or
+ * directory" when a server that is stopping removes the metadata database another process is
+ * opening). With quiet opens on, the C library's `stderr` stream writes to /dev/null for the
+ * time jaq_jack_client_open takes (fd 2 is untouched: write to it, not to the C stream, from
+ * other threads); a library, whose process's stderr is not its own, leaves them off, the
+ * default.
  */
 void jaq_jack_set_quiet_open(int quiet);
 
