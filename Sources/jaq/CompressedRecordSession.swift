@@ -92,7 +92,7 @@ extension RecordCommand {
 
 /// One encoded take (`-f m4a`, `--codec`): the queue's set-up and start, the main loop (the
 /// trigger, the source watch), and the end (the cookie again, the exact length, the report).
-final class CompressedRecordSession {
+final class CompressedRecordSession: TakeTiming {
     let command: RecordCommand
     let take: CompressedTake
     let server: ServerContext
@@ -154,8 +154,6 @@ final class CompressedRecordSession {
 
     var channelsArmed: String { "\(sources.count) channel\(sources.count == 1 ? "" : "s") armed" }
 
-    func toQueueFrames(_ deviceFrames: Int64) -> Int64 { Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
-    func toDeviceFrames(_ queueFrames: Int64) -> Int64 { Int64((Double(queueFrames) * deviceRate / fileRate).rounded()) }
 
     func takeTime(_ deviceFrame: Int64) -> String {
         let start = recorder.take.withLock { $0.start } ?? 0
@@ -282,10 +280,7 @@ final class CompressedRecordSession {
 
     /// The trigger's step (queue time 0 at device frame `origin`): the take's start or its stop.
     func stepTrigger(origin: Int64) {
-        var clock = AudioTimeStamp()
-        AudioQueueDeviceGetCurrentTime(queue, &clock)
-        let seen = Trigger.Observation(now: Int64(clock.mSampleTime), session: session, enterPressed: enterPressed.value != 0)
-        switch trigger.step(seen) {
+        switch trigger.step(observation(session: session, enterPressed: enterPressed)) {
         case .start(let frame)?:
             let takeFrame = trigger.start == .now ? origin : frame
             switch trigger.start {

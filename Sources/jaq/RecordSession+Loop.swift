@@ -172,10 +172,7 @@ extension RecordSession {
     /// The trigger's step (queue time 0 at device frame `origin`): the take's start, or its
     /// stop on the transport's, or what the armed take waits for.
     func stepTrigger(origin: Int64) {
-        var clock = AudioTimeStamp()
-        AudioQueueDeviceGetCurrentTime(queue, &clock)
-        let seen = Trigger.Observation(now: Int64(clock.mSampleTime), session: session, enterPressed: enterPressed.value != 0)
-        switch trigger.step(seen) {
+        switch trigger.step(observation(session: session, enterPressed: enterPressed)) {
         case .start(let frame)?:
             let startDevice: Int64
             switch trigger.start {

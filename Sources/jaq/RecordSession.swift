@@ -11,7 +11,7 @@ import JackControl
 ///
 /// `RecordCommand.record()` makes what must be undone if a later step fails (the server, the
 /// clock's client, the files, the queue) and disposes of it; this holds what the loop shares.
-final class RecordSession {
+final class RecordSession: TakeTiming {
     let command: RecordCommand
     let takeFormat: AudioTakeFile.Format
     let server: ServerContext
@@ -107,8 +107,6 @@ final class RecordSession {
 
     // MARK: Frames
 
-    func toQueueFrames(_ deviceFrames: Int64) -> Int64 { Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
-    func toDeviceFrames(_ queueFrames: Int64) -> Int64 { Int64((Double(queueFrames) * deviceRate / fileRate).rounded()) }
     /// Queue time 0 is the device frame the queue really started on: the one asked for, or
     /// later if the machine was too slow to start it by then.
     func startedOrigin() -> Int64? { RecordCommand.startDeviceFrame(queue) }

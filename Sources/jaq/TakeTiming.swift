@@ -1,0 +1,23 @@
+import AudioToolbox
+import JackControl
+
+/// What both kinds of take session (`RecordSession`, `CompressedRecordSession`) know of time:
+/// the queue, the server's rate and the file's. Frames convert between the two rates, and the
+/// trigger is shown the device's frame now.
+protocol TakeTiming: AnyObject {
+    var queue: AudioQueueRef { get }
+    var deviceRate: Double { get }
+    var fileRate: Double { get }
+}
+
+extension TakeTiming {
+    /// Device (server) frames as frames of the file.
+    func toQueueFrames(_ deviceFrames: Int64) -> Int64 { Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
+    /// Frames of the file as device (server) frames.
+    func toDeviceFrames(_ queueFrames: Int64) -> Int64 { Int64((Double(queueFrames) * deviceRate / fileRate).rounded()) }
+
+    /// What the trigger looks at: the device's frame now, the transport (with `session`), Enter.
+    func observation(session: JackSession?, enterPressed: SharedFlag) -> Trigger.Observation {
+        Trigger.Observation(now: RecordCommand.deviceNow(queue), session: session, enterPressed: enterPressed.value != 0)
+    }
+}
