@@ -152,7 +152,7 @@ struct RecordCommand: ParsableCommand {
         if let duration, (TimeSpec.frames(duration, rate: 48000) ?? 0) <= 0 {
             throw CLIError("--duration \(duration): \(TimeSpec.problem(duration))", exitCode: CLIError.usage)
         }
-        if let output, !interleaved, ports.count > 1, !output.contains("{track}"), !output.contains("{n}") {
+        if let output, !oneFile, ports.count > 1, !output.contains("{track}"), !output.contains("{n}") {
             throw CLIError("--output \(output): several tracks need {track} or {n} in the name (or --interleaved)",
                            exitCode: CLIError.usage)
         }
@@ -166,21 +166,7 @@ struct RecordCommand: ParsableCommand {
     }
 
     func record() throws {
-        // m4a (AAC or ALAC) and compressed CAF: an encoding input queue (CompressedTake.swift).
-        if let take = try CompressedTake(format: format, codec: codec, bits: bits, bitRate: bitrate) {
-            if multi {
-                throw CLIError("--multi: \(format) takes with --codec record one roll each; a tape machine records wav, rf64, w64, aiff, caf, flac, ogg, opus or mp3",
-                               exitCode: CLIError.usage)
-            }
-            if let clock = clockOptions.clock {
-                throw CLIError("--clock \(clock): encoded takes (-f m4a, -f caf --codec) do not follow a master's clock; record wav or flac with --clock and encode the take afterwards",
-                               exitCode: CLIError.usage)
-            }
-            return try recordCompressed(take)
-        }
-        if let bitrate { throw CLIError("--bitrate \(bitrate) is for AAC takes (-f m4a, or -f caf --codec aac)", exitCode: CLIError.usage) }
-        let takeFormat: AudioTakeFile.Format
-        do { takeFormat = try AudioTakeFile.Format(name: format, bits: bits) } catch { throw CLIError(error.description, exitCode: CLIError.usage) }
+        let takeFormat = try takeFileFormat()
         let startup = Watchdog(seconds: Watchdog.startupSeconds,
                                message: "the JACK server did not answer within \(Int(Watchdog.startupSeconds)) s; nothing was recorded")
         let server = try ServerContext(serverOptions, privateServer: privateServerOptions, clientName: "jaq-record-ctl", watchTransport: transport)
@@ -196,6 +182,7 @@ struct RecordCommand: ParsableCommand {
         }
 
         let (sources, physical) = try resolveSources(server)
+        try checkEncoding(takeFormat, channels: sources.count)
         // --clock: --at names a frame of the netjack2 master; the clock also shows the network's gaps.
         let masterClock = try clockOptions.clock.map { try MasterClock(port: $0, server: server.name) }
         defer { masterClock?.reader.close() }
@@ -233,6 +220,32 @@ struct RecordCommand: ParsableCommand {
         _ = Watchdog(seconds: Watchdog.teardownSeconds, status: exitStatus,
                      message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; the take is complete")
         if exitStatus != 0 { throw ExitCode(exitStatus) }
+    }
+
+    /// Every track in one file: --interleaved, and encoded takes (-f m4a, -f caf --codec), which
+    /// hold up to 8 channels.
+    var oneFile: Bool { interleaved || format.lowercased() == "m4a" || codec != nil }
+
+    /// The take files' format (-f, -b, --codec, --bitrate).
+    private func takeFileFormat() throws -> AudioTakeFile.Format {
+        if let take = try CompressedTake(format: format, codec: codec, bits: bits, bitRate: bitrate) {
+            // The range for one channel to eight; the ports' count is checked once they are known.
+            if let bitRate = take.bitRate, !(8_000...2_560_000).contains(Int(bitRate)) {
+                throw CLIError("--bitrate \(bitRate / 1000)k: AAC takes 8-320 kbit/s a channel", exitCode: CLIError.usage)
+            }
+            return take.format
+        }
+        if let bitrate { throw CLIError("--bitrate \(bitrate) is for AAC takes (-f m4a, or -f caf --codec aac)", exitCode: CLIError.usage) }
+        do { return try AudioTakeFile.Format(name: format, bits: bits) } catch { throw CLIError(error.description, exitCode: CLIError.usage) }
+    }
+
+    /// An encoded take's file holds every track: at most 8, at a bit rate AAC takes for them.
+    private func checkEncoding(_ takeFormat: AudioTakeFile.Format, channels: Int) throws {
+        guard let encoding = takeFormat.encoding else { return }
+        guard channels <= 8 else { throw CLIError("\(channels) ports: AAC and ALAC takes hold at most 8 channels") }
+        if let bitRate = encoding.bitRate, !(8_000 * channels...320_000 * channels).contains(Int(bitRate)) {
+            throw CLIError("--bitrate \(bitRate / 1000)k for \(channels) channel(s): AAC takes 8-320 kbit/s a channel", exitCode: CLIError.usage)
+        }
     }
 
     /// The device frame an input queue started on (its queue time 0), once it runs.
@@ -330,8 +343,8 @@ struct RecordCommand: ParsableCommand {
     /// (a tape machine passes the last one's number + 1: a take moved away by --on-take-end
     /// does not free its number for a later take).
     func createFiles(format: AudioTakeFile.Format, tracks: [String], rate: Double, firstTake: Int = 1) throws -> (files: [TakeFile], take: Int) {
-        let pattern = output ?? (interleaved ? "take-{take}.{ext}" : "take-{take}-{track}.{ext}")
-        if !interleaved && tracks.count > 1 && !pattern.contains("{track}") && !pattern.contains("{n}") {
+        let pattern = output ?? (oneFile ? "take-{take}.{ext}" : "take-{take}-{track}.{ext}")
+        if !oneFile && tracks.count > 1 && !pattern.contains("{track}") && !pattern.contains("{n}") {
             throw CLIError("--output \(pattern): several tracks need {track} or {n} in the name (or --interleaved)", exitCode: CLIError.usage)
         }
         let date = ISO8601DateFormatter.string(from: Date(), timeZone: .current, formatOptions: [.withFullDate])
@@ -351,7 +364,7 @@ struct RecordCommand: ParsableCommand {
             return expandTakeName(pattern, [("take", zeroPadded(take, width: 3)), ("track", trackName),
                                             ("n", zeroPadded(track + 1, width: 2)), ("date", date), ("ext", format.fileExtension)])
         }
-        let layout: [[Int]] = interleaved ? [Array(0..<tracks.count)] : tracks.indices.map { [$0] }
+        let layout: [[Int]] = oneFile ? [Array(0..<tracks.count)] : tracks.indices.map { [$0] }
         var take = firstTake
         while layout.indices.contains(where: { FileManager.default.fileExists(atPath: path(take: take, track: $0)) }) {
             take += 1

@@ -4,14 +4,14 @@ import Glibc
 import JackCommon
 import JackControl
 
-/// One `jaq record` of PCM takes (one file per track or interleaved, a single take or a tape
+/// One `jaq record` of any kind of take (one file per track, interleaved, encoded; a single take or a tape
 /// machine's rolls), from the open queue to the last report: the queue's set-up and start,
 /// then the main loop (triggers, the source watch, the master clock's gaps and jumps, the
 /// display, the tape machine's take to take step), then the end of the take.
 ///
 /// `RecordCommand.record()` makes what must be undone if a later step fails (the server, the
 /// clock's client, the files, the queue) and disposes of it; this holds what the loop shares.
-final class RecordSession: TakeTiming {
+final class RecordSession {
     let command: RecordCommand
     let takeFormat: AudioTakeFile.Format
     let server: ServerContext

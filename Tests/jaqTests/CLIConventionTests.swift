@@ -34,7 +34,7 @@ import JackTestSupport
         ["record", "--at", "1", "--in", "2", "system"],
         ["record", "--bitrate", "128", "system"],             // a CLIError of the command
         ["record", "-o", "take.wav", "a", "b"],
-        ["record", "-f", "m4a", "--clock", "m:clock", "--at", "96000", "system"],  // an encoded take follows no master's clock
+        ["record", "-f", "m4a", "--bitrate", "2", "system"],  // a bit rate AAC cannot take
         ["play", "--speed", "3", "x.wav"],
         ["play", "--rate", "3", "x.wav"],                     // the old spelling, checked alike
         ["play", "--speed", "1.5", "--rate", "1.5", "x.wav"],

@@ -149,8 +149,7 @@ import Testing
     }
 
     @Test(arguments: [(["--multi", "system"], "give --transport too"),
-                      (["--multi", "--transport", "-o", "take.wav", "system"], "needs {take}"),
-                      (["--multi", "--transport", "-f", "m4a", "system"], "record one roll each")])
+                      (["--multi", "--transport", "-o", "take.wav", "system"], "needs {take}")])
     func multiWithoutWhatItNeedsIsAUsageError(_ arguments: [String], _ words: String) throws {
         let result = try jaq(["record"] + arguments, server: nil)
         #expect(result.status == 64 && result.error.contains(words), "\(result.status): \(result.error)")

@@ -45,9 +45,9 @@ extension AudioTakeFile {
     ///   written already.
     public func setBroadcastWave(_ broadcast: BroadcastWave) throws(AudioTakeFileError) {
         guard carriesBroadcastWave else {
-            throw AudioTakeFileError(path: path, reason: "\(format.container.name) files carry no Broadcast Wave chunk")
+            throw AudioTakeFileError(path: path, reason: "\(format.name) files carry no Broadcast Wave chunk")
         }
-        guard framesWritten == 0, file.setBroadcastInfo(broadcast.fields) else {
+        guard framesWritten == 0, file?.setBroadcastInfo(broadcast.fields) == true else {
             throw AudioTakeFileError(path: path, reason: "cannot write its Broadcast Wave chunk once audio is written")
         }
     }

@@ -29,11 +29,46 @@ public final class AudioTakeFile {
         public let samples: Samples
         /// Samples big-endian in the file (and so in the queue's buffers): AIFF.
         public let bigEndian: Bool
-        /// Compressed containers take typed frames (libsndfile encodes); others raw bytes.
-        public var isCompressed: Bool { container.isEncoded }
+        /// Compressed containers take typed frames (libsndfile or jaq's codecs encode); others raw bytes.
+        public var isCompressed: Bool { encoding != nil || container?.isEncoded == true }
         public let fileExtension: String
-        /// The container, whose rules (`WritableContainer.storage`) Audio File Services' writes follow too.
-        let container: WritableContainer
+        /// The container libsndfile writes, whose rules (`WritableContainer.storage`) Audio File
+        /// Services' writes follow too; nil for an `encoding`'s file.
+        let container: WritableContainer?
+        /// An AAC or ALAC take (m4a, or caf with a codec): encoded by the codecs of the queues and
+        /// written through Audio File Services (`EncodedTake`); nil for libsndfile's containers.
+        public let encoding: Encoding?
+
+        /// The codec and file type of an encoded take.
+        public struct Encoding: Sendable {
+            public let formatID: AudioFormatID
+            /// ALAC's source depth flag (kAppleLosslessFormatFlag_16/24BitSourceData), 0 for AAC.
+            public let formatFlags: AudioFormatFlags
+            public let fileType: AudioFileTypeID
+            /// Bits per second (AAC), nil for the codec's default.
+            public let bitRate: UInt32?
+
+            public init(formatID: AudioFormatID, formatFlags: AudioFormatFlags, fileType: AudioFileTypeID, bitRate: UInt32?) {
+                self.formatID = formatID
+                self.formatFlags = formatFlags
+                self.fileType = fileType
+                self.bitRate = bitRate
+            }
+        }
+
+        /// The format of an encoded take: float samples go to the encoder.
+        public init(name: String, fileExtension: String, encoding: Encoding) {
+            self.init(name: name, samples: .float32, bigEndian: false, fileExtension: fileExtension, container: nil, encoding: encoding)
+        }
+
+        init(name: String, samples: Samples, bigEndian: Bool, fileExtension: String, container: WritableContainer?, encoding: Encoding? = nil) {
+            self.name = name
+            self.samples = samples
+            self.bigEndian = bigEndian
+            self.fileExtension = fileExtension
+            self.container = container
+            self.encoding = encoding
+        }
 
         /// Bytes of one sample of one channel in the queue's buffers.
         public var bytesPerSample: Int {
@@ -46,7 +81,7 @@ public final class AudioTakeFile {
 
         /// Whether the header can be rewritten mid-take (crash-safe takes, once a second).
         /// Compressed containers can't: Ogg would gain a new stream per rewrite.
-        var rewritesHeader: Bool { container.updatesHeaderWhileWriting }
+        var rewritesHeader: Bool { container?.updatesHeaderWhileWriting ?? false }
 
         /// `wav` takes grow into RF64 past 4 GiB.
         var growsIntoRF64: Bool { container == .wave }
@@ -83,9 +118,11 @@ public final class AudioTakeFile {
     public let channelCount: Int
     /// Frames written so far.
     public private(set) var framesWritten: Int64 = 0
-    let file: SoundFile
+    /// libsndfile's file, or the encoder and its Audio File Services file.
+    let file: SoundFile?
+    let encoded: EncodedTake?
     /// How the samples go to libsndfile, and the most audio the header can count.
-    private let transfer: SampleTransfer
+    private let transfer: SampleTransfer?
     private let bytesPerFrame: Int
     private let audioByteLimit: Int64?
 
@@ -98,29 +135,38 @@ public final class AudioTakeFile {
             throw AudioTakeFileError(path: path, reason: "the directory \(directory) does not exist")
         }
         let layout = format.layout(channelCount: channelCount, sampleRate: sampleRate)
+        self.path = path
+        self.format = format
+        self.channelCount = channelCount
+        bytesPerFrame = layout.bytesPerFrame
+        guard let container = format.container else {
+            encoded = try EncodedTake(path: path, encoding: format.encoding!, sampleRate: Double(sampleRate), channelCount: channelCount)
+            file = nil
+            transfer = nil
+            audioByteLimit = nil
+            return
+        }
         let storage: (format: SoundFile.Format, transfer: SampleTransfer)
         do {
-            storage = try format.container.storage(for: layout)
+            storage = try container.storage(for: layout)
         } catch {
             throw AudioTakeFileError(path: path, reason: error.reason)
         }
         do {
-            file = try ContainerFile.create(path: path, container: format.container, layout: layout, format: storage.format,
+            file = try ContainerFile.create(path: path, container: container, layout: layout, format: storage.format,
                                             replacing: false, readable: false, headerUpdates: .onRequest,
                                             growsIntoRF64: format.growsIntoRF64)
         } catch {
             throw AudioTakeFileError(path: path, reason: "cannot create it: " + Self.reason(error))
         }
-        self.path = path
-        self.format = format
-        self.channelCount = channelCount
+        encoded = nil
         transfer = storage.transfer
-        bytesPerFrame = layout.bytesPerFrame
-        audioByteLimit = ContainerFile.audioByteLimit(format.container, growsIntoRF64: format.growsIntoRF64, path: path)
+        audioByteLimit = ContainerFile.audioByteLimit(container, growsIntoRF64: format.growsIntoRF64, path: path)
     }
 
     deinit {
-        try? file.close()
+        try? file?.close()
+        encoded?.abandon()
     }
 
     /// Writes `frames` frames in the format's sample layout (interleaved when several channels),
@@ -129,12 +175,17 @@ public final class AudioTakeFile {
     ///   limit); the frames before the failure are written.
     public func write(_ bytes: UnsafeRawBufferPointer, frames: Int) throws(AudioTakeFileError) {
         guard frames > 0, let base = bytes.baseAddress else { return }
+        guard let file, let transfer else {
+            try encoded?.write(base.assumingMemoryBound(to: Float.self), frames: frames)
+            framesWritten += Int64(frames)
+            return
+        }
         let count = ContainerFile.framesWithin(audioByteLimit, start: framesWritten, frames: frames, bytesPerFrame: bytesPerFrame)
         let moved = transfer.write(file, frames: count, bytesPerFrame: bytesPerFrame, from: base)
         framesWritten += Int64(moved.count)
         if moved.count < count { throw failure(moved.error) }
         if count < frames {
-            throw AudioTakeFileError(path: path, reason: "\(format.container.name) files hold at most \(audioByteLimit ?? 0) bytes of audio (record wav, w64 or caf for longer takes)")
+            throw AudioTakeFileError(path: path, reason: "\(format.name) files hold at most \(audioByteLimit ?? 0) bytes of audio (record wav, w64 or caf for longer takes)")
         }
     }
 
@@ -142,7 +193,7 @@ public final class AudioTakeFile {
     /// grows as it is updated). Compressed files, whose sizes are unknown, reserve nothing.
     /// - Throws: `AudioTakeFileError` if the file system is full.
     public func reserve(frames: Int) throws(AudioTakeFileError) {
-        guard !format.isCompressed else { return }
+        guard !format.isCompressed, let file else { return }
         do {
             _ = try file.reserveSpace(byteCount: frames * channelCount * format.bytesPerSample + 4096)
         } catch {
@@ -162,7 +213,8 @@ public final class AudioTakeFile {
 
     /// Completes the header and closes the file.
     public func close() throws(AudioTakeFileError) {
-        do { try file.close() } catch { throw failure(error) }
+        if let encoded { return try encoded.close() }
+        do { try file?.close() } catch { throw failure(error) }
     }
 
     /// Brings the headers of `files` up to date (they describe every frame written) and
@@ -171,17 +223,20 @@ public final class AudioTakeFile {
     /// of its files is synced alone to name the one that failed.
     /// - Throws: `AudioTakeFileError` of the first file that could not be flushed.
     public static func makeDurable(_ files: [AudioTakeFile]) throws(AudioTakeFileError) {
-        for take in files where take.format.rewritesHeader { take.file.updateHeaderNow() }
+        // Encoded takes are flushed by their muxer, a fragment a second (crash-safe MPEG-4).
+        let files = files.filter { $0.file != nil }
+        for take in files where take.format.rewritesHeader { take.file?.updateHeaderNow() }
         var done = Set<UInt64>()
         for take in files {
-            guard let fileSystem = take.file.fileSystemID else {
-                do { try take.file.synchronize() } catch { throw take.failure(error) }
+            guard let file = take.file else { continue }
+            guard let fileSystem = file.fileSystemID else {
+                do { try file.synchronize() } catch { throw take.failure(error) }
                 continue
             }
             guard done.insert(fileSystem).inserted else { continue }
-            do { try take.file.synchronizeFileSystem() } catch {
-                for same in files where same.file.fileSystemID == fileSystem {
-                    do { try same.file.synchronize() } catch { throw same.failure(error) }
+            do { try file.synchronizeFileSystem() } catch {
+                for same in files where same.file?.fileSystemID == fileSystem {
+                    do { try same.file?.synchronize() } catch { throw same.failure(error) }
                 }
                 throw take.failure(error)
             }

@@ -1,16 +1,9 @@
 import AudioToolbox
 import JackControl
 
-/// What both kinds of take session (`RecordSession`, `CompressedRecordSession`) know of time:
-/// the queue, the server's rate and the file's. Frames convert between the two rates, and the
-/// trigger is shown the device's frame now.
-protocol TakeTiming: AnyObject {
-    var queue: AudioQueueRef { get }
-    var deviceRate: Double { get }
-    var fileRate: Double { get }
-}
-
-extension TakeTiming {
+/// What a take session knows of time, from the queue, the server's rate and the file's: frames
+/// convert between the two rates, and the trigger is shown the device's frame now.
+extension RecordSession {
     /// Device (server) frames as frames of the file.
     func toQueueFrames(_ deviceFrames: Int64) -> Int64 { Int64((Double(deviceFrames) * fileRate / deviceRate).rounded()) }
     /// Frames of the file as device (server) frames.
