@@ -38,31 +38,18 @@ extension RecordSession {
         if takeStart != nil && discontinuitiesAtTakeStart == nil {
             discontinuitiesAtTakeStart = RecordCommand.discontinuities(queue)
         }
-        if let error {
-            stopReason = error
-            exitStatus = 1
-            return .stop
-        }
-        if !RecordCommand.serverIsAlive(queue) {
-            // Shut down or gone: nothing more will come; what was captured is written.
-            serverGone = true
-            exitStatus = 1
-            return .stop
-        }
-        // A take whose every frame is written is done, whatever its sources do next. A tape
-        // machine (--multi) reports it and arms the next take.
-        if let end, writer.framesWritten >= end {
-            guard command.multi, interruption.signal == nil else {
-                stopReason = stopReason ?? "duration reached"
-                reachedEnd = true
-                return .stop
-            }
-            return nextTake(afterEnd: end)
+        // The writer's error, the server gone, the take's end (a tape machine's next take).
+        let look = TakeMachine.Look(writerError: error, serverAlive: RecordCommand.serverIsAlive(queue),
+                                    framesWritten: writer.framesWritten, end: end, signal: interruption.signal)
+        switch machine.look(look) {
+        case .stop: return .stop
+        case .nextTake(let end): return nextTake(afterEnd: end)
+        case .carryOn: break
         }
         if watchSources(takeStart: takeStart, end: end) { return .stop }
         followClock()
         if let signal = interruption.signal {
-            stopReason = signal == SIGINT ? "interrupted" : "terminated"
+            machine.signalled(isInterrupt: signal == SIGINT)
             return .stop
         }
         // A queue the server never runs (seen on a loaded netjack2 master) must not leave jaq
@@ -84,13 +71,13 @@ extension RecordSession {
         do {
             (next, takeNumber) = try command.createFiles(format: takeFormat, tracks: sources, rate: fileRate, firstTake: takeNumber + 1)
         } catch {
-            stopReason = "\(error)"
-            exitStatus = 1
+            machine.cannotGoOn("\(error)")
             return .stop
         }
         guard writer.nextTake(next) else {
             command.removeFiles(next)
-            if writer.state.withLock({ $0.error }) == nil { stopReason = "the writer did not close the take"; exitStatus = 1 }
+            // A writer's error is said at the end; else it did not answer.
+            machine.cannotGoOn(writer.state.withLock({ $0.error }) == nil ? "the writer did not close the take" : nil)
             return .stop
         }
         let closed = files.map(\.path)
@@ -101,12 +88,11 @@ extension RecordSession {
         // The closed take's counts, as the writer left them when it closed it.
         let done = writer.state.withLock { $0.closedLosses } ?? TakeLosses()
         reportLosses(done)
-        Log.info("\(stopReason ?? "duration reached"): \(TimeSpec.clock(end, rate: fileRate)) (\(end) frames) in "
+        Log.info("\(machine.nextTakeArmed()): \(TimeSpec.clock(end, rate: fileRate)) (\(end) frames) in "
                  + closed.joined(separator: ", ") + (done.clippedSamples > 0 ? "; \(done.clippedSamples) samples clipped" : ""))
         hooks.run(closed)
         targets = files.map { $0.path }.joined(separator: ", ")
         trigger.rearm(transportChanges: session.transportChanges().count)
-        stopReason = nil
         armedAnnounced = false
         discontinuitiesAtTakeStart = nil
         networkGaps = []
@@ -123,14 +109,9 @@ extension RecordSession {
             sourceWatch?.end = origin + toDeviceFrames(start + end + (skip.max() ?? 0))
         }
         guard let watched = sourceWatch?.poll(now: RecordCommand.deviceNow(queue)), !watched.isEmpty else { return false }
-        deviceLost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames)
-        guard deviceLost != nil else { return false }
+        guard let lost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames) else { return false }
         // Every port goes when the whole server does: that is the server gone.
-        if !RecordCommand.serverIsAlive(queue) {
-            deviceLost = nil
-            serverGone = true
-        }
-        exitStatus = 1
+        machine.sourceLost(device: lost, serverAlive: RecordCommand.serverIsAlive(queue))
         return true
     }
 
@@ -205,7 +186,7 @@ extension RecordSession {
             reportRelocations(origin: origin)
             // The take ends on the frame the transport stopped.
             Log.info("transport stopped at JACK frame \(frame)")
-            stopReason = "transport stopped"
+            machine.transportStopped()
             writer.state.withLock { [toQueueFrames] state in
                 if let start = state.takeStart { state.end = max(0, toQueueFrames(frame - origin) - start) }
             }
@@ -256,28 +237,26 @@ extension RecordSession {
         reportLosses(final.losses)
         let complete = "the take is complete up to \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames in every file)"
         let paths = files.map(\.path).joined(separator: ", ")
-        if let error = final.error {
-            Log.error("\(error); \(complete)")
-            exitStatus = 1
-        } else if let deviceLost {
-            Log.error("\(deviceLost) went away: the JACK server lost its audio device (on a netjack2 slave: the master left); \(complete): \(paths)")
-        } else if serverGone {
-            Log.error("the JACK server went away; \(complete): \(paths)")
-        } else if !(command.multi && frames == 0 && !reachedEnd) {  // a tape machine's next take that never rolled: said below
-            Log.info("\(stopReason ?? "stopped"): \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames) in \(paths)"
+        let ending = machine.ending(writerError: final.error, frames: frames, takeBegan: final.takeStart != nil)
+        switch ending.line {
+        case .failed(let error): Log.error("\(error); \(complete)")
+        case .deviceLost(let port):
+            Log.error("\(port) went away: the JACK server lost its audio device (on a netjack2 slave: the master left); \(complete): \(paths)")
+        case .serverGone: Log.error("the JACK server went away; \(complete): \(paths)")
+        case .recorded(let reason):
+            Log.info("\(reason): \(TimeSpec.clock(frames, rate: fileRate)) (\(frames) frames) in \(paths)"
                      + (final.losses.clippedSamples > 0 ? "; \(final.losses.clippedSamples) samples clipped" : ""))
+        case .none: break
         }
-        let takesBefore = final.takesClosed
-        // Files of a take that never began (the tape machine's next, or a server gone while armed) go.
-        let neverBegan = frames == 0 && final.takeStart == nil
-        if neverBegan || (frames == 0 && final.error == nil && !serverGone && deviceLost == nil && !reachedEnd) {
+        if ending.removesFiles {
             command.removeFiles(files)
+            let takesBefore = final.takesClosed
             Log.info(takesBefore > 0 ? "\(takesBefore) take\(takesBefore == 1 ? "" : "s") recorded; the next had not started: its files are removed"
                                      : "nothing was recorded; no files kept")
         } else {
             hooks.run(files.map(\.path))
         }
         hooks.waitForAll()
-        return exitStatus
+        return machine.exitStatus
     }
 }

@@ -53,17 +53,13 @@ final class RecordSession {
     var display: RecordDisplay!
 
     // The main loop's.
-    var stopReason: String?
-    var exitStatus: Int32 = 0
+    /// The take's decisions: when it stops, how it ended, what is said (TakeMachine.swift).
+    var machine: TakeMachine
     var lastStatus = Date()
     var armedAnnounced = false
     var relocationsSeen = 0
     var rollFrame = Int64.max
     var discontinuitiesAtTakeStart: UInt32?
-    /// The last take ended as asked (its duration, the transport's stop): kept even if empty.
-    var reachedEnd = false
-    var serverGone = false
-    var deviceLost: String?
     /// Where the take belongs on the timeline (its files' Broadcast Wave chunk).
     var place: TakePlace?
     var networkGaps: [(takeFrame: Int64, frames: Int64)] = []
@@ -103,6 +99,7 @@ final class RecordSession {
         self.clockClient = clockClient
         self.networkTracks = Set(sources.indices.filter { masterClock != nil && sources[$0].hasPrefix(clockClient + ":") })
         self.hooks = TakeEndHooks(command: command.onTakeEnd)
+        self.machine = TakeMachine(multi: command.multi)
     }
 
     // MARK: Frames
