@@ -29,6 +29,8 @@ public final class JackSession: @unchecked Sendable {
     let client: OpaquePointer
     public let serverName: String?
     private let watcher: UnsafeMutablePointer<TransportWatch>
+    /// The relocations lost by the last `transportRelocations` (its caller's thread only).
+    private var relocationsLostSeen = 0
     /// Whether the client takes part in cycles (it follows the transport, or PipeWire needed it).
     private let isActive: Mutex<Bool>
 
@@ -310,28 +312,17 @@ extension JackSession {
         UInt32(truncatingIfNeeded: watcher.pointee.lastRollPosition.load(ordering: .acquiring))
     }
 
-    /// Relocations of the rolling transport seen since `seen` of them had been read (with
-    /// `watchTransport`): `count` to pass next time, the relocations in order, and how many
-    /// were overwritten before they were read (more than 64 between two calls).
-    public func transportRelocations(after seen: Int) -> (count: Int, relocations: [TransportRelocation], lost: Int) {
+    /// Relocations of the rolling transport since the last call (with `watchTransport`), in
+    /// order, and how many found no room before they were read (more than 64 between two calls).
+    public func transportRelocations() -> (relocations: [TransportRelocation], lost: Int) {
         let watch = watcher
-        let capacity = TransportWatch.relocationCapacity
-        let finished = watch.pointee.relocationsFinished.load(ordering: .acquiring)
-        let first = max(seen, finished - capacity)
-        var read: [(index: Int, frame: Int, position: Int)] = []
-        for index in first..<max(first, finished) {
-            let slot = index % capacity
-            read.append((index, watch.pointee.relocationSlots[2 * slot].load(ordering: .relaxed),
-                         watch.pointee.relocationSlots[2 * slot + 1].load(ordering: .relaxed)))
-        }
-        atomicMemoryFence(ordering: .acquiring)
-        let started = watch.pointee.relocationsStarted.load(ordering: .relaxed)
-        let kept = read.filter { $0.index >= started - capacity }
         let reference = DeviceTime.sharedReference.pointee.load(ordering: .relaxed)
-        let relocations = kept.map {
-            TransportRelocation(deviceFrame: extendFrameTime(UInt32(truncatingIfNeeded: $0.frame), reference: reference),
-                                transportFrame: UInt32(truncatingIfNeeded: $0.position))
+        var relocations: [TransportRelocation] = []
+        while let raw = watch.pointee.relocations.pop() {
+            relocations.append(TransportRelocation(deviceFrame: extendFrameTime(raw.frame, reference: reference), transportFrame: raw.position))
         }
-        return (max(seen, finished), relocations, max(0, finished - seen) - relocations.count)
+        let lost = watch.pointee.relocationsLost.load(ordering: .relaxed)
+        defer { relocationsLostSeen = lost }
+        return (relocations, lost &- relocationsLostSeen)
     }
 }

@@ -132,10 +132,8 @@ public final class NetClockReader: @unchecked Sendable {
             jack_client_close(client)
             throw NetClockError("cannot register a port")
         }
-        let ring = UnsafeMutablePointer<NetClockRawEvent>.allocate(capacity: NetClockReaderRealtime.ringCapacity)
-        ring.initialize(repeating: NetClockRawEvent(), count: NetClockReaderRealtime.ringCapacity)
         state = .allocate(capacity: 1)
-        state.initialize(to: NetClockReaderRealtime(client: client, port: input, ring: ring))
+        state.initialize(to: NetClockReaderRealtime(client: client, port: input))
         jack_set_process_callback(client, netClockReaderProcess, UnsafeMutableRawPointer(state))
         let inputName = String(cString: jack_port_name(input))
         guard jack_activate(client) == 0 else {
@@ -224,10 +222,8 @@ public final class NetClockReader: @unchecked Sendable {
         guard !closed else { return }
         closed = true
         jack_client_close(state.pointee.client)
-        let ring = state.pointee.ring
         state.deinitialize(count: 1)
         state.deallocate()
-        ring.deallocate()
     }
 
     deinit { close() }
@@ -236,14 +232,9 @@ public final class NetClockReader: @unchecked Sendable {
 /// Takes the events the process thread pushed (the ring's consumer side).
 func drainNetClockEvents(_ rt: UnsafeMutablePointer<NetClockReaderRealtime>) -> [NetClockEvent] {
     var result: [NetClockEvent] = []
-    var read = rt.pointee.readIndex.load(ordering: .relaxed)
-    let written = rt.pointee.writeIndex.load(ordering: .acquiring)
-    while read != written {
-        let raw = rt.pointee.ring[read % NetClockReaderRealtime.ringCapacity]
+    while let raw = rt.pointee.ring.pop() {
         result.append(raw.isJump ? .jump(frame: raw.frame, by: Int32(truncatingIfNeeded: raw.value))
                                  : .gap(frame: raw.frame, frames: raw.value))
-        read += 1
     }
-    rt.pointee.readIndex.store(read, ordering: .releasing)
     return result
 }

@@ -192,6 +192,8 @@ extension RecordSession {
             }
         case nil:
             if trigger.start == .transport, trigger.phase == .running { reportRelocations(origin: origin) }
+            // Armed: the relocations of a transport that moves before the roll are not the take's.
+            if trigger.start == .transport, trigger.phase == .armed { _ = session.transportRelocations() }
             if trigger.start == .transport, trigger.phase == .armed, !armedAnnounced {
                 armedAnnounced = true
                 Log.info("waiting for JACK transport to roll (\(trackCount) armed)")

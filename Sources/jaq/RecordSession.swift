@@ -57,7 +57,6 @@ final class RecordSession {
     var machine: TakeMachine
     var lastStatus = Date()
     var armedAnnounced = false
-    var relocationsSeen = 0
     var rollFrame = Int64.max
     var discontinuitiesAtTakeStart: UInt32?
     /// Where the take belongs on the timeline (its files' Broadcast Wave chunk).
@@ -215,7 +214,7 @@ final class RecordSession {
             }
         }
         display = RecordDisplay(enabled: !command.quiet && stdoutIsTerminal, tracks: sources, rate: fileRate)
-        relocationsSeen = command.transport ? session.transportRelocations(after: 0).count : 0
+        if command.transport { _ = session.transportRelocations() }  // those before the take are not its own
     }
 
     // MARK: The take's place, its losses
@@ -246,8 +245,7 @@ final class RecordSession {
     /// The transport jumped while rolling (a DAW's loop, a locate while playing): the take
     /// records on, frame after frame; each jump is reported with its take frame.
     func reportRelocations(origin: Int64) {
-        let seen = session.transportRelocations(after: relocationsSeen)
-        relocationsSeen = seen.count
+        let seen = session.transportRelocations()
         for relocation in seen.relocations where relocation.deviceFrame > rollFrame {
             let takeFrame = toQueueFrames(relocation.deviceFrame - origin) - (writer.state.withLock { $0.takeStart } ?? 0)
             Log.info("transport relocated: take frame \(takeFrame) (JACK frame \(relocation.deviceFrame)) plays transport frame \(relocation.transportFrame)")

@@ -48,18 +48,14 @@ import Testing
     /// The reader's realtime state on plain memory (the kernel never calls libjack).
     final class Reader {
         let state = UnsafeMutablePointer<NetClockReaderRealtime>.allocate(capacity: 1)
-        let ring = UnsafeMutablePointer<NetClockRawEvent>.allocate(capacity: NetClockReaderRealtime.ringCapacity)
         var local: UInt32 = 1_000_000
 
         init() {
-            ring.initialize(repeating: NetClockRawEvent(), count: NetClockReaderRealtime.ringCapacity)
-            state.initialize(to: NetClockReaderRealtime(client: OpaquePointer(bitPattern: 1)!, port: OpaquePointer(bitPattern: 2)!,
-                                                        ring: ring))
+            state.initialize(to: NetClockReaderRealtime(client: OpaquePointer(bitPattern: 1)!, port: OpaquePointer(bitPattern: 2)!))
         }
         deinit {
             state.deinitialize(count: 1)
             state.deallocate()
-            ring.deallocate()
         }
 
         /// One 256-frame cycle of the slave carrying the clock of master frames `master…`.

@@ -1,4 +1,5 @@
 import CJack
+import QueueCore
 import Synchronization
 
 // What libjack runs on the netjack2 clock clients' process threads: the generator writes the
@@ -45,7 +46,7 @@ func fillNetClock(_ buffer: UnsafeMutablePointer<Float>, count: Int, firstFrame:
 // MARK: - The reader
 
 /// One event in the reader's ring: a gap (`value` frames) or a jump (`value` the offset change).
-struct NetClockRawEvent {
+struct NetClockRawEvent: BitwiseCopyable {
     var isJump = false
     var frame: UInt32 = 0
     var value = 0
@@ -62,10 +63,9 @@ struct NetClockReaderRealtime: ~Copyable {
 
     let client: OpaquePointer
     let port: OpaquePointer
-    /// Gaps and jumps: produced by the process thread, consumed by `events()`.
-    let ring: UnsafeMutablePointer<NetClockRawEvent>
-    let writeIndex = Atomic<Int>(0)
-    let readIndex = Atomic<Int>(0)
+    /// Gaps and jumps: produced by the process thread, consumed by `events()` (the engine's
+    /// single-producer, single-consumer ring).
+    let ring = EventRing<NetClockRawEvent>(minimumCapacity: ringCapacity)
     let lostEvents = Atomic<Int>(0)
     /// Bit 32 set once locked; the low 32 bits are the offset (master − local).
     let published = Atomic<UInt64>(0)
@@ -85,10 +85,9 @@ struct NetClockReaderRealtime: ~Copyable {
     var gapStart: UInt32 = 0
     var gapFrames = 0
 
-    init(client: OpaquePointer, port: OpaquePointer, ring: UnsafeMutablePointer<NetClockRawEvent>) {
+    init(client: OpaquePointer, port: OpaquePointer) {
         self.client = client
         self.port = port
-        self.ring = ring
     }
 }
 
@@ -180,11 +179,5 @@ func readNetClockCycle(_ rt: UnsafeMutablePointer<NetClockReaderRealtime>, sampl
 #endif
 @inline(__always)
 func pushNetClockEvent(_ rt: UnsafeMutablePointer<NetClockReaderRealtime>, _ event: NetClockRawEvent) {
-    let write = rt.pointee.writeIndex.load(ordering: .relaxed)
-    guard write - rt.pointee.readIndex.load(ordering: .acquiring) < NetClockReaderRealtime.ringCapacity else {
-        rt.pointee.lostEvents.wrappingAdd(1, ordering: .relaxed)
-        return
-    }
-    rt.pointee.ring[write % NetClockReaderRealtime.ringCapacity] = event
-    rt.pointee.writeIndex.store(write + 1, ordering: .releasing)
+    if !rt.pointee.ring.push(event) { rt.pointee.lostEvents.wrappingAdd(1, ordering: .relaxed) }
 }

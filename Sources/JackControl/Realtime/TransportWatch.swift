@@ -1,10 +1,11 @@
 import CJack
+import QueueCore
 import Synchronization
 
 // What libjack runs on a JackSession's process thread: the transport watched cycle by cycle
 // (with `watchTransport`), or nothing (a client that runs cycles only so the server reports its
-// clock). No locks, no allocation, no waiting: atomics, and the relocations' slots written
-// under a started/finished count.
+// clock). No locks, no allocation, no waiting: atomics, and the relocations in the engine's
+// single-producer, single-consumer ring.
 
 /// The process callback of a control client that runs cycles only so the server reports its clock.
 #if JAQ_CHECK_NOLOCKS
@@ -35,14 +36,12 @@ struct TransportWatch: ~Copyable {
     /// Frame time of the cycle in which the transport last stopped (a stop and a roll between
     /// two looks at `changes` leave it here).
     let lastStopFrame = Atomic<Int>(0)
-    /// Relocations while rolling: `relocationCapacity` slots of (frame time, transport frame)
-    /// of the first Rolling cycle after the position jumped; `relocationsStarted` is raised
-    /// before a slot is written and `relocationsFinished` after, so a reader can tell a slot
-    /// the writer has reused. Producer: the process thread; consumer: `transportRelocations`.
+    /// Relocations while rolling: (frame time, transport frame) of the first Rolling cycle
+    /// after the position jumped. Producer: the process thread; consumer:
+    /// `transportRelocations`, which drains it. Those that find it full are counted lost.
     static let relocationCapacity = 64
-    let relocationSlots: UnsafeMutablePointer<Atomic<Int>>
-    let relocationsStarted = Atomic<Int>(0)
-    let relocationsFinished = Atomic<Int>(0)
+    let relocations = EventRing<RawRelocation>(minimumCapacity: relocationCapacity)
+    let relocationsLost = Atomic<Int>(0)
     // The process thread's own view of the previous cycle it ran.
     var initialized = false
     var previousState = JackTransportStopped
@@ -53,14 +52,13 @@ struct TransportWatch: ~Copyable {
 
     init(client: OpaquePointer) {
         self.client = client
-        relocationSlots = .allocate(capacity: 2 * Self.relocationCapacity)
-        for i in 0..<(2 * Self.relocationCapacity) { (relocationSlots + i).initialize(to: Atomic(0)) }
     }
+}
 
-    deinit {
-        relocationSlots.deinitialize(count: 2 * Self.relocationCapacity)
-        relocationSlots.deallocate()
-    }
+/// A relocation in the ring: the cycle's frame time and the transport frame it plays from.
+struct RawRelocation: BitwiseCopyable {
+    var frame: UInt32
+    var position: UInt32
 }
 
 /// The process trampoline of a client that follows the transport: the transport's state and
@@ -131,14 +129,9 @@ func watchTransportCycle(_ watch: UnsafeMutablePointer<TransportWatch>, state: j
                 resumed = watch.pointee.previousPosition
             }
             watch.pointee.relocating = false
-            let capacity = TransportWatch.relocationCapacity
-            let index = watch.pointee.relocationsStarted.load(ordering: .relaxed)
-            watch.pointee.relocationsStarted.store(index &+ 1, ordering: .relaxed)
-            atomicMemoryFence(ordering: .releasing)
-            let slot = index % capacity
-            watch.pointee.relocationSlots[2 * slot].store(Int(frame), ordering: .relaxed)
-            watch.pointee.relocationSlots[2 * slot + 1].store(Int(resumed), ordering: .relaxed)
-            watch.pointee.relocationsFinished.store(index &+ 1, ordering: .releasing)
+            if !watch.pointee.relocations.push(RawRelocation(frame: frame, position: resumed)) {
+                watch.pointee.relocationsLost.wrappingAdd(1, ordering: .relaxed)
+            }
         }
     }
 }

@@ -28,7 +28,7 @@ public struct EventRing<Element: BitwiseCopyable>: ~Copyable {
 
 extension EventRing {
     /// Producer: appends `element`; false if the ring is full.
-    @inline(__always) @discardableResult
+    @inlinable @inline(__always) @discardableResult
     public func push(_ element: Element) -> Bool {
         let h = head.load(ordering: .relaxed)
         guard h - tail.load(ordering: .acquiring) < capacity else { return false }
@@ -38,7 +38,7 @@ extension EventRing {
     }
 
     /// Consumer: the oldest element without removing it.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func peek() -> Element? {
         let t = tail.load(ordering: .relaxed)
         guard t < head.load(ordering: .acquiring) else { return nil }
@@ -46,7 +46,7 @@ extension EventRing {
     }
 
     /// Consumer: removes and returns the oldest element.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func pop() -> Element? {
         let t = tail.load(ordering: .relaxed)
         guard t < head.load(ordering: .acquiring) else { return nil }
