@@ -67,6 +67,29 @@ import JackTestSupport
         expectStatus(AudioFileClose(file!))
     }
 
+    @Test func theInfoDictionaryHoldsAFilesTextTags() throws {
+        // ffmpeg writes title and artist in the WAV's LIST INFO chunk (INAM, IART).
+        let ffmpeg = try #require(tool("ffmpeg"), "ffmpeg is not installed (apt-get install ffmpeg)")
+        let path = scratch.path("tagged.wav")
+        let made = try run(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "anullsrc=r=8000:cl=mono", "-t", "2", "-c:a", "pcm_s16le",
+                                    "-metadata", "title=A Title", "-metadata", "artist=Somebody", path])
+        try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        let (opened, file) = AF.open(URL(fileURLWithPath: path))
+        expectStatus(opened)
+        var dictionary: Unmanaged<CFDictionary>?
+        var size: UInt32 = 8
+        expectStatus(AudioFileGetProperty(file!, kAudioFilePropertyInfoDictionary, &size, &dictionary))
+        let info = try #require(dictionary).takeRetainedValue()
+        func value(_ key: String) -> String? {
+            let key = CFString.make(key)
+            return CFDictionaryGetValue(info, Unmanaged.passUnretained(key).toOpaque())
+                .map { String(Unmanaged<CFString>.fromOpaque($0).takeUnretainedValue()) }
+        }
+        #expect(value("title") == "A Title" && value("artist") == "Somebody" && value("approximate duration in seconds") == "2")
+        #expect(value("album") == nil)
+        expectStatus(AudioFileClose(file!))
+    }
+
     @Test func cfURLCreateWithFileSystemPathTakesPOSIXPaths() {
         let url = CFURLCreateWithFileSystemPath(nil, CFString.make("/tmp/a b.wav"), .cfurlposixPathStyle, false)
         #expect(url?.path == "/tmp/a b.wav")

@@ -1,4 +1,5 @@
 import CAudioToolbox
+import SoundFile
 
 // kAudioFilePropertyInfoDictionary: a CFDictionary of CFString keys (Apple's kAFInfoDictionary_*)
 // and CFString values, which the caller releases. Both kinds of file answer it here, from
@@ -9,15 +10,26 @@ enum AudioFileInfoDictionary {
     static let byteCount = MemoryLayout<UnsafeRawPointer>.size
 
     /// The entries of `file`'s dictionary: the approximate duration ("1.5", in seconds, as
-    /// Apple's decimal number formatter writes it), and the source bit depth where the file has one.
+    /// Apple's decimal number formatter writes it), and the text tags libsndfile reads from the
+    /// files it opens (title, artist, ... of a WAV's LIST INFO chunk, AIFF's text chunks).
     static func entries(of file: any AudioFileHandle) throws -> [(key: String, value: String)] {
         var entries: [(key: String, value: String)] = []
         var duration: Float64 = 0
         if try file.getProperty(kAudioFilePropertyEstimatedDuration, into: &duration, capacity: 8) == 8, duration.isFinite {
             entries.append(("approximate duration in seconds", decimal(duration)))
         }
+        if let object = file as? AudioFileObject {
+            let strings = try object.withState { $0.sound?.strings ?? [:] }
+            for (tag, key) in tagKeys { if let value = strings[tag] { entries.append((key, value)) } }
+        }
         return entries
     }
+
+    /// libsndfile's tag names and Apple's kAFInfoDictionary_* keys.
+    private static let tagKeys: [(tag: String, key: String)] = [
+        ("title", "title"), ("artist", "artist"), ("album", "album"), ("comment", "comments"), ("copyright", "copyright"),
+        ("software", "encoding application"), ("date", "recorded date"), ("tracknumber", "track number"), ("genre", "genre"),
+    ]
 
     /// Stores a new CFDictionaryRef of `file`'s entries at `buffer` (+1: the caller releases it).
     static func store(of file: any AudioFileHandle, into buffer: UnsafeMutableRawPointer, capacity: Int) throws -> Int {
