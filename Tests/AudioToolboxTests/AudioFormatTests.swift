@@ -301,6 +301,38 @@ import AudioToolbox
                 && kAudioFormatBadSpecifierSizeError == 0x2173_7063 && kAudioFormatUnknownFormatError == 0x2166_6D74)
     }
 
+    /// Hostile descriptions, cookies and layouts get result codes, never a trap.
+    @Test func hostileSpecifiersGetResultCodes() {
+        var generator = SystemRandomNumberGenerator()
+        let ids: [AudioFormatID] = [kAudioFormatLinearPCM, kAudioFormatMPEG4AAC, kAudioFormatMPEG4AAC_HE, kAudioFormatAppleLossless,
+                                    kAudioFormatFLAC, kAudioFormatOpus, kAudioFormatAppleIMA4, kAudioFormatMPEGLayer3, kAudioFormatULaw]
+        let properties = [kAudioFormatProperty_FormatName, kAudioFormatProperty_FormatIsVBR, kAudioFormatProperty_NumberOfChannelsForLayout,
+                          kAudioFormatProperty_ChannelLayoutName, kAudioFormatProperty_ChannelLayoutForTag,
+                          kAudioFormatProperty_ChannelLayoutForBitmap, kAudioFormatProperty_AvailableEncodeSampleRates]
+        var answered = 0
+        for round in 0..<3000 {
+            var bytes = (0..<40).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let id = ids[round % ids.count]
+            withUnsafeBytes(of: id) { bytes.replaceSubrange(8..<12, with: $0) }
+            let cookie = (0..<Int.random(in: 0...80, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            var format = bytes.withUnsafeBytes { $0.loadUnaligned(as: AudioStreamBasicDescription.self) }
+            if round % 3 == 0 { format.mSampleRate = [Double.nan, .infinity, -1, 1e300][round / 3 % 4] }
+            let (status, _) = Self.formatInfo(format, cookie: cookie)
+            #expect([noErr, kAudioFormatUnsupportedDataFormatError].contains(status), "FormatInfo: \(fourCharacterCode(status))")
+            if status == noErr { answered += 1 }
+            let specifier = Array(bytes.prefix(Int.random(in: 0...40, using: &generator)))
+            for property in properties {
+                var value = [UInt8](repeating: 0, count: 256)
+                var size = UInt32(value.count)
+                let status = AudioFormatGetProperty(property, UInt32(specifier.count), specifier, &size, &value)
+                if status == noErr, property == kAudioFormatProperty_FormatName || property == kAudioFormatProperty_ChannelLayoutName {
+                    value.withUnsafeBytes { Unmanaged<CFString>.fromOpaque($0.load(as: UnsafeRawPointer.self)).release() }
+                }
+            }
+        }
+        #expect(answered > 100, "some random descriptions are formats jaq knows")
+    }
+
     @Test func fillOutASBDForLPCMAndTheAudioCodesAreApples() {
         var format = AudioStreamBasicDescription()
         FillOutASBDForLPCM(&format, 44100, 2, 24, 32, false, true, false)

@@ -17,6 +17,7 @@ extension AudioFormatProperty {
         var format = format
         let id = format.mFormatID
         func unsupported(_ why: String) -> AudioToolboxError { AudioToolboxError(kAudioFormatUnsupportedDataFormatError, why) }
+        guard format.mSampleRate >= 0, format.mSampleRate <= 1e7 else { throw unsupported("a sample rate of \(format.mSampleRate) Hz") }
         switch id {
         case kAudioFormatLinearPCM:
             let bits = Int(format.mBitsPerChannel), channels = Int(format.mChannelsPerFrame)
@@ -29,8 +30,9 @@ extension AudioFormatProperty {
             // Samples in wider words (24 bits aligned high in 32) keep the caller's frame size.
             let given = Int(format.mBytesPerFrame)
             if format.mFormatFlags & kAudioFormatFlagIsPacked == 0, given > frameBytes, given % samples == 0 { frameBytes = given }
-            format.mBytesPerFrame = UInt32(frameBytes)
-            format.mBytesPerPacket = UInt32(frameBytes)
+            guard let bytes = UInt32(exactly: frameBytes) else { throw unsupported("\(channels) channels of \(bits) bits") }
+            format.mBytesPerFrame = bytes
+            format.mBytesPerPacket = bytes
             format.mFramesPerPacket = 1
         case _ where companded.contains(id):
             format.mFramesPerPacket = 1
@@ -50,7 +52,7 @@ extension AudioFormatProperty {
             } else {
                 format.mFramesPerPacket = UInt32(CompressedFormat.defaultFramesPerPacket(id, sampleRate: format.mSampleRate))
             }
-            format.mBytesPerPacket = UInt32(CompressedFormat.constantBytesPerPacket(id, channels: Int(format.mChannelsPerFrame)))
+            format.mBytesPerPacket = UInt32(clamping: CompressedFormat.constantBytesPerPacket(id, channels: Int(format.mChannelsPerFrame)))
             format.mBytesPerFrame = 0
             format.mBitsPerChannel = 0
         default:
