@@ -228,7 +228,7 @@ clean:
 # make install, make uninstall, make deb (Docs/install.md).
 #
 # What is installed, under PREFIX (/usr/local unless given; DESTDIR is prepended to every path):
-#   include/jaq/AudioToolbox, include/jaq/CoreAudioTypes, include/jaq/CoreFoundation   the C headers, in a
+#   include/jaq/AudioToolbox, include/jaq/CoreAudio, include/jaq/CoreAudioTypes, include/jaq/CoreFoundation   the C headers, in a
 #                                 directory of jaq's own (pkg-config --cflags adds -I.../include/jaq), so
 #                                 nothing of jaq's sits beside GNUstep's or another CoreFoundation's
 #   lib/libAudioToolbox.so.$(VERSION), .so.$(SOVERSION), .so   the library (soname .so.$(SOVERSION))

@@ -21,7 +21,7 @@ runtime=$lib/jaq/swift
 library=$lib/libAudioToolbox.so.$VERSION
 install -d "$DESTDIR$BINDIR" "$lib/pkgconfig" "$runtime" "$DESTDIR$INCLUDEDIR" "$DESTDIR$DATADIR/jaq"
 # The headers in a directory of jaq's own (pkg-config --cflags adds -I.../include/jaq).
-for d in AudioToolbox CoreAudioTypes CoreFoundation; do
+for d in AudioToolbox CoreAudio CoreAudioTypes CoreFoundation; do
     install -d "$DESTDIR$INCLUDEDIR/jaq/$d"
     install -m 644 Sources/CAudioToolbox/include/$d/*.h "$DESTDIR$INCLUDEDIR/jaq/$d/"
 done

@@ -40,7 +40,10 @@ extern void real_CFRunLoopSourceInvalidate(CFRunLoopSourceRef s) REAL(CFRunLoopS
 extern const CFStringRef real_kCFRunLoopDefaultMode REAL(kCFRunLoopDefaultMode);
 extern const CFStringRef real_kCFRunLoopCommonModes REAL(kCFRunLoopCommonModes);
 
-void jaq_CFRelease(CFTypeRef cf) { if (cf) real_CFRelease(cf); }
+/* PortingForwarders.c: CFSTR's strings are never freed, as on Apple platforms. */
+extern int jaq_cf_is_constant_string(CFTypeRef cf);
+
+void jaq_CFRelease(CFTypeRef cf) { if (cf && !jaq_cf_is_constant_string(cf)) real_CFRelease(cf); }
 CFTypeRef jaq_CFRetain(CFTypeRef cf) { return cf ? real_CFRetain(cf) : cf; }
 CFStringRef jaq_CFStringCreateWithCString(CFAllocatorRef alloc, const char *cStr, CFStringEncoding encoding) {
     return cStr ? real_CFStringCreateWithCString(alloc, cStr, encoding) : NULL;

@@ -83,7 +83,7 @@ import QueueCore
         var one: UInt32 = 1
         expectStatus(AudioFileSetProperty(file!, kAudioFilePropertyDeferSizeUpdates, 8, &one), kAudioFileBadPropertySizeError, "8-byte UInt32")
 
-        for id in [AudioFilePropertyID(0x7A7A_7A7A), kAudioFilePropertyInfoDictionary, kAudioFilePropertyMarkerList,
+        for id in [AudioFilePropertyID(0x7A7A_7A7A), kAudioFilePropertyMarkerList,
                    kAudioFilePropertyRegionList, kAudioFilePropertyChunkIDs, kAudioFilePropertyID3Tag, kAudioFilePropertyFormatList] {
             expectStatus(info(file, id).0, kAudioFileUnsupportedPropertyError, "info \(fourCharacterCode(OSStatus(bitPattern: id)))")
             size = 64

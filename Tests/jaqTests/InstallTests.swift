@@ -84,11 +84,12 @@ nonisolated(unsafe) private var installScratch: String?
 
         let files = FileManager.default
         for header in ["AudioToolbox/AudioToolbox.h", "AudioToolbox/AudioQueue.h", "AudioToolbox/AudioFile.h",
-                       "CoreAudioTypes/CoreAudioTypes.h", "CoreFoundation/CFBase.h", "CoreFoundation/CFURL.h"] {
+                       "CoreAudioTypes/CoreAudioTypes.h", "CoreFoundation/CFBase.h", "CoreFoundation/CFURL.h",
+                       "AudioToolbox/AudioFormat.h", "CoreAudio/CoreAudioTypes.h", "CoreFoundation/CFDictionary.h"] {
             #expect(files.fileExists(atPath: "\(package.root)/usr/include/jaq/\(header)"), "\(header)")
         }
         // Nothing of jaq's where other CoreFoundation or AudioToolbox shims (GNUstep's CoreBase) live.
-        for directory in ["CoreFoundation", "AudioToolbox", "CoreAudioTypes"] {
+        for directory in ["CoreFoundation", "AudioToolbox", "CoreAudioTypes", "CoreAudio"] {
             #expect(!files.fileExists(atPath: "\(package.root)/usr/include/\(directory)"), "usr/include/\(directory)")
         }
         #expect(try files.destinationOfSymbolicLink(atPath: "\(package.libraryDirectory)/libAudioToolbox.so") == "libAudioToolbox.so.1")
@@ -305,6 +306,7 @@ nonisolated(unsafe) private var installScratch: String?
         for file in ["bin/jaq", "lib/libAudioToolbox.so.1.0.0", "lib/libAudioToolbox.so.1", "lib/libAudioToolbox.so",
                      "lib/pkgconfig/AudioToolbox.pc", "lib/jaq/swift/libswiftCore.so", "include/jaq/AudioToolbox/AudioQueue.h",
                      "include/jaq/CoreFoundation/CoreFoundation.h", "include/jaq/CoreAudioTypes/CoreAudioTypes.h",
+                     "include/jaq/CoreAudio/CoreAudioTypes.h",
                      "share/jaq/jackd.conf", "share/man/man1/jaq.1.gz", "share/man/man1/jaq.record.1.gz",
                      "share/bash-completion/completions/jaq", "share/zsh/vendor-completions/_jaq",
                      "share/fish/vendor_completions.d/jaq.fish"] {

@@ -176,7 +176,9 @@ public func audioFileWriteBytes(_ inAudioFile: AudioFileID?, _ inUseCache: UInt8
 public func audioFileGetPropertyInfo(_ inAudioFile: AudioFileID?, _ inPropertyID: AudioFilePropertyID,
                               _ outDataSize: UnsafeMutablePointer<UInt32>?, _ isWritable: UnsafeMutablePointer<UInt32>?) -> OSStatus {
     withStatus {
-        let info = try AudioFileRegistry.file(inAudioFile).propertyInfo(inPropertyID)
+        let file = try AudioFileRegistry.file(inAudioFile)
+        let info = inPropertyID == kAudioFilePropertyInfoDictionary ? (size: AudioFileInfoDictionary.byteCount, isWritable: false)
+            : try file.propertyInfo(inPropertyID)
         outDataSize?.pointee = UInt32(info.size)
         isWritable?.pointee = info.isWritable ? 1 : 0
     }
@@ -189,6 +191,10 @@ public func audioFileGetProperty(_ inAudioFile: AudioFileID?, _ inPropertyID: Au
         let file = try AudioFileRegistry.file(inAudioFile)
         guard let ioDataSize, let outPropertyData else {
             throw AudioToolboxError(kAudio_ParamError, "ioDataSize and outPropertyData must not be NULL")
+        }
+        if inPropertyID == kAudioFilePropertyInfoDictionary {
+            ioDataSize.pointee = UInt32(try AudioFileInfoDictionary.store(of: file, into: outPropertyData, capacity: Int(ioDataSize.pointee)))
+            return
         }
         ioDataSize.pointee = UInt32(try file.getProperty(inPropertyID, into: outPropertyData, capacity: Int(ioDataSize.pointee)))
     }

@@ -7,6 +7,7 @@
 #define JAQ_AUDIOQUEUE_H
 
 #include "../CoreAudioTypes/CoreAudioTypes.h"
+#include "AudioFormat.h"
 
 JAQ_EXTERN_C_BEGIN
 JAQ_ASSUME_NONNULL_BEGIN
@@ -47,15 +48,7 @@ CF_ENUM(OSStatus) {
     kAudioQueueErr_InvalidOfflineMode = -66626
 };
 
-/** Declared in Apple's AudioFormat.h; returned for formats a queue cannot take. */
-CF_ENUM(OSStatus) {
-    kAudioFormatUnspecifiedError = 0x77686174,         /* 'what' */
-    kAudioFormatUnsupportedPropertyError = 0x70726F70, /* 'prop' */
-    kAudioFormatBadPropertySizeError = 0x2173697A,     /* '!siz' */
-    kAudioFormatBadSpecifierSizeError = 0x21737063,    /* '!spc' */
-    kAudioFormatUnsupportedDataFormatError = 0x666D743F, /* 'fmt?' */
-    kAudioFormatUnknownFormatError = 0x21666D74        /* '!fmt' */
-};
+/* kAudioFormatUnsupportedDataFormatError, for formats a queue cannot take: AudioFormat.h. */
 
 /* ---- Properties --------------------------------------------------------- */
 CF_ENUM(AudioQueuePropertyID) {

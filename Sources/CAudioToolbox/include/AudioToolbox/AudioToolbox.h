@@ -11,6 +11,7 @@
 
 #include "../CoreFoundation/CoreFoundation.h"
 #include "../CoreAudioTypes/CoreAudioTypes.h"
+#include "AudioFormat.h"
 #include "AudioConverter.h"
 #include "AudioFile.h"
 #include "AudioQueue.h"

@@ -13,6 +13,8 @@ JAQ_ASSUME_NONNULL_BEGIN
 
 /* ---- Result codes shared by Core Audio APIs (CoreAudioBaseTypes.h) ----- */
 CF_ENUM(OSStatus) {
+    kAudio_NoError = 0,
+    kAudio_UnimplementedError = -4,
     kAudio_FileNotFoundError = -43,
     kAudio_FilePermissionError = -54,
     kAudio_TooManyFilesOpenError = -42,
@@ -314,6 +316,33 @@ typedef struct AudioChannelLayout {
     UInt32 mNumberChannelDescriptions;
     AudioChannelDescription mChannelDescriptions[1];
 } AudioChannelLayout;
+
+/* ---- Apple's inline helpers for linear PCM descriptions ------------------ */
+/** The flags of a linear PCM format (Apple's CalculateLPCMFlags): float or signed integer,
+ *  big-endian or not, packed when every bit is valid (else aligned high), non-interleaved or not. */
+static inline AudioFormatFlags CalculateLPCMFlags(UInt32 inValidBitsPerChannel, UInt32 inTotalBitsPerChannel, bool inIsFloat,
+                                                  bool inIsBigEndian, bool inIsNonInterleaved) {
+    return (AudioFormatFlags)((inIsFloat ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger)
+        | (inIsBigEndian ? ((UInt32)kAudioFormatFlagIsBigEndian) : 0)
+        | ((inValidBitsPerChannel == inTotalBitsPerChannel) ? kAudioFormatFlagIsPacked : kAudioFormatFlagIsAlignedHigh)
+        | (inIsNonInterleaved ? ((UInt32)kAudioFormatFlagIsNonInterleaved) : 0));
+}
+
+/** Fills out an AudioStreamBasicDescription for linear PCM (Apple's FillOutASBDForLPCM): one frame
+ *  a packet; a frame is one sample (non-interleaved) or one sample of each channel. */
+static inline void FillOutASBDForLPCM(AudioStreamBasicDescription *outASBD, Float64 inSampleRate, UInt32 inChannelsPerFrame,
+                                      UInt32 inValidBitsPerChannel, UInt32 inTotalBitsPerChannel, bool inIsFloat,
+                                      bool inIsBigEndian, bool inIsNonInterleaved) {
+    outASBD->mSampleRate = inSampleRate;
+    outASBD->mFormatID = kAudioFormatLinearPCM;
+    outASBD->mFormatFlags = CalculateLPCMFlags(inValidBitsPerChannel, inTotalBitsPerChannel, inIsFloat, inIsBigEndian,
+                                               inIsNonInterleaved);
+    outASBD->mBytesPerPacket = (inIsNonInterleaved ? 1 : inChannelsPerFrame) * (inTotalBitsPerChannel / 8);
+    outASBD->mFramesPerPacket = 1;
+    outASBD->mBytesPerFrame = (inIsNonInterleaved ? 1 : inChannelsPerFrame) * (inTotalBitsPerChannel / 8);
+    outASBD->mChannelsPerFrame = inChannelsPerFrame;
+    outASBD->mBitsPerChannel = inValidBitsPerChannel;
+}
 
 /** Number of channels encoded in a layout tag (its low 16 bits). */
 static inline UInt32 AudioChannelLayoutTag_GetNumberOfChannels(AudioChannelLayoutTag inLayoutTag) {

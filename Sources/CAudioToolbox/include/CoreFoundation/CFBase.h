@@ -130,6 +130,7 @@ JAQ_EXTERN_C_END
 typedef long CFIndex;
 typedef unsigned long CFOptionFlags;
 typedef unsigned long CFTypeID;
+typedef unsigned long CFHashCode;
 typedef double CFTimeInterval;
 typedef const void *CFTypeRef;
 typedef const struct __CFAllocator *CFAllocatorRef;
@@ -144,6 +145,8 @@ JAQ_ASSUME_NONNULL_BEGIN
 void CFRelease(CFTypeRef cf) JAQ_CF_FORWARD(CFRelease) CF_REFINED_FOR_SWIFT;
 /** Retains a CoreFoundation object and returns it. */
 CFTypeRef CFRetain(CFTypeRef cf) JAQ_CF_FORWARD(CFRetain) CF_REFINED_FOR_SWIFT;
+/** The type of a CoreFoundation object (CFStringGetTypeID(), CFDictionaryGetTypeID()). */
+CFTypeID CFGetTypeID(CFTypeRef cf) JAQ_CF_FORWARD(CFGetTypeID);
 JAQ_ASSUME_NONNULL_END
 JAQ_EXTERN_C_END
 

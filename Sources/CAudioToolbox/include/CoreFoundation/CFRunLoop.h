@@ -35,7 +35,6 @@ void CFRunLoopWakeUp(CFRunLoopRef rl) JAQ_CF_FORWARD(CFRunLoopWakeUp);
 
 /* Run loop sources (version 0): how audio queues deliver callbacks to a run loop. */
 typedef struct __CFRunLoopSource *CFRunLoopSourceRef;
-typedef unsigned long CFHashCode;
 
 typedef struct {
     CFIndex version;

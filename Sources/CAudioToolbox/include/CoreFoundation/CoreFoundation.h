@@ -25,4 +25,5 @@
 #include "CFString.h"
 #include "CFRunLoop.h"
 #include "CFURL.h"
+#include "CFDictionary.h"
 #endif
