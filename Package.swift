@@ -38,10 +38,13 @@ let package = Package(
         // whole-module optimized build gives (`swift build -c release`, which make test and
         // CI run). Debug builds leave the attribute out rather than pass SwiftPM an unsafe
         // -wmo flag, which would keep other packages from depending on jaq by version.
-        .target(name: "QueueCore", dependencies: ["CQueueCore", "CSoxr", "CRubberBand", "CRubberBandLoad"],
+        .target(name: "QueueCore", dependencies: ["Sync", "CQueueCore", "CSoxr", "CRubberBand", "CRubberBandLoad"],
                 swiftSettings: [.define("JAQ_CHECK_NOLOCKS", .when(configuration: .release))]),
         // libc functions Swift's Glibc module does not declare (sem_clockwait).
         .target(name: "CQueueCore"),
+        // The one lock, semaphore, deadline and monotonic clock of every thread that may wait
+        // (the queue's, the CLI's main loop and writer); QueueCore re-exports it.
+        .target(name: "Sync", dependencies: ["CQueueCore"]),
 
         // libjack for Swift: headers and the shim for the variadic jack_client_open.
         .target(name: "CJack", linkerSettings: [.linkedLibrary("jack")]),
@@ -75,7 +78,7 @@ let package = Package(
         // (with JackCommon) for the server itself (ports, transport, time, clock). LayeringTests keeps it so.
         .executableTarget(
             name: "jaq",
-            dependencies: ["AudioToolbox", "JackControl", "JackCommon",
+            dependencies: ["AudioToolbox", "JackControl", "JackCommon", "Sync",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 

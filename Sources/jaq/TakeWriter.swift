@@ -1,6 +1,7 @@
 import AudioToolbox
 import Foundation
 import Glibc
+import Sync
 import Synchronization
 
 /// Writes a take to disk on its own thread, straight from the input queue's buffers.
@@ -51,7 +52,10 @@ final class TakeWriter: @unchecked Sendable {
         var enqueueing = true
     }
     private let lists: Locked<Lists>
-    private let wake = DispatchSemaphore(value: 0)
+    /// Posted when buffers, files or the end arrive for the writer.
+    private let wake = Semaphore()
+    /// Posted by the writer when it took the next take's files, closed a take, or finished.
+    private let progress = Semaphore()
     private var queue: AudioQueueRef?
 
     // Shared with the main thread.
@@ -93,8 +97,8 @@ final class TakeWriter: @unchecked Sendable {
     var written: Int64 = 0
     /// Take frames every file has disk space reserved for.
     var reserved: Int64 = 0
-    private var lastSync = Date()
-    private var lastFlush = Date()
+    private var nextSync = Deadline.after(seconds: 1)
+    private var nextFlush = Deadline.after(seconds: TakeWriter.flushInterval)
     /// A multichannel file's frames, interleaved for the write (--interleaved).
     let scratch: UnsafeMutableRawBufferPointer
     /// Frames the scratch buffers hold.
@@ -196,7 +200,7 @@ final class TakeWriter: @unchecked Sendable {
             lists.deficit += 1
             return nil
         }
-        wake.signal()
+        wake.post()
         return next
     }
 
@@ -246,12 +250,12 @@ final class TakeWriter: @unchecked Sendable {
             state.nextFiles = next
             return state.takesClosed
         }
-        wake.signal()
-        let deadline = Date().addingTimeInterval(timeout)
+        wake.post()
+        let deadline = Deadline.after(seconds: timeout)
         while true {
             let (taken, done) = state.withLock { ($0.nextFiles == nil, $0.takesClosed > closed) }
             if done { return true }
-            if !taken && Date() >= deadline {
+            if !taken && deadline.hasPassed {
                 // Not taken: take them back, unless the writer took them meanwhile.
                 let gaveUp = state.withLock { state -> Bool in
                     guard state.nextFiles != nil else { return false }
@@ -260,24 +264,25 @@ final class TakeWriter: @unchecked Sendable {
                 }
                 if gaveUp { return false }
             }
-            usleep(2000)
+            // Taken: the take's close is waited for, however long it takes.
+            progress.wait(until: taken ? .after(seconds: 1) : deadline)
         }
     }
 
     func finishInput() {
         state.withLock { $0.inputFinished = true }
-        wake.signal()
+        wake.post()
     }
 
     /// Waits until everything delivered is on disk and the files are closed.
     func waitUntilFinished(timeout: Double = 120) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !state.withLock({ $0.finished }) && Date() < deadline { usleep(5000) }
+        let deadline = Deadline.after(seconds: timeout)
+        while !state.withLock({ $0.finished }) && progress.wait(until: deadline) {}
     }
 
     private func run() {
         while true {
-            _ = wake.wait(timeout: .now() + 0.1)
+            wake.wait(timeout: 0.1)
             let inputDone = state.withLock { $0.inputFinished }
             takeFilled()
             let (error, end, takeStart) = state.withLock { ($0.error, $0.end, $0.takeStart) }
@@ -293,13 +298,12 @@ final class TakeWriter: @unchecked Sendable {
             let endArrived = end.map { end in takeStart.map { last - $0 - maxSkip >= end } ?? false } ?? false
             let heldFrames = (0..<held.count).reduce(0) { $0 + held[$1].frames }
             let kept = keptFrames() + Int(TakeWriter.flushInterval * rate)
-            if Date().timeIntervalSince(lastFlush) >= TakeWriter.flushInterval || endArrived || heldFrames >= kept
-                || held.count * 2 >= bufferCount {
-                lastFlush = Date()
+            if nextFlush.hasPassed || endArrived || heldFrames >= kept || held.count * 2 >= bufferCount {
+                nextFlush = .after(seconds: TakeWriter.flushInterval)
                 flushTake(final: false)
             }
-            if state.withLock({ $0.error }) == nil, Date().timeIntervalSince(lastSync) >= 1 {
-                lastSync = Date()
+            if state.withLock({ $0.error }) == nil, nextSync.hasPassed {
+                nextSync = .after(seconds: 1)
                 makeDurable()
             }
             let complete = end.map { written >= $0 } ?? false
@@ -310,6 +314,7 @@ final class TakeWriter: @unchecked Sendable {
                 return next
             }) {
                 closeTake(then: next)
+                progress.post()
                 continue
             }
             if (inputDone && lists.withLock({ $0.filled.isEmpty })) || (complete && !state.withLock({ $0.takesFollow })) { break }
@@ -320,6 +325,7 @@ final class TakeWriter: @unchecked Sendable {
         }
         while let buffer = held.removeFirst() { release(buffer.buffer) }
         state.withLock { $0.finished = true }
+        progress.post()
     }
 
     /// Closes the complete take's files and makes `next` the files of a take waiting for its

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import Sync
 
 /// Turns a hang inside libjack (a server that stops answering, a client open or close
 /// that never returns) into one line on stderr and an exit, instead of a process that

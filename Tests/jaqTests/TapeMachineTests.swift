@@ -121,8 +121,10 @@ import Testing
             } else {
                 #expect(take.samples.count > 24000, "\(path): the take SIGTERM ended has its frames")
             }
-            #expect(take.samples.enumerated().allSatisfy { Int64($0.element) == first + Int64($0.offset) },
-                    "\(path) holds the ramp from its pre-roll's frame: \(take.samples.prefix(3))")
+            exactUnlessCyclesRanLate(server) {
+                #expect(take.samples.enumerated().allSatisfy { Int64($0.element) == first + Int64($0.offset) },
+                        "\(path) holds the ramp from its pre-roll's frame: \(take.samples.prefix(3))")
+            }
         }
         #expect(text.contains("terminated"), "\(text)")
     }

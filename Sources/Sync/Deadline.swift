@@ -1,6 +1,6 @@
 import Glibc
 
-/// A point in time on CLOCK_MONOTONIC, for every timed wait in QueueCore: a wall-clock
+/// A point in time on CLOCK_MONOTONIC, for every timed wait (the engine's and the CLI's): a wall-clock
 /// jump (NTP, `date -s`) neither shortens nor lengthens a wait made with one.
 ///
 /// Thread safety: a value type; plain arithmetic on the stack, no allocation or lock, so a

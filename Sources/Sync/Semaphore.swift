@@ -6,7 +6,7 @@ import Glibc
 /// Thread safety: any thread. `post()` is async-signal-safe and never blocks,
 /// so the realtime side may use it (through `RealtimeWake`) to wake a queue thread.
 public final class Semaphore: @unchecked Sendable {
-    let raw: UnsafeMutablePointer<sem_t>
+    public let raw: UnsafeMutablePointer<sem_t>
 
     public init(value: UInt32 = 0) {
         raw = .allocate(capacity: 1)
@@ -48,7 +48,7 @@ public final class Semaphore: @unchecked Sendable {
 /// it was posted. `sem_timedwait` measures CLOCK_REALTIME, which a wall-clock change moves;
 /// `sem_clockwait` (glibc 2.30) takes the clock. No allocation or lock: the non-realtime
 /// waits of a process callback (freewheel, ManualDriver) may use it on the raw `sem_t`.
-func semaphoreWait(_ semaphore: UnsafeMutablePointer<sem_t>, until deadline: Deadline) -> Bool {
+public func semaphoreWait(_ semaphore: UnsafeMutablePointer<sem_t>, until deadline: Deadline) -> Bool {
     var time = deadline.timespec
     while true {
         if cqc_sem_clockwait(semaphore, CLOCK_MONOTONIC, &time) == 0 { return true }
