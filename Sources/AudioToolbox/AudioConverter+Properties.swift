@@ -30,11 +30,11 @@ extension AudioConverterObject {
             guard mode == .encode, let encoder else { throw notSupported(id) }
             try out.put(UInt32(clamping: encoder.bitRate))
         case kAudioConverterPrimeInfo:
-            if let rate {
-                try out.put(rate.primeInfo)
+            // An encoder's priming (what a file's packet table records), else the resampler's reach.
+            if mode == .encode {
+                try out.put(AudioConverterPrimeInfo(leadingFrames: UInt32(encoder?.primingFrames ?? 0), trailingFrames: 0))
             } else {
-                let leading = mode == .encode ? encoder?.primingFrames ?? 0 : 0
-                try out.put(AudioConverterPrimeInfo(leadingFrames: UInt32(leading), trailingFrames: 0))
+                try out.put(rate?.primeInfo ?? AudioConverterPrimeInfo())
             }
         case kAudioConverterPrimeMethod: try out.put(rate?.primeMethod ?? kConverterPrimeMethod_Normal)
         case kAudioConverterSampleRateConverterQuality:

@@ -17,6 +17,9 @@ final class RateStage {
     private var skip = 0
     private var inputFrames = 0
     private var outputFrames = 0
+    /// Output frames the end drops (kConverterPrimeMethod_None's latency).
+    private var tailDrop = 0
+    private var measuredReach: Int?
     private let table: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
 
     init(inputRate: Double, outputRate: Double, channels: Int) throws {
@@ -52,24 +55,35 @@ final class RateStage {
     }
 
     /// The input frames the filter reaches before and after a frame (AudioConverterPrimeInfo):
-    /// libsoxr's delay, in input frames, measured on a fresh resampler.
+    /// the half-width of the resampler's impulse response above -100 dB, in input frames.
     var primeInfo: AudioConverterPrimeInfo {
-        guard let probe = try? makeResampler() else { return AudioConverterPrimeInfo() }
-        let frames = 8192
-        let zeros = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-        zeros.initialize(repeating: 0, count: frames)
-        let sink = UnsafeMutablePointer<Float>.allocate(capacity: frames * 4)
-        defer { zeros.deallocate(); sink.deallocate() }
-        let inputs = [UnsafePointer<Float>](repeating: UnsafePointer(zeros), count: channels)
-        let outputs = [UnsafeMutablePointer<Float>](repeating: sink, count: channels)
-        // Planes may share memory here: the signal is zeros and the output is thrown away.
-        _ = inputs.withUnsafeBufferPointer { i in
-            outputs.withUnsafeBufferPointer { o in
-                probe.process(input: i.baseAddress!, inputFrames: frames, output: o.baseAddress!, outputCapacity: frames * 4)
-            }
+        if measuredReach == nil { measuredReach = measureReach() }
+        let frames = UInt32(measuredReach ?? 0)
+        return AudioConverterPrimeInfo(leadingFrames: frames, trailingFrames: frames)
+    }
+
+    private func measureReach() -> Int {
+        guard let probe = try? Resampler(inputRate: inputRate, outputRate: outputRate, channelCount: 1, recipe: recipe) else { return 0 }
+        let frames = 32768, impulse = frames / 2
+        let capacity = Int(Double(frames) * outputRate / inputRate) + 8192
+        let signal = UnsafeMutablePointer<Float>.allocate(capacity: frames)
+        let response = UnsafeMutablePointer<Float>.allocate(capacity: capacity)
+        defer { signal.deallocate(); response.deallocate() }
+        signal.initialize(repeating: 0, count: frames)
+        signal[impulse] = 1
+        var input = UnsafePointer(signal)
+        var output = response
+        var produced = probe.process(input: &input, inputFrames: frames, output: &output, outputCapacity: capacity).produced
+        while produced < capacity {
+            output = response + produced
+            let tail = probe.process(input: nil, inputFrames: 0, output: &output, outputCapacity: capacity - produced).produced
+            if tail == 0 { break }
+            produced += tail
         }
-        let frames32 = UInt32((probe.delay * inputRate / outputRate).rounded(.up))
-        return AudioConverterPrimeInfo(leadingFrames: frames32, trailingFrames: frames32)
+        let peak = Double(impulse) * outputRate / inputRate
+        var reach = 0.0
+        for i in 0..<produced where abs(response[i]) > 1e-5 { reach = max(reach, abs(Double(i) - peak)) }
+        return Int((reach * inputRate / outputRate).rounded(.up))
     }
 
     /// Sets a UInt32 property (quality, complexity, prime method), before converting.
@@ -90,6 +104,7 @@ final class RateStage {
             guard value <= kConverterPrimeMethod_None else { throw AudioToolboxError(kAudio_ParamError, "prime method \(value)") }
             primeMethod = value
         }
+        measuredReach = nil
         reset()
     }
 
@@ -99,6 +114,7 @@ final class RateStage {
         inputFrames = 0
         outputFrames = 0
         skip = 0
+        tailDrop = 0
     }
 
     /// The resampler, created at the stream's first frames as the prime method wants them.
@@ -106,16 +122,16 @@ final class RateStage {
         if let resampler { return resampler }
         let made = try makeResampler()
         resampler = made
+        let reach = Int((Double(primeInfo.leadingFrames) * outputRate / inputRate).rounded())
         if primeMethod == kConverterPrimeMethod_Pre {
-            skip = Int((Double(primeInfo.leadingFrames) * outputRate / inputRate).rounded())
+            skip = reach
         } else if primeMethod == kConverterPrimeMethod_None {
-            // Latency mode: the filter's delay is heard at the start, the leading frames being silence.
-            let latency = Int(primeInfo.trailingFrames)
-            let zeros = GrowablePlanes(channelCount: channels)
-            zeros.reserve(latency)
-            for c in 0..<channels { zeros.planes[c].initialize(repeating: 0, count: latency) }
-            _ = run(made, UnsafePointer(zeros.planes), frames: latency, into: out, at: end)
-            inputFrames -= latency
+            // Latency mode: the filter's reach is heard as silence at the start, and the tail
+            // it would add at the end is not produced.
+            out.reserve(end + reach)
+            for c in 0..<channels { (out.planes[c] + end).update(repeating: 0, count: reach) }
+            outputFrames += reach
+            tailDrop = reach
         }
         return made
     }
@@ -137,8 +153,6 @@ final class RateStage {
     /// in output frames; returns the frames added.
     func flush(into out: GrowablePlanes, at end: Int) -> Int {
         guard let resampler else { return 0 }
-        let leading = primeMethod == kConverterPrimeMethod_Pre ? Int(primeInfo.leadingFrames) : 0
-        let expected = Int((Double(inputFrames) * outputRate / inputRate).rounded()) - Int((Double(leading) * outputRate / inputRate).rounded())
         var added = 0
         while true {
             out.reserve(end + added + 4096)
@@ -147,11 +161,8 @@ final class RateStage {
             if produced == 0 { break }
             added += dropSkipped(out, at: end + added, produced)
         }
-        outputFrames += added
-        // Never more than the input's length (kConverterPrimeMethod_None's latency is not added at the end).
-        let over = max(0, outputFrames - max(expected, 0))
-        let kept = max(0, added - over)
-        outputFrames -= added - kept
+        let kept = max(0, added - tailDrop)
+        outputFrames += kept
         self.resampler = nil
         return kept
     }
