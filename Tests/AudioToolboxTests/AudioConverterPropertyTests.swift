@@ -260,3 +260,20 @@ import JackTestSupport
         #expect(AudioConverterDispose(c) == noErr)
     }
 }
+
+/// Tests/AudioToolboxTests/CPrograms/audio_converter.c: NewSpecific, ConvertComplexBuffer with a
+/// channel map and a rate conversion from C, built with -Wall -Wextra -Werror.
+@Suite struct AudioConverterCProgramTests {
+    @Test func aCProgramConvertsRatesAndChannels() throws {
+        let scratch = try Scratch()
+        let program = scratch.url("audio_converter")
+        let build = try CProgram.compile("Tests/AudioToolboxTests/CPrograms/audio_converter.c", into: program,
+                                         flags: ["-Wall", "-Wextra", "-Werror", "-std=c11"])
+        try #require(build.status == 0, "cc failed:\n\(build.diagnostics)")
+        let result = try run(program.path, [])
+        let output = String(decoding: result.stdout, as: UTF8.self)
+        #expect(result.status == 0, "audio_converter:\n\(output)\(result.stderr)")
+        #expect(output.contains("44100 frames at 44.1 kHz gave 48000 at 48 kHz"), "\(output)")
+        #expect(output.contains("0 failures"), "\(output)")
+    }
+}
