@@ -15,7 +15,6 @@ final class RateStage {
     private var resampler: Resampler?
     /// Output frames still to drop (kConverterPrimeMethod_Pre's leading frames).
     private var skip = 0
-    private var inputFrames = 0
     private var outputFrames = 0
     /// Output frames the end drops (kConverterPrimeMethod_None's latency).
     private var tailDrop = 0
@@ -111,7 +110,6 @@ final class RateStage {
     /// Forgets the stream: the next frame is a stream's first.
     func reset() {
         resampler = nil
-        inputFrames = 0
         outputFrames = 0
         skip = 0
         tailDrop = 0
@@ -122,6 +120,7 @@ final class RateStage {
         if let resampler { return resampler }
         let made = try makeResampler()
         resampler = made
+        guard primeMethod != kConverterPrimeMethod_Normal else { return made }
         let reach = Int((Double(primeInfo.leadingFrames) * outputRate / inputRate).rounded())
         if primeMethod == kConverterPrimeMethod_Pre {
             skip = reach
@@ -187,7 +186,6 @@ final class RateStage {
             consumed += used
             added += dropSkipped(out, at: end + added, produced)
         }
-        inputFrames += frames
         outputFrames += added
         return added
     }
