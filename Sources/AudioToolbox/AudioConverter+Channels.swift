@@ -17,12 +17,17 @@ struct ChannelRouting {
         } else {
             map = (0..<output).map { $0 < input ? Int32($0) : -1 }
         }
+        isIdentity = Self.identity(map, inputs: input)
     }
 
     var outputChannels: Int { map.count }
 
     /// True when output channel c is input channel c for every c (nothing to copy).
-    var isIdentity: Bool { inputChannels == map.count && map.enumerated().allSatisfy { Int($1) == $0 } }
+    private(set) var isIdentity = false
+
+    private static func identity(_ map: [Int32], inputs: Int) -> Bool {
+        inputs == map.count && map.enumerated().allSatisfy { Int($1) == $0 }
+    }
 
     /// Sets the map from kAudioConverterChannelMap's bytes: one SInt32 per output channel,
     /// each -1 or an input channel; '!siz' for another size, kAudio_ParamError for a bad index.
@@ -37,6 +42,7 @@ struct ChannelRouting {
             throw AudioToolboxError(kAudio_ParamError, "channel map entry \(bad): the input has \(inputChannels) channels")
         }
         map = values
+        isIdentity = Self.identity(values, inputs: inputChannels)
     }
 
     /// Routes `frames` frames of `source` (input channels) into `destination` (output channels).

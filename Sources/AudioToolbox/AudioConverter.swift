@@ -37,6 +37,7 @@ final class AudioConverterObject: @unchecked Sendable {
     private var pendingStart = 0
     private var pendingCount = 0
     private let table: UnsafeMutablePointer<UnsafePointer<Float>>
+    private let writeTable: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// The AudioBufferList handed to the input proc (one buffer per channel when non-interleaved).
     private let inputList: UnsafeMutablePointer<AudioBufferList>
 
@@ -89,6 +90,7 @@ final class AudioConverterObject: @unchecked Sendable {
         staging = GrowablePlanes(channelCount: inputChannels)
         routed = GrowablePlanes(channelCount: outputChannels)
         table = .allocate(capacity: outputChannels)
+        writeTable = .allocate(capacity: outputChannels)
         let listBytes = converterBufferListSize(inputChannels)
         inputList = UnsafeMutableRawPointer.allocate(byteCount: listBytes, alignment: 16).bindMemory(to: AudioBufferList.self, capacity: 1)
         if mode == .encode { output = completeCompressedOutput() }
@@ -96,6 +98,7 @@ final class AudioConverterObject: @unchecked Sendable {
 
     deinit {
         table.deallocate()
+        writeTable.deallocate()
         inputList.deallocate()
     }
 
@@ -241,6 +244,16 @@ final class AudioConverterObject: @unchecked Sendable {
     private func ingestPCM(count: Int) throws {
         guard let inputPCM else { return }
         let frames = min(count, try inputPCM.frames(in: inputList, what: "the input proc's ioData"))
+        if rate == nil && routing.isIdentity {
+            // Nothing between the sides: decode onto what is pending.
+            if pendingCount == 0 { pendingStart = 0 }
+            let end = pendingStart + pendingCount
+            pending.reserve(end + frames)
+            for c in 0..<outputChannels { writeTable[c] = pending.planes[c] + end }
+            inputPCM.decode(inputList, frames: frames, into: UnsafePointer(writeTable))
+            pendingCount += frames
+            return
+        }
         staging.reserve(frames)
         inputPCM.decode(inputList, frames: frames, into: UnsafePointer(staging.planes))
         try ingest(UnsafePointer(staging.planes), frames: frames)
