@@ -122,6 +122,25 @@ int main(void) {
     free(source.samples);
     AudioConverterDispose(converter);
 
+    /* NULL arguments and disposed converters are kAudio_ParamError, never a crash. */
+    check(AudioConverterNewSpecific(NULL, &in16, 2, classes, &converter) == kAudio_ParamError, "NewSpecific(NULL format)");
+    check(AudioConverterNewSpecific(&in16, &aac, 2, NULL, &converter) == kAudio_ParamError, "NewSpecific(NULL classes)");
+    check(AudioConverterNewSpecific(&in16, &aac, 0, classes, &converter) == kAudio_ParamError, "NewSpecific(0 classes)");
+    check(AudioConverterNewSpecific(&in16, &aac, 2, classes, NULL) == kAudio_ParamError, "NewSpecific(NULL out)");
+    AudioBufferList empty = { 1, { { 2, 0, NULL } } };
+    check(AudioConverterConvertComplexBuffer(NULL, 0, &empty, &empty) == kAudio_ParamError, "ConvertComplexBuffer(NULL converter)");
+    check(AudioConverterNew(&in16, &in16, &converter) == noErr, "AudioConverterNew 16-bit -> 16-bit");
+    check(AudioConverterConvertComplexBuffer(converter, 0, NULL, &empty) == kAudio_ParamError, "ConvertComplexBuffer(NULL input)");
+    check(AudioConverterConvertComplexBuffer(converter, 0, &empty, NULL) == kAudio_ParamError, "ConvertComplexBuffer(NULL output)");
+    check(AudioConverterConvertComplexBuffer(converter, 1, &empty, &empty) == kAudio_ParamError, "ConvertComplexBuffer(a buffer without data)");
+    check(AudioConverterSetProperty(converter, kAudioConverterChannelMap, 2 * sizeof(SInt32), NULL) == kAudio_ParamError,
+          "ChannelMap(NULL)");
+    size = 4;
+    check(AudioConverterGetProperty(converter, kAudioConverterPropertyCalculateOutputBufferSize, &size, NULL) == kAudio_ParamError,
+          "CalculateOutputBufferSize(NULL)");
+    AudioConverterDispose(converter);
+    check(AudioConverterConvertComplexBuffer(converter, 0, &empty, &empty) == kAudio_ParamError, "ConvertComplexBuffer(disposed)");
+
     printf("%d failures\n", failures);
     return failures == 0 ? 0 : 1;
 }
