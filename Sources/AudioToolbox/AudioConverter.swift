@@ -234,10 +234,12 @@ final class AudioConverterObject: @unchecked Sendable {
         return (status, Int(count), descriptions)
     }
 
-    /// Input frames for `outputFrames` output frames.
+    /// Input frames to ask for `outputFrames` output frames: through a resampler at least 512,
+    /// as libsoxr holds back its filter's reach and works in blocks (what is left over stays
+    /// pending for the next call).
     private func inputFrames(for outputFrames: Int) -> Int {
         guard let rate else { return outputFrames }
-        return Int((Double(outputFrames) * rate.inputRate / rate.outputRate).rounded(.up))
+        return max(512, Int((Double(outputFrames) * rate.inputRate / rate.outputRate).rounded(.up)))
     }
 
     /// Takes the PCM frames the input proc gave (at most `count`) onto what is pending.
