@@ -199,6 +199,24 @@ import JackTestSupport
         #expect(R.snr(expected, trimmed) >= 20, "\(R.snr(expected, trimmed)) dB")
     }
 
+    /// Mono 44.1 kHz 16-bit PCM encoded to stereo 48 kHz ALAC: both channels carry the mono
+    /// signal resampled, exactly alike (the rate and channel stages run before the encoder).
+    @Test func monoEncodesToStereoAtAnotherRate() throws {
+        let frames = 44100
+        let mono: [Int16] = (0..<frames).map { Int16(8000 * sin(2 * Double.pi * 440 * Double($0) / 44100)) }
+        let stereo48 = AudioConverterTests.pcm(bits: 16)
+        let alac = AudioConverterTests.compressed(kAudioFormatAppleLossless, flags: 1 /* 16-bit source */)
+        let encoded = try AudioConverterTests.encode(mono.withUnsafeBytes { Array($0) }, from: R.int16(rate: 44100, channels: 1), to: alac)
+        #expect(encoded.format.mSampleRate == 48000 && encoded.format.mChannelsPerFrame == 2)
+        let decoded = try AudioConverterTests.decode(encoded.data, packets: encoded.packets, cookie: encoded.cookie, from: encoded.format, to: stereo48)
+        let samples = decoded.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        #expect(samples.count == 48000 * 2)
+        #expect((0..<(samples.count / 2)).allSatisfy { samples[$0 * 2] == samples[$0 * 2 + 1] })
+        let expected = try R.soxRate(mono.map { Float($0) / 32768 }, from: 44100, to: 48000, channels: 1)
+        let left = (0..<(samples.count / 2)).map { Float(samples[$0 * 2]) / 32768 }
+        #expect(R.snr(expected, left) >= 50, "\(R.snr(expected, left)) dB")
+    }
+
     @Test func convertComplexBufferConvertsPCMAtOneRate() throws {
         let frames = 480
         let samples: [Int16] = (0..<frames * 2).map { Int16(truncatingIfNeeded: $0 * 123) }
