@@ -6,15 +6,22 @@ import CAudioToolbox
 public func audioConverterNew(_ inSourceFormat: UnsafePointer<AudioStreamBasicDescription>?,
                               _ inDestinationFormat: UnsafePointer<AudioStreamBasicDescription>?,
                               _ outAudioConverter: UnsafeMutablePointer<AudioConverterRef?>?) -> OSStatus {
-    withStatus {
-        guard let inSourceFormat, let inDestinationFormat, let outAudioConverter else {
-            throw AudioToolboxError(kAudio_ParamError, "NULL format or outAudioConverter")
-        }
-        outAudioConverter.pointee = nil
-        let object = try AudioConverterObject(source: inSourceFormat.pointee, destination: inDestinationFormat.pointee)
-        AudioConverterRegistry.add(object)
-        outAudioConverter.pointee = object.ref
+    withStatus { try newConverter(inSourceFormat, inDestinationFormat, outAudioConverter) { _, _ in } }
+}
+
+/// AudioConverterNew's work: `check` sees both formats before the converter is made.
+private func newConverter(_ inSourceFormat: UnsafePointer<AudioStreamBasicDescription>?,
+                          _ inDestinationFormat: UnsafePointer<AudioStreamBasicDescription>?,
+                          _ outAudioConverter: UnsafeMutablePointer<AudioConverterRef?>?,
+                          check: (AudioStreamBasicDescription, AudioStreamBasicDescription) throws -> Void) throws {
+    guard let inSourceFormat, let inDestinationFormat, let outAudioConverter else {
+        throw AudioToolboxError(kAudio_ParamError, "NULL format or outAudioConverter")
     }
+    outAudioConverter.pointee = nil
+    try check(inSourceFormat.pointee, inDestinationFormat.pointee)
+    let object = try AudioConverterObject(source: inSourceFormat.pointee, destination: inDestinationFormat.pointee)
+    AudioConverterRegistry.add(object)
+    outAudioConverter.pointee = object.ref
 }
 
 @_cdecl("AudioConverterDispose")
@@ -85,22 +92,17 @@ public func audioConverterNewSpecific(_ inSourceFormat: UnsafePointer<AudioStrea
                                       _ inNumberClassDescriptions: UInt32, _ inClassDescriptions: UnsafePointer<AudioClassDescription>?,
                                       _ outAudioConverter: UnsafeMutablePointer<AudioConverterRef?>?) -> OSStatus {
     withStatus {
-        guard let inSourceFormat, let inDestinationFormat, let outAudioConverter else {
-            throw AudioToolboxError(kAudio_ParamError, "NULL format or outAudioConverter")
+        try newConverter(inSourceFormat, inDestinationFormat, outAudioConverter) { source, destination in
+            guard inNumberClassDescriptions > 0, let inClassDescriptions else {
+                throw AudioToolboxError(kAudio_ParamError, "no class descriptions")
+            }
+            let classes = UnsafeBufferPointer(start: inClassDescriptions, count: Int(inNumberClassDescriptions))
+            let usesCodec = codecFormat(source) != nil || codecFormat(destination) != nil
+            // jaq's codecs are software: a list naming only hardware codecs names none of them.
+            guard !usesCodec || classes.contains(where: { $0.mManufacturer != kAppleHardwareAudioCodecManufacturer }) else {
+                throw AudioToolboxError(kAudioConverterErr_FormatNotSupported, "no hardware codecs (kAppleHardwareAudioCodecManufacturer)")
+            }
         }
-        guard inNumberClassDescriptions > 0, let inClassDescriptions else {
-            throw AudioToolboxError(kAudio_ParamError, "no class descriptions")
-        }
-        outAudioConverter.pointee = nil
-        let usesCodec = codecFormat(inSourceFormat.pointee) != nil || codecFormat(inDestinationFormat.pointee) != nil
-        let classes = UnsafeBufferPointer(start: inClassDescriptions, count: Int(inNumberClassDescriptions))
-        // jaq's codecs are software: a list naming only hardware codecs names none of them.
-        guard !usesCodec || classes.contains(where: { $0.mManufacturer != kAppleHardwareAudioCodecManufacturer }) else {
-            throw AudioToolboxError(kAudioConverterErr_FormatNotSupported, "no hardware codecs (kAppleHardwareAudioCodecManufacturer)")
-        }
-        let object = try AudioConverterObject(source: inSourceFormat.pointee, destination: inDestinationFormat.pointee)
-        AudioConverterRegistry.add(object)
-        outAudioConverter.pointee = object.ref
     }
 }
 
