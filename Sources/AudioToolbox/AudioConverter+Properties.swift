@@ -37,6 +37,7 @@ extension AudioConverterObject {
                 try out.put(rate?.primeInfo ?? AudioConverterPrimeInfo())
             }
         case kAudioConverterPrimeMethod: try out.put(rate?.primeMethod ?? kConverterPrimeMethod_Normal)
+        case kAudioConverterCodecQuality where mode == .encode: try out.put(codecQuality)
         case kAudioConverterSampleRateConverterQuality:
             guard let rate else { throw notSupported(id) }
             try out.put(rate.quality)
@@ -88,6 +89,7 @@ extension AudioConverterObject {
         case kAudioConverterEncodeBitRate where mode == .encode: return (4, true)
         case kAudioConverterPrimeInfo: return (UInt32(MemoryLayout<AudioConverterPrimeInfo>.size), false)
         case kAudioConverterPrimeMethod: return (4, rate != nil)
+        case kAudioConverterCodecQuality where mode == .encode: return (4, true)
         case kAudioConverterSampleRateConverterQuality where rate != nil, kAudioConverterSampleRateConverterComplexity where rate != nil:
             return (4, true)
         case kAudioConverterChannelMap: return (UInt32(outputChannels * MemoryLayout<Int32>.size), true)
@@ -127,6 +129,10 @@ extension AudioConverterObject {
             try rate?.set(id, number, started: started)
         case kAudioConverterChannelMap:
             try routing.set(data, size)
+        case kAudioConverterCodecQuality where mode == .encode:
+            let quality = try value(data, size, as: UInt32.self, sizeError: kAudioConverterErr_BadPropertySizeError)
+            guard quality <= kAudioConverterQuality_Max else { throw AudioToolboxError(kAudio_ParamError, "quality \(quality) (0...127)") }
+            codecQuality = quality
         default:
             _ = try propertySize(id)
             throw AudioToolboxError(kAudioConverterErr_PropertyNotSupported, "property \(fourCharacterCode(id)) is read-only")

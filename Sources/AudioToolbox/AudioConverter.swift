@@ -25,6 +25,8 @@ final class AudioConverterObject: @unchecked Sendable {
     var cookie: [UInt8] = []
     var encoder: PacketEncoder?
     var bitRate: Int?
+    /// kAudioConverterCodecQuality as set (FFmpeg's encoders take none).
+    var codecQuality = kAudioConverterQuality_High
     var started = false
     private var inputEnded = false
     /// Converted frames (output channels and rate) not yet handed out, from `pendingStart`.

@@ -73,6 +73,24 @@ int main(void) {
     UInt32 bitRate = 0, size = sizeof bitRate;
     check(AudioConverterGetProperty(encoder, kAudioConverterEncodeBitRate, &size, &bitRate) == noErr && bitRate > 0,
           "the encoder has a bit rate");
+    UInt32 canResume = 7;
+    size = sizeof canResume;
+    check(AudioConverterGetProperty(encoder, kAudioConverterPropertyCanResumeFromInterruption, &size, &canResume)
+              == kAudioConverterErr_PropertyNotSupported && canResume == 7,
+          "CanResumeFromInterruption is not supported (a software codec)");
+    UInt32 layoutSize = 0;
+    check(AudioConverterGetPropertyInfo(encoder, kAudioConverterOutputChannelLayout, &layoutSize, NULL) == kAudioConverterErr_PropertyNotSupported,
+          "no OutputChannelLayout");
+    UInt32 codecQuality = kAudioConverterQuality_Max;
+    check(AudioConverterSetProperty(encoder, kAudioConverterCodecQuality, sizeof codecQuality, &codecQuality) == noErr,
+          "kAudioConverterCodecQuality is accepted");
+    codecQuality = 0;
+    size = sizeof codecQuality;
+    check(AudioConverterGetProperty(encoder, kAudioConverterCodecQuality, &size, &codecQuality) == noErr
+              && codecQuality == kAudioConverterQuality_Max, "and read back");
+    codecQuality = 128;
+    check(AudioConverterSetProperty(encoder, kAudioConverterCodecQuality, sizeof codecQuality, &codecQuality) == kAudio_ParamError,
+          "a quality above Max is kAudio_ParamError");
     AudioConverterDispose(encoder);
 
     /* ConvertComplexBuffer: 16-bit interleaved stereo to non-interleaved float, channels swapped. */

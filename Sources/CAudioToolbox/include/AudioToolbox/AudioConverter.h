@@ -49,7 +49,16 @@ CF_ENUM(AudioConverterPropertyID) {
     /** UInt32, r (in: output bytes, out: input bytes needed): for linear PCM input. */
     kAudioConverterPropertyCalculateInputBufferSize = 0x63696273,  /* 'cibs' */
     /** UInt32, r (in: input bytes, out: output bytes they give): for linear PCM output. */
-    kAudioConverterPropertyCalculateOutputBufferSize = 0x636F6273  /* 'cobs' */
+    kAudioConverterPropertyCalculateOutputBufferSize = 0x636F6273, /* 'cobs' */
+    /** UInt32, r/w: an encoder's quality, kAudioConverterQuality_Max ... _Min; jaq keeps the value
+     *  (read back as set) but FFmpeg's encoders take no quality setting: bit rate decides. */
+    kAudioConverterCodecQuality = 0x63647175,                    /* 'cdqu' */
+    /** Declared for ported code; jaq's converters answer kAudioConverterErr_PropertyNotSupported,
+     *  as Apple's software codecs do for the first (they can always resume) and as a converter
+     *  without channel layouts does for the others (callers fall back to the file's layout). */
+    kAudioConverterPropertyCanResumeFromInterruption = 0x63726669, /* 'crfi' */
+    kAudioConverterInputChannelLayout = 0x69636C20,              /* 'icl ' */
+    kAudioConverterOutputChannelLayout = 0x6F636C20              /* 'ocl ' */
 };
 
 /** Values of kAudioConverterSampleRateConverterQuality (and kAudioConverterCodecQuality). */
@@ -97,7 +106,10 @@ CF_ENUM(OSStatus) {
     kAudioConverterErr_BadPropertySizeError = 0x2173697A,        /* '!siz' */
     kAudioConverterErr_RequiresPacketDescriptionsError = 0x21706B64, /* '!pkd' */
     kAudioConverterErr_InputSampleRateOutOfRange = 0x21697372,   /* '!isr' */
-    kAudioConverterErr_OutputSampleRateOutOfRange = 0x216F7372   /* '!osr' */
+    kAudioConverterErr_OutputSampleRateOutOfRange = 0x216F7372,  /* '!osr' */
+    /** Apple's codes for hardware codecs; jaq has none, so no call returns them. */
+    kAudioConverterErr_HardwareInUse = 0x68776975,               /* 'hwiu' */
+    kAudioConverterErr_NoHardwarePermission = 0x7065726D         /* 'perm' */
 };
 
 /** The frames an encoder adds before the signal (priming) and after it. */
