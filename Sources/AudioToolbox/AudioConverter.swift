@@ -5,51 +5,65 @@ import QueueCore
 // Audio Converter Services: AudioConverterNew, FillComplexBuffer, ConvertBuffer, Dispose and
 // the properties that describe the streams, on the codecs of the queues (AudioCodec, FFmpeg).
 
-/// The object behind an AudioConverterRef.
+/// The object behind an AudioConverterRef: input side (decoder, or linear PCM) → channel
+/// routing → resampler → output side (encoder, or linear PCM), in planar Float32 between.
 final class AudioConverterObject: @unchecked Sendable {
     enum Mode { case decode, encode, pcm }
 
     let mode: Mode
     let input: AudioStreamBasicDescription
-    private(set) var output: AudioStreamBasicDescription
-    let channels: Int
+    var output: AudioStreamBasicDescription
+    let inputChannels: Int
+    let outputChannels: Int
     /// Linear PCM sides (the input of .encode and .pcm, the output of .decode and .pcm).
-    let inputCodec: SampleCodec?
-    let outputCodec: SampleCodec?
-    private var decoder: PacketDecoder?
-    private var cookie: [UInt8] = []
-    private var encoder: PacketEncoder?
-    private var bitRate: Int?
-    private var started = false
+    let inputPCM: PCMBuffers?
+    let outputPCM: PCMBuffers?
+    var routing: ChannelRouting
+    /// The resampler, when the rates differ.
+    let rate: RateStage?
+    var decoder: PacketDecoder?
+    var cookie: [UInt8] = []
+    var encoder: PacketEncoder?
+    var bitRate: Int?
+    /// kAudioConverterCodecQuality as set (FFmpeg's encoders take none).
+    var codecQuality = kAudioConverterQuality_High
+    var started = false
     private var inputEnded = false
-    /// Decoded (or converted) frames not yet handed out, from `pendingStart`.
+    /// Converted frames (output channels and rate) not yet handed out, from `pendingStart`.
     private let pending: GrowablePlanes
+    /// Input frames as decoded, and as routed to the output's channels.
+    private let staging: GrowablePlanes
+    private let routed: GrowablePlanes
     /// The codec's result for a packet it refused in the current FillComplexBuffer call.
     private var decodeError: OSStatus?
     private var pendingStart = 0
     private var pendingCount = 0
     private let table: UnsafeMutablePointer<UnsafePointer<Float>>
+    private let writeTable: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// The AudioBufferList handed to the input proc (one buffer per channel when non-interleaved).
+    private let inputList: UnsafeMutablePointer<AudioBufferList>
 
     var ref: AudioConverterRef { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
 
     init(source: AudioStreamBasicDescription, destination: AudioStreamBasicDescription) throws {
-        let sourceCodec = codecFormat(source)
-        let destinationCodec = codecFormat(destination)
         func unsupported(_ why: String) -> AudioToolboxError { AudioToolboxError(kAudioConverterErr_FormatNotSupported, why) }
-        guard source.mChannelsPerFrame == destination.mChannelsPerFrame else {
-            throw unsupported("\(source.mChannelsPerFrame) to \(destination.mChannelsPerFrame) channels (no remixing)")
+        for (format, code) in [(source, kAudioConverterErr_InputSampleRateOutOfRange), (destination, kAudioConverterErr_OutputSampleRateOutOfRange)] {
+            guard format.mSampleRate.isFinite, format.mSampleRate >= 1, format.mSampleRate <= 768_000 else {
+                throw AudioToolboxError(code, "sample rate \(format.mSampleRate)")
+            }
+            guard (1...UInt32(StreamFormat.maximumChannels)).contains(format.mChannelsPerFrame) else {
+                throw unsupported("\(format.mChannelsPerFrame) channels (1...\(StreamFormat.maximumChannels))")
+            }
         }
-        guard source.mSampleRate == destination.mSampleRate else {
-            throw unsupported("\(source.mSampleRate) Hz to \(destination.mSampleRate) Hz (no sample-rate conversion)")
-        }
-        channels = Int(source.mChannelsPerFrame)
+        inputChannels = Int(source.mChannelsPerFrame)
+        outputChannels = Int(destination.mChannelsPerFrame)
         input = source
         output = destination
-        switch (sourceCodec, destinationCodec) {
+        switch (codecFormat(source), codecFormat(destination)) {
         case (.some(let codec), nil):
             mode = .decode
-            inputCodec = nil
-            outputCodec = try Self.pcmCodec(destination)
+            inputPCM = nil
+            outputPCM = try PCMBuffers(destination)
             do {
                 _ = try PacketDecoder(format: codec, cookie: [])
             } catch {
@@ -57,8 +71,8 @@ final class AudioConverterObject: @unchecked Sendable {
             }
         case (nil, .some(let codec)):
             mode = .encode
-            inputCodec = try Self.pcmCodec(source)
-            outputCodec = nil
+            inputPCM = try PCMBuffers(source)
+            outputPCM = nil
             do {
                 encoder = try PacketEncoder(format: codec)
             } catch {
@@ -66,31 +80,35 @@ final class AudioConverterObject: @unchecked Sendable {
             }
         case (nil, nil):
             mode = .pcm
-            inputCodec = try Self.pcmCodec(source)
-            outputCodec = try Self.pcmCodec(destination)
+            inputPCM = try PCMBuffers(source)
+            outputPCM = try PCMBuffers(destination)
         case (.some, .some):
             throw unsupported("compressed to compressed (convert through linear PCM)")
         }
-        pending = GrowablePlanes(channelCount: channels)
-        table = .allocate(capacity: channels)
+        routing = ChannelRouting(input: inputChannels, output: outputChannels)
+        rate = source.mSampleRate == destination.mSampleRate ? nil
+            : try RateStage(inputRate: source.mSampleRate, outputRate: destination.mSampleRate, channels: outputChannels)
+        pending = GrowablePlanes(channelCount: outputChannels)
+        staging = GrowablePlanes(channelCount: inputChannels)
+        routed = GrowablePlanes(channelCount: outputChannels)
+        table = .allocate(capacity: outputChannels)
+        writeTable = .allocate(capacity: outputChannels)
+        let listBytes = converterBufferListSize(inputChannels)
+        inputList = UnsafeMutableRawPointer.allocate(byteCount: listBytes, alignment: 16).bindMemory(to: AudioBufferList.self, capacity: 1)
         if mode == .encode { output = completeCompressedOutput() }
     }
 
-    deinit { table.deallocate() }
-
-    private static func pcmCodec(_ asbd: AudioStreamBasicDescription) throws -> SampleCodec {
-        do {
-            return SampleCodec(format: try streamFormat(asbd, allowsZeroRate: false))
-        } catch {
-            throw AudioToolboxError(kAudioConverterErr_FormatNotSupported, "\(error)")
-        }
+    deinit {
+        table.deallocate()
+        writeTable.deallocate()
+        inputList.deallocate()
     }
 
-    private func completeCompressedOutput() -> AudioStreamBasicDescription {
+    func completeCompressedOutput() -> AudioStreamBasicDescription {
         var format = output
         guard let encoder else { return format }
         format.mFramesPerPacket = UInt32(encoder.framesPerPacket)
-        format.mBytesPerPacket = UInt32(CompressedFormat.constantBytesPerPacket(format.mFormatID, channels: channels))
+        format.mBytesPerPacket = UInt32(CompressedFormat.constantBytesPerPacket(format.mFormatID, channels: outputChannels))
         format.mBytesPerFrame = 0
         if encoder.sourceBits > 0 { format.mFormatFlags = CompressedFormat.losslessFlags(bits: encoder.sourceBits) }
         return format
@@ -107,238 +125,249 @@ final class AudioConverterObject: @unchecked Sendable {
         return format
     }
 
-    // MARK: Properties
-
-    var maximumOutputPacketSize: Int {
-        switch mode {
-        case .encode: encoder?.maximumPacketSize ?? 0
-        case .decode, .pcm: Int(output.mBytesPerFrame)
-        }
-    }
-
-    func getProperty(_ id: AudioConverterPropertyID, _ out: PropertyIO) throws {
-        switch id {
-        case kAudioConverterCurrentInputStreamDescription: try out.put(completeInput)
-        case kAudioConverterCurrentOutputStreamDescription: try out.put(output)
-        case kAudioConverterPropertyMaximumOutputPacketSize: try out.put(UInt32(clamping: maximumOutputPacketSize))
-        case kAudioConverterPropertyMaximumInputPacketSize:
-            let size = mode == .decode ? 768 * channels * max(1, Int(input.mFramesPerPacket) / 1024) + 6144 : Int(input.mBytesPerFrame)
-            try out.put(UInt32(clamping: size))
-        case kAudioConverterDecompressionMagicCookie:
-            guard mode == .decode else { throw notSupported(id) }
-            try out.put(bytes: cookie)
-        case kAudioConverterCompressionMagicCookie:
-            guard mode == .encode, let encoder else { throw notSupported(id) }
-            try out.put(bytes: encoder.cookie)
-        case kAudioConverterEncodeBitRate:
-            guard mode == .encode, let encoder else { throw notSupported(id) }
-            try out.put(UInt32(clamping: encoder.bitRate))
-        case kAudioConverterPrimeInfo:
-            let leading = mode == .encode ? encoder?.primingFrames ?? 0 : 0
-            try out.put(AudioConverterPrimeInfo(leadingFrames: UInt32(leading), trailingFrames: 0))
-        default:
-            throw notSupported(id)
-        }
-    }
-
-    func propertySize(_ id: AudioConverterPropertyID) throws -> (size: UInt32, writable: Bool) {
-        switch id {
-        case kAudioConverterCurrentInputStreamDescription, kAudioConverterCurrentOutputStreamDescription:
-            return (UInt32(MemoryLayout<AudioStreamBasicDescription>.size), false)
-        case kAudioConverterPropertyMaximumOutputPacketSize, kAudioConverterPropertyMaximumInputPacketSize: return (4, false)
-        case kAudioConverterDecompressionMagicCookie where mode == .decode: return (UInt32(cookie.count), true)
-        case kAudioConverterCompressionMagicCookie where mode == .encode: return (UInt32(encoder?.cookie.count ?? 0), false)
-        case kAudioConverterEncodeBitRate where mode == .encode: return (4, true)
-        case kAudioConverterPrimeInfo: return (UInt32(MemoryLayout<AudioConverterPrimeInfo>.size), false)
-        default: throw notSupported(id)
-        }
-    }
-
-    func setProperty(_ id: AudioConverterPropertyID, _ data: UnsafeRawPointer?, _ size: UInt32) throws {
-        switch id {
-        case kAudioConverterDecompressionMagicCookie where mode == .decode:
-            guard size == 0 || data != nil else { throw AudioToolboxError(kAudio_ParamError, "NULL inPropertyData") }
-            let bytes = size == 0 ? [] : Array(UnsafeRawBufferPointer(start: data, count: Int(size)))
-            guard let codec = codecFormat(input) else { throw notSupported(id) }
-            do {
-                decoder = try PacketDecoder(format: codec, cookie: bytes)
-            } catch {
-                throw AudioToolboxError(kAudioConverterErr_UnspecifiedError, "magic cookie: \(error)")
-            }
-            cookie = bytes
-        case kAudioConverterEncodeBitRate where mode == .encode:
-            let rate = Int(try value(data, size, as: UInt32.self, sizeError: kAudioConverterErr_BadPropertySizeError))
-            guard !started else { throw AudioToolboxError(kAudioConverterErr_OperationNotSupported, "set the bit rate before converting") }
-            guard let codec = codecFormat(output) else { throw notSupported(id) }
-            do {
-                encoder = try PacketEncoder(format: codec, bitRate: rate)
-            } catch {
-                throw AudioToolboxError(kAudioConverterErr_FormatNotSupported, "bit rate \(rate): \(error)")
-            }
-            bitRate = rate
-            output = completeCompressedOutput()
-        default:
-            _ = try propertySize(id)
-            throw AudioToolboxError(kAudioConverterErr_PropertyNotSupported, "property \(fourCharacterCode(id)) is read-only")
-        }
-    }
-
-    private func notSupported(_ id: AudioConverterPropertyID) -> AudioToolboxError {
-        AudioToolboxError(kAudioConverterErr_PropertyNotSupported, "property \(fourCharacterCode(id))")
-    }
-
     // MARK: Converting
 
     func reset() {
         decoder?.reset()
+        rate?.reset()
         pendingStart = 0
         pendingCount = 0
         inputEnded = false
+        started = false
         if mode == .encode, let codec = codecFormat(output) {
             encoder = try? PacketEncoder(format: codec, bitRate: bitRate)
-            started = false
         }
     }
 
-    /// ConvertBuffer: linear PCM to linear PCM, whole frames.
+    /// ConvertBuffer: interleaved linear PCM to interleaved linear PCM, whole frames.
     func convertBuffer(_ inSize: UInt32, _ inData: UnsafeRawPointer, _ outSize: UnsafeMutablePointer<UInt32>,
                        _ outData: UnsafeMutableRawPointer) throws {
-        guard mode == .pcm, let inputCodec, let outputCodec else {
-            throw AudioToolboxError(kAudioConverterErr_OperationNotSupported, "ConvertBuffer converts linear PCM only; use FillComplexBuffer")
+        try checkConvertible()
+        guard let inputPCM, let outputPCM, !inputPCM.nonInterleaved, !outputPCM.nonInterleaved else {
+            throw AudioToolboxError(kAudioConverterErr_OperationNotSupported, "ConvertBuffer takes interleaved PCM; use ConvertComplexBuffer")
         }
-        let inBytes = Int(input.mBytesPerFrame), outBytes = Int(output.mBytesPerFrame)
-        guard Int(inSize) % inBytes == 0 else { throw AudioToolboxError(kAudioConverterErr_InvalidInputSize, "\(inSize) bytes are not whole frames") }
-        let frames = Int(inSize) / inBytes
-        guard Int(outSize.pointee) >= frames * outBytes else {
-            throw AudioToolboxError(kAudioConverterErr_InvalidOutputSize, "\(frames) frames need \(frames * outBytes) bytes")
+        guard Int(inSize) % inputPCM.bytesPerFrame == 0 else {
+            throw AudioToolboxError(kAudioConverterErr_InvalidInputSize, "\(inSize) bytes are not whole frames")
         }
-        pending.reserve(frames)
-        inputCodec.decode(inData, frames: frames, into: UnsafePointer(pending.planes))
-        outputCodec.encode(readable(at: 0), frames: frames, into: outData)
-        outSize.pointee = UInt32(frames * outBytes)
+        let frames = Int(inSize) / inputPCM.bytesPerFrame
+        var inList = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: UInt32(inputChannels), mDataByteSize: inSize,
+                                                                               mData: UnsafeMutableRawPointer(mutating: inData)))
+        var outList = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: UInt32(outputChannels),
+                                                                                mDataByteSize: outSize.pointee, mData: outData))
+        try convertComplex(frames, &inList, &outList)
+        outSize.pointee = outList.mBuffers.mDataByteSize
+    }
+
+    /// ConvertBuffer and ConvertComplexBuffer convert linear PCM at one rate only.
+    private func checkConvertible() throws {
+        guard mode == .pcm else {
+            throw AudioToolboxError(kAudioConverterErr_OperationNotSupported, "converts linear PCM only; use FillComplexBuffer")
+        }
+        guard rate == nil else {
+            throw AudioToolboxError(kAudioConverterErr_InvalidInputSize, "a sample-rate conversion has no fixed output size; use FillComplexBuffer")
+        }
+    }
+
+    /// ConvertComplexBuffer: `frames` frames of linear PCM from one buffer list to another.
+    func convertComplex(_ frames: Int, _ inList: UnsafeMutablePointer<AudioBufferList>, _ outList: UnsafeMutablePointer<AudioBufferList>) throws {
+        try checkConvertible()
+        guard let inputPCM, let outputPCM else { return }
+        guard try inputPCM.frames(in: inList, what: "inInputData") >= frames else {
+            throw AudioToolboxError(kAudioConverterErr_InvalidInputSize, "inInputData holds fewer than \(frames) frames")
+        }
+        guard try outputPCM.frames(in: outList, what: "outOutputData") >= frames else {
+            throw AudioToolboxError(kAudioConverterErr_InvalidOutputSize, "\(frames) frames need \(frames * outputPCM.bytesPerFrame) bytes a buffer")
+        }
+        pendingStart = 0
+        pendingCount = 0
+        staging.reserve(frames)
+        inputPCM.decode(inList, frames: frames, into: UnsafePointer(staging.planes))
+        try ingest(UnsafePointer(staging.planes), frames: frames)
+        outputPCM.encode(readable(at: pendingStart), frames: frames, into: outList, at: 0)
+        outputPCM.setSize(outList, frames: frames)
+        pendingCount = 0
     }
 
     private func readable(at offset: Int) -> UnsafePointer<UnsafePointer<Float>> {
-        for c in 0..<channels { table[c] = UnsafePointer(pending.planes[c] + offset) }
+        for c in 0..<outputChannels { table[c] = UnsafePointer(pending.planes[c] + offset) }
         return UnsafePointer(table)
     }
 
-    /// Appends `frames` frames of `planes` to what is pending.
-    private func appendPending(_ planes: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int) {
+    /// Routes and resamples `frames` input frames onto what is pending.
+    private func ingest(_ planes: UnsafePointer<UnsafeMutablePointer<Float>>, frames: Int) throws {
         if pendingCount == 0 { pendingStart = 0 }
+        var source = planes
+        if !routing.isIdentity {
+            routed.reserve(frames)
+            routing.route(planes, frames: frames, into: UnsafePointer(routed.planes))
+            source = UnsafePointer(routed.planes)
+        }
         let end = pendingStart + pendingCount
-        pending.reserve(end + frames)
-        for c in 0..<channels { (pending.planes[c] + end).update(from: planes[c], count: frames) }
-        pendingCount += frames
+        if let rate {
+            pendingCount += try rate.process(source, frames: frames, into: pending, at: end)
+        } else {
+            pending.reserve(end + frames)
+            for c in 0..<outputChannels { (pending.planes[c] + end).update(from: source[c], count: frames) }
+            pendingCount += frames
+        }
+    }
+
+    /// The input proc said the input ended: the resampler's tail joins what is pending.
+    private func endInput() {
+        inputEnded = true
+        if pendingCount == 0 { pendingStart = 0 }
+        if let rate { pendingCount += rate.flush(into: pending, at: pendingStart + pendingCount) }
     }
 
     typealias InputProc = AudioConverterComplexInputDataProc
 
-    /// Asks the input proc for `packets` packets: (status, packets given, buffer list, descriptions).
+    /// Asks the input proc for `packets` packets: (status, packets given, descriptions), the data in `inputList`.
     private func pull(_ proc: InputProc, _ user: UnsafeMutableRawPointer?, packets: Int)
-        -> (OSStatus, Int, AudioBufferList, UnsafeMutablePointer<AudioStreamPacketDescription>?) {
-        var count = UInt32(packets)
-        var list = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: UInt32(channels), mDataByteSize: 0, mData: nil))
+        -> (OSStatus, Int, UnsafeMutablePointer<AudioStreamPacketDescription>?) {
+        var count = UInt32(max(packets, 1))
+        let buffers = inputPCM?.bufferCount ?? 1
+        inputList.pointee.mNumberBuffers = UInt32(buffers)
+        let list = converterBuffers(inputList, buffers)
+        for b in 0..<buffers {
+            list[b] = AudioBuffer(mNumberChannels: UInt32(buffers == 1 ? inputChannels : 1), mDataByteSize: 0, mData: nil)
+        }
         var descriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?
-        let status = proc(ref, &count, &list, &descriptions, user)
-        return (status, Int(count), list, descriptions)
+        let status = proc(ref, &count, inputList, &descriptions, user)
+        return (status, Int(count), descriptions)
+    }
+
+    /// Input frames to ask for `outputFrames` output frames: through a resampler at least 512,
+    /// as libsoxr holds back its filter's reach and works in blocks (what is left over stays
+    /// pending for the next call).
+    private func inputFrames(for outputFrames: Int) -> Int {
+        guard let rate else { return outputFrames }
+        return max(512, Int((Double(outputFrames) * rate.inputRate / rate.outputRate).rounded(.up)))
+    }
+
+    /// Takes the PCM frames the input proc gave (at most `count`) onto what is pending.
+    private func ingestPCM(count: Int) throws {
+        guard let inputPCM else { return }
+        let frames = min(count, try inputPCM.frames(in: inputList, what: "the input proc's ioData"))
+        if rate == nil && routing.isIdentity {
+            // Nothing between the sides: decode onto what is pending.
+            if pendingCount == 0 { pendingStart = 0 }
+            let end = pendingStart + pendingCount
+            pending.reserve(end + frames)
+            for c in 0..<outputChannels { writeTable[c] = pending.planes[c] + end }
+            inputPCM.decode(inputList, frames: frames, into: UnsafePointer(writeTable))
+            pendingCount += frames
+            return
+        }
+        staging.reserve(frames)
+        inputPCM.decode(inputList, frames: frames, into: UnsafePointer(staging.planes))
+        try ingest(UnsafePointer(staging.planes), frames: frames)
     }
 
     func fill(_ proc: InputProc, _ user: UnsafeMutableRawPointer?, _ ioPackets: UnsafeMutablePointer<UInt32>,
               _ outList: UnsafeMutablePointer<AudioBufferList>, _ outDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?) throws {
         started = true
-        guard outList.pointee.mNumberBuffers == 1, let outData = outList.pointee.mBuffers.mData else {
-            throw AudioToolboxError(kAudio_ParamError, "one interleaved AudioBuffer with data")
+        if mode == .encode {
+            try fillEncoded(proc, user, ioPackets, outList, outDescriptions)
+            return
         }
-        let capacityBytes = Int(outList.pointee.mBuffers.mDataByteSize)
-        switch mode {
-        case .decode, .pcm:
-            let bytesPerFrame = Int(output.mBytesPerFrame)
-            let want = min(Int(ioPackets.pointee), capacityBytes / bytesPerFrame)
-            var produced = 0
-            var status: OSStatus = noErr
-            while produced < want {
-                if pendingCount > 0 {
-                    let n = min(pendingCount, want - produced)
-                    outputCodec!.encode(readable(at: pendingStart), frames: n, into: outData + produced * bytesPerFrame)
-                    pendingStart += n
-                    pendingCount -= n
-                    produced += n
-                    continue
-                }
-                if inputEnded { break }
-                let (result, count, list, descriptions) = pull(proc, user, packets: mode == .decode ? 1 : want - produced)
-                if result != noErr { status = result; break }
-                if count == 0 { inputEnded = true; break }
-                guard let data = list.mBuffers.mData else { throw AudioToolboxError(kAudio_ParamError, "the input proc gave no data") }
-                if mode == .pcm {
-                    let frames = min(count, Int(list.mBuffers.mDataByteSize) / Int(input.mBytesPerFrame))
-                    pending.reserve(frames)
-                    pendingStart = 0
-                    inputCodec!.decode(UnsafeRawPointer(data), frames: frames, into: UnsafePointer(pending.planes))
-                    pendingCount = frames
-                } else {
-                    try decodePackets(data, count: count, bytes: Int(list.mBuffers.mDataByteSize), descriptions: descriptions)
-                }
-            }
+        guard let outputPCM else { return }
+        let want = min(Int(ioPackets.pointee), try outputPCM.frames(in: outList, what: "outOutputData"))
+        var produced = 0
+        var status: OSStatus = noErr
+        defer {
             ioPackets.pointee = UInt32(produced)
-            outList.pointee.mBuffers.mDataByteSize = UInt32(produced * bytesPerFrame)
-            if status != noErr { throw AudioToolboxError(status, "the input proc's result") }
-            if let error = decodeError {
-                decodeError = nil
-                throw AudioToolboxError(error, "a packet did not decode (its frames are silence)")
+            outputPCM.setSize(outList, frames: produced)
+        }
+        while produced < want {
+            if pendingCount > 0 {
+                let n = min(pendingCount, want - produced)
+                outputPCM.encode(readable(at: pendingStart), frames: n, into: outList, at: produced)
+                pendingStart += n
+                pendingCount -= n
+                produced += n
+                continue
             }
-        case .encode:
-            guard let encoder else { throw AudioToolboxError(kAudioConverterErr_UnspecifiedError, "no encoder") }
-            let constant = CompressedFormat.constantBytesPerPacket(output.mFormatID, channels: channels)
-            guard outDescriptions != nil || constant > 0 else {
-                throw AudioToolboxError(kAudioConverterErr_RequiresPacketDescriptionsError, "VBR output needs outPacketDescription")
+            if inputEnded { break }
+            let (result, count, descriptions) = pull(proc, user, packets: mode == .decode ? 1 : inputFrames(for: want - produced))
+            if result != noErr { status = result; break }
+            if count == 0 { endInput(); continue }
+            if mode == .pcm {
+                try ingestPCM(count: count)
+            } else {
+                let buffer = inputList.pointee.mBuffers
+                guard let data = buffer.mData else { throw AudioToolboxError(kAudio_ParamError, "the input proc gave no data") }
+                try decodePackets(data, count: count, bytes: Int(buffer.mDataByteSize), descriptions: descriptions)
             }
-            let want = Int(ioPackets.pointee)
-            var produced = 0
-            var offset = 0
-            var status: OSStatus = noErr
-            while produced < want {
-                if let packet = encoder.nextPacket() {
-                    guard offset + packet.bytes.count <= capacityBytes else {
-                        encoder.unread()
-                        if produced == 0 {
-                            throw AudioToolboxError(kAudioConverterErr_InvalidOutputSize,
-                                                    "a \(packet.bytes.count)-byte packet does not fit \(capacityBytes) bytes")
-                        }
-                        break
-                    }
-                    packet.bytes.withUnsafeBytes { (outData + offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-                    outDescriptions?[produced] = AudioStreamPacketDescription(
-                        mStartOffset: Int64(offset), mVariableFramesInPacket: packet.frames == encoder.framesPerPacket ? 0 : UInt32(packet.frames),
-                        mDataByteSize: UInt32(packet.bytes.count))
-                    offset += packet.bytes.count
-                    produced += 1
-                    continue
-                }
-                if inputEnded { break }
-                let (result, count, list, _) = pull(proc, user, packets: encoder.framesPerPacket)
-                if result != noErr { status = result; break }
-                if count == 0 {
-                    inputEnded = true
-                    do { try encoder.finish() } catch { throw AudioToolboxError(kAudioConverterErr_UnspecifiedError, "\(error)") }
-                    continue
-                }
-                guard let data = list.mBuffers.mData else { throw AudioToolboxError(kAudio_ParamError, "the input proc gave no data") }
-                let frames = min(count, Int(list.mBuffers.mDataByteSize) / Int(input.mBytesPerFrame))
-                pending.reserve(frames)
-                inputCodec!.decode(UnsafeRawPointer(data), frames: frames, into: UnsafePointer(pending.planes))
-                do { try encoder.encode(readable(at: 0), frames: frames) } catch {
-                    throw AudioToolboxError(kAudioConverterErr_UnspecifiedError, "\(error)")
-                }
-            }
-            ioPackets.pointee = UInt32(produced)
-            outList.pointee.mBuffers.mDataByteSize = UInt32(offset)
-            if status != noErr { throw AudioToolboxError(status, "the input proc's result") }
+        }
+        if status != noErr { throw AudioToolboxError(status, "the input proc's result") }
+        if let error = decodeError {
+            decodeError = nil
+            throw AudioToolboxError(error, "a packet did not decode (its frames are silence)")
         }
     }
 
-    /// Decodes the packets an input proc gave into `pending`; a packet the codec refuses is
+    /// Hands what is pending to the encoder.
+    private func encodePending(_ encoder: PacketEncoder) throws {
+        guard pendingCount > 0 else { return }
+        do { try encoder.encode(readable(at: pendingStart), frames: pendingCount) } catch {
+            throw AudioToolboxError(kAudioConverterErr_UnspecifiedError, "\(error)")
+        }
+        pendingStart = 0
+        pendingCount = 0
+    }
+
+    private func fillEncoded(_ proc: InputProc, _ user: UnsafeMutableRawPointer?, _ ioPackets: UnsafeMutablePointer<UInt32>,
+                             _ outList: UnsafeMutablePointer<AudioBufferList>,
+                             _ outDescriptions: UnsafeMutablePointer<AudioStreamPacketDescription>?) throws {
+        guard let encoder else { throw AudioToolboxError(kAudioConverterErr_UnspecifiedError, "no encoder") }
+        guard outList.pointee.mNumberBuffers == 1, let outData = outList.pointee.mBuffers.mData else {
+            throw AudioToolboxError(kAudio_ParamError, "one AudioBuffer with data")
+        }
+        let capacityBytes = Int(outList.pointee.mBuffers.mDataByteSize)
+        let constant = CompressedFormat.constantBytesPerPacket(output.mFormatID, channels: outputChannels)
+        guard outDescriptions != nil || constant > 0 else {
+            throw AudioToolboxError(kAudioConverterErr_RequiresPacketDescriptionsError, "VBR output needs outPacketDescription")
+        }
+        let want = Int(ioPackets.pointee)
+        var produced = 0
+        var offset = 0
+        var status: OSStatus = noErr
+        while produced < want {
+            if let packet = encoder.nextPacket() {
+                guard offset + packet.bytes.count <= capacityBytes else {
+                    encoder.unread()
+                    if produced == 0 {
+                        throw AudioToolboxError(kAudioConverterErr_InvalidOutputSize,
+                                                "a \(packet.bytes.count)-byte packet does not fit \(capacityBytes) bytes")
+                    }
+                    break
+                }
+                packet.bytes.withUnsafeBytes { (outData + offset).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                outDescriptions?[produced] = AudioStreamPacketDescription(
+                    mStartOffset: Int64(offset), mVariableFramesInPacket: packet.frames == encoder.framesPerPacket ? 0 : UInt32(packet.frames),
+                    mDataByteSize: UInt32(packet.bytes.count))
+                offset += packet.bytes.count
+                produced += 1
+                continue
+            }
+            if inputEnded { break }
+            let (result, count, _) = pull(proc, user, packets: inputFrames(for: encoder.framesPerPacket))
+            if result != noErr { status = result; break }
+            if count == 0 {
+                endInput()
+                try encodePending(encoder)
+                do { try encoder.finish() } catch { throw AudioToolboxError(kAudioConverterErr_UnspecifiedError, "\(error)") }
+                continue
+            }
+            try ingestPCM(count: count)
+            try encodePending(encoder)
+        }
+        ioPackets.pointee = UInt32(produced)
+        outList.pointee.mBuffers.mDataByteSize = UInt32(offset)
+        if status != noErr { throw AudioToolboxError(status, "the input proc's result") }
+    }
+
+    /// Decodes the packets an input proc gave onto what is pending; a packet the codec refuses is
     /// a packet of silence (as in output queues), and the codec's result ('bada' for a
     /// corrupt packet) is what the FillComplexBuffer call that decoded it returns.
     private func decodePackets(_ data: UnsafeMutableRawPointer, count: Int, bytes: Int,
@@ -363,7 +392,7 @@ final class AudioConverterObject: @unchecked Sendable {
                 throw AudioToolboxError(kAudioConverterErr_InvalidInputSize, "packet \(i) lies outside the \(bytes) bytes given")
             }
             let (frames, error) = decoder.decodePacket(UnsafeRawBufferPointer(start: data + offset, count: size))
-            appendPending(decoder.planes, frames: frames)
+            try ingest(UnsafePointer(decoder.planes), frames: frames)
             if error != 0, decodeError == nil { decodeError = error }
         }
     }
@@ -387,79 +416,3 @@ enum AudioConverterRegistry {
     }
 }
 
-@_cdecl("AudioConverterNew")
-public func audioConverterNew(_ inSourceFormat: UnsafePointer<AudioStreamBasicDescription>?,
-                              _ inDestinationFormat: UnsafePointer<AudioStreamBasicDescription>?,
-                              _ outAudioConverter: UnsafeMutablePointer<AudioConverterRef?>?) -> OSStatus {
-    withStatus {
-        guard let inSourceFormat, let inDestinationFormat, let outAudioConverter else {
-            throw AudioToolboxError(kAudio_ParamError, "NULL format or outAudioConverter")
-        }
-        outAudioConverter.pointee = nil
-        let object = try AudioConverterObject(source: inSourceFormat.pointee, destination: inDestinationFormat.pointee)
-        AudioConverterRegistry.add(object)
-        outAudioConverter.pointee = object.ref
-    }
-}
-
-@_cdecl("AudioConverterDispose")
-public func audioConverterDispose(_ inAudioConverter: AudioConverterRef?) -> OSStatus {
-    withStatus { try AudioConverterRegistry.remove(inAudioConverter) }
-}
-
-@_cdecl("AudioConverterReset")
-public func audioConverterReset(_ inAudioConverter: AudioConverterRef?) -> OSStatus {
-    withStatus { try AudioConverterRegistry.object(inAudioConverter).reset() }
-}
-
-@_cdecl("AudioConverterGetPropertyInfo")
-public func audioConverterGetPropertyInfo(_ inAudioConverter: AudioConverterRef?, _ inPropertyID: AudioConverterPropertyID,
-                                          _ outSize: UnsafeMutablePointer<UInt32>?, _ outWritable: UnsafeMutablePointer<Bool>?) -> OSStatus {
-    withStatus {
-        let info = try AudioConverterRegistry.object(inAudioConverter).propertySize(inPropertyID)
-        outSize?.pointee = info.size
-        outWritable?.pointee = info.writable
-    }
-}
-
-@_cdecl("AudioConverterGetProperty")
-public func audioConverterGetProperty(_ inAudioConverter: AudioConverterRef?, _ inPropertyID: AudioConverterPropertyID,
-                                      _ ioPropertyDataSize: UnsafeMutablePointer<UInt32>?, _ outPropertyData: UnsafeMutableRawPointer?) -> OSStatus {
-    withStatus {
-        let object = try AudioConverterRegistry.object(inAudioConverter)
-        guard let ioPropertyDataSize else { throw AudioToolboxError(kAudio_ParamError, "NULL ioPropertyDataSize") }
-        try object.getProperty(inPropertyID, PropertyIO(data: outPropertyData, size: ioPropertyDataSize,
-                                                        sizeError: kAudioConverterErr_BadPropertySizeError))
-    }
-}
-
-@_cdecl("AudioConverterSetProperty")
-public func audioConverterSetProperty(_ inAudioConverter: AudioConverterRef?, _ inPropertyID: AudioConverterPropertyID,
-                                      _ inPropertyDataSize: UInt32, _ inPropertyData: UnsafeRawPointer?) -> OSStatus {
-    withStatus { try AudioConverterRegistry.object(inAudioConverter).setProperty(inPropertyID, inPropertyData, inPropertyDataSize) }
-}
-
-@_cdecl("AudioConverterConvertBuffer")
-public func audioConverterConvertBuffer(_ inAudioConverter: AudioConverterRef?, _ inInputDataSize: UInt32, _ inInputData: UnsafeRawPointer?,
-                                        _ ioOutputDataSize: UnsafeMutablePointer<UInt32>?, _ outOutputData: UnsafeMutableRawPointer?) -> OSStatus {
-    withStatus {
-        let object = try AudioConverterRegistry.object(inAudioConverter)
-        guard let inInputData, let ioOutputDataSize, let outOutputData else { throw AudioToolboxError(kAudio_ParamError, "NULL data or size") }
-        try object.convertBuffer(inInputDataSize, inInputData, ioOutputDataSize, outOutputData)
-    }
-}
-
-@_cdecl("AudioConverterFillComplexBuffer")
-public func audioConverterFillComplexBuffer(_ inAudioConverter: AudioConverterRef?, _ inInputDataProc: AudioConverterComplexInputDataProc?,
-                                            _ inInputDataProcUserData: UnsafeMutableRawPointer?,
-                                            _ ioOutputDataPacketSize: UnsafeMutablePointer<UInt32>?,
-                                            _ outOutputData: UnsafeMutablePointer<AudioBufferList>?,
-                                            _ outPacketDescription: UnsafeMutablePointer<AudioStreamPacketDescription>?) -> OSStatus {
-    withStatus {
-        let object = try AudioConverterRegistry.object(inAudioConverter)
-        guard let inInputDataProc, let ioOutputDataPacketSize, let outOutputData else {
-            throw AudioToolboxError(kAudio_ParamError, "NULL input proc, packet count or output buffer list")
-        }
-        try object.fill(inInputDataProc, inInputDataProcUserData, ioOutputDataPacketSize, outOutputData, outPacketDescription)
-    }
-}

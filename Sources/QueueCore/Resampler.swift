@@ -10,12 +10,13 @@ public final class Resampler: @unchecked Sendable {
     private let soxr: soxr_t
 
     /// Creates a converter; throws `.unsupportedFormat` if libsoxr refuses the rates.
-    public init(inputRate: Double, outputRate: Double, channelCount: Int) throws {
+    /// `recipe` and `flags` are soxr_quality_spec's (SOXR_HQ, linear phase unless told).
+    public init(inputRate: Double, outputRate: Double, channelCount: Int, recipe: UInt = 4 /* SOXR_HQ */, flags: UInt = 0) throws {
         self.inputRate = inputRate
         self.outputRate = outputRate
         self.channelCount = channelCount
         var io = soxr_io_spec(SOXR_FLOAT32_S, SOXR_FLOAT32_S)
-        var quality = soxr_quality_spec(4 /* SOXR_HQ = SOXR_20_BITQ */, 0)
+        var quality = soxr_quality_spec(recipe, flags)
         var error: soxr_error_t? = nil
         guard let created = soxr_create(inputRate, outputRate, UInt32(channelCount), &error, &io, &quality, nil),
               error == nil

@@ -329,7 +329,13 @@ import AudioToolbox
         #expect(converter == nil)
         var other = Self.pcm(bits: 16)
         other.mSampleRate = 44100
-        #expect(AudioConverterNew(&pcm, &other, &converter) == kAudioConverterErr_FormatNotSupported, "no resampling")
+        other.mSampleRate = 0.5
+        #expect(AudioConverterNew(&pcm, &other, &converter) == kAudioConverterErr_OutputSampleRateOutOfRange)
+        #expect(AudioConverterNew(&other, &pcm, &converter) == kAudioConverterErr_InputSampleRateOutOfRange)
+        other.mSampleRate = 44100
+        other.mChannelsPerFrame = 65
+        #expect(AudioConverterNew(&pcm, &other, &converter) == kAudioConverterErr_FormatNotSupported, "65 channels")
+        #expect(converter == nil)
         #expect(AudioConverterNew(&aac, &mp3, &converter) == kAudioConverterErr_FormatNotSupported)
         #expect(AudioConverterNew(&pcm, &aac, &converter) == noErr)
         let c = try #require(converter)

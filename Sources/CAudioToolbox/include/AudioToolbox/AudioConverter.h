@@ -5,9 +5,9 @@
  *   - compressed -> linear PCM: AAC-LC, HE-AAC, ALAC, MP3, FLAC, Opus, IMA4 decoded;
  *   - linear PCM -> compressed: AAC-LC, ALAC, FLAC, Opus, IMA4 encoded;
  *   - linear PCM -> linear PCM: any sample format/endianness/width jaq's queues take.
- * Source and destination have the same sample rate and channel count: a converter that would
- * resample or remix returns kAudioConverterErr_FormatNotSupported ('fmt?'). Interleaved PCM
- * only (one AudioBuffer). All codecs are software (FFmpeg's libavcodec).
+ * Source and destination may differ in sample rate (libsoxr), channel count (Apple's default
+ * routing, or kAudioConverterChannelMap) and interleaving (kAudioFormatFlagIsNonInterleaved:
+ * one AudioBuffer per channel), in every mode. All codecs are software (FFmpeg's libavcodec).
  */
 #ifndef JAQ_AUDIOCONVERTER_H
 #define JAQ_AUDIOCONVERTER_H
@@ -35,9 +35,65 @@ CF_ENUM(AudioConverterPropertyID) {
     kAudioConverterCompressionMagicCookie = 0x636D6763,          /* 'cmgc' */
     /** UInt32, r/w: the encoder's bit rate in bits per second (AAC, Opus); set before converting. */
     kAudioConverterEncodeBitRate = 0x62726174,                   /* 'brat' */
-    /** AudioConverterPrimeInfo, r: the encoder's priming (leading frames) and trailing frames. */
-    kAudioConverterPrimeInfo = 0x7072696D                        /* 'prim' */
+    /** AudioConverterPrimeInfo, r: the encoder's priming (leading frames) and trailing frames;
+     *  for a sample-rate conversion, the input frames the resampler's filter reaches on either side. */
+    kAudioConverterPrimeInfo = 0x7072696D,                       /* 'prim' */
+    /** UInt32, r/w: kConverterPrimeMethod_Pre, _Normal (the default) or _None. */
+    kAudioConverterPrimeMethod = 0x70726D6D,                     /* 'prmm' */
+    /** SInt32[output channels], r/w: the input channel each output channel takes (-1: silence). */
+    kAudioConverterChannelMap = 0x63686D70,                      /* 'chmp' */
+    /** UInt32, r/w: kAudioConverterQuality_Max ... _Min, the resampler's quality (libsoxr recipe). */
+    kAudioConverterSampleRateConverterQuality = 0x73726371,      /* 'srcq' */
+    /** UInt32, r/w: kAudioConverterSampleRateConverterComplexity_Linear, _Normal or _Mastering. */
+    kAudioConverterSampleRateConverterComplexity = 0x73726361,   /* 'srca' */
+    /** UInt32, r (in: output bytes, out: input bytes needed): for linear PCM input. */
+    kAudioConverterPropertyCalculateInputBufferSize = 0x63696273,  /* 'cibs' */
+    /** UInt32, r (in: input bytes, out: output bytes they give): for linear PCM output. */
+    kAudioConverterPropertyCalculateOutputBufferSize = 0x636F6273, /* 'cobs' */
+    /** UInt32, r/w: an encoder's quality, kAudioConverterQuality_Max ... _Min; jaq keeps the value
+     *  (read back as set) but FFmpeg's encoders take no quality setting: bit rate decides. */
+    kAudioConverterCodecQuality = 0x63647175,                    /* 'cdqu' */
+    /** Declared for ported code; jaq's converters answer kAudioConverterErr_PropertyNotSupported,
+     *  as Apple's software codecs do for the first (they can always resume) and as a converter
+     *  without channel layouts does for the others (callers fall back to the file's layout). */
+    kAudioConverterPropertyCanResumeFromInterruption = 0x63726669, /* 'crfi' */
+    kAudioConverterInputChannelLayout = 0x69636C20,              /* 'icl ' */
+    kAudioConverterOutputChannelLayout = 0x6F636C20              /* 'ocl ' */
 };
+
+/** Values of kAudioConverterSampleRateConverterQuality (and kAudioConverterCodecQuality). */
+CF_ENUM(UInt32) {
+    kAudioConverterQuality_Max = 0x7F,
+    kAudioConverterQuality_High = 0x60,
+    kAudioConverterQuality_Medium = 0x40,
+    kAudioConverterQuality_Low = 0x20,
+    kAudioConverterQuality_Min = 0
+};
+
+/** Values of kAudioConverterSampleRateConverterComplexity. */
+CF_ENUM(UInt32) {
+    kAudioConverterSampleRateConverterComplexity_Linear = 0x6C696E65,    /* 'line' */
+    kAudioConverterSampleRateConverterComplexity_Normal = 0x6E6F726D,    /* 'norm' */
+    kAudioConverterSampleRateConverterComplexity_Mastering = 0x62617473  /* 'bats' */
+};
+
+/** Values of kAudioConverterPrimeMethod. */
+CF_ENUM(UInt32) {
+    kConverterPrimeMethod_Pre = 0,
+    kConverterPrimeMethod_Normal = 1,
+    kConverterPrimeMethod_None = 2
+};
+
+#ifndef JAQ_AUDIO_CODEC_CLASS_CONSTANTS
+#define JAQ_AUDIO_CODEC_CLASS_CONSTANTS
+/** AudioClassDescription fields naming codecs (AudioConverterNewSpecific, kAudioFormatProperty_Encoders). */
+CF_ENUM(OSType) {
+    kAudioDecoderComponentType = 0x61646563,               /* 'adec' */
+    kAudioEncoderComponentType = 0x61656E63,               /* 'aenc' */
+    kAppleSoftwareAudioCodecManufacturer = 0x6170706C,     /* 'appl' */
+    kAppleHardwareAudioCodecManufacturer = 0x61706877      /* 'aphw' */
+};
+#endif
 
 /** Result codes of the converter functions (Apple's values). */
 CF_ENUM(OSStatus) {
@@ -50,7 +106,10 @@ CF_ENUM(OSStatus) {
     kAudioConverterErr_BadPropertySizeError = 0x2173697A,        /* '!siz' */
     kAudioConverterErr_RequiresPacketDescriptionsError = 0x21706B64, /* '!pkd' */
     kAudioConverterErr_InputSampleRateOutOfRange = 0x21697372,   /* '!isr' */
-    kAudioConverterErr_OutputSampleRateOutOfRange = 0x216F7372   /* '!osr' */
+    kAudioConverterErr_OutputSampleRateOutOfRange = 0x216F7372,  /* '!osr' */
+    /** Apple's codes for hardware codecs; jaq has none, so no call returns them. */
+    kAudioConverterErr_HardwareInUse = 0x68776975,               /* 'hwiu' */
+    kAudioConverterErr_NoHardwarePermission = 0x7065726D         /* 'perm' */
 };
 
 /** The frames an encoder adds before the signal (priming) and after it. */
@@ -73,6 +132,18 @@ typedef OSStatus (*AudioConverterComplexInputDataProc)(
 OSStatus AudioConverterNew(const AudioStreamBasicDescription *inSourceFormat,
                            const AudioStreamBasicDescription *inDestinationFormat,
                            AudioConverterRef JAQ_NULLABLE *JAQ_NONNULL outAudioConverter);
+
+/**
+ * AudioConverterNew choosing the codec: inClassDescriptions must name a software codec
+ * (any manufacturer but kAppleHardwareAudioCodecManufacturer): jaq's codecs are all software, so
+ * a list naming only hardware codecs returns kAudioConverterErr_FormatNotSupported ('fmt?').
+ * Linear PCM to linear PCM needs no codec: the list is not consulted.
+ */
+OSStatus AudioConverterNewSpecific(const AudioStreamBasicDescription *inSourceFormat,
+                                   const AudioStreamBasicDescription *inDestinationFormat,
+                                   UInt32 inNumberClassDescriptions,
+                                   const AudioClassDescription *inClassDescriptions,
+                                   AudioConverterRef JAQ_NULLABLE *JAQ_NONNULL outAudioConverter);
 
 /** Disposes of a converter. */
 OSStatus AudioConverterDispose(AudioConverterRef inAudioConverter);
@@ -107,6 +178,15 @@ OSStatus AudioConverterFillComplexBuffer(AudioConverterRef inAudioConverter,
                                          void *JAQ_NULLABLE inInputDataProcUserData, UInt32 *ioOutputDataPacketSize,
                                          AudioBufferList *outOutputData,
                                          AudioStreamPacketDescription *JAQ_NULLABLE outPacketDescription);
+
+/**
+ * Converts inNumberPCMFrames frames of linear PCM from inInputData to outOutputData (one buffer,
+ * or one per channel when non-interleaved); each output buffer's mDataByteSize is set. Same
+ * sample rate only: a converter that resamples returns kAudioConverterErr_InvalidInputSize,
+ * one with a codec kAudioConverterErr_OperationNotSupported.
+ */
+OSStatus AudioConverterConvertComplexBuffer(AudioConverterRef inAudioConverter, UInt32 inNumberPCMFrames,
+                                            const AudioBufferList *inInputData, AudioBufferList *outOutputData);
 
 JAQ_ASSUME_NONNULL_END
 JAQ_EXTERN_C_END

@@ -144,6 +144,13 @@ typedef struct AudioStreamPacketDescription {
     UInt32 mDataByteSize;
 } AudioStreamPacketDescription;
 
+/* ---- AudioClassDescription (a codec's type, subtype and manufacturer) ---- */
+typedef struct AudioClassDescription {
+    OSType mType;
+    OSType mSubType;
+    OSType mManufacturer;
+} AudioClassDescription;
+
 /* ---- SMPTETime ---------------------------------------------------------- */
 JAQ_TYPED_ENUM_BEGIN(UInt32, SMPTETimeType)
     kSMPTETimeType24 = 0,
