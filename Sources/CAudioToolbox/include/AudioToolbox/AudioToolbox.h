@@ -13,6 +13,7 @@
 #include "../CoreAudioTypes/CoreAudioTypes.h"
 #include "AudioConverter.h"
 #include "AudioFile.h"
+#include "ExtendedAudioFile.h"
 #include "AudioQueue.h"
 #include "AudioQueueJACK.h"
 
