@@ -146,7 +146,7 @@ public func extAudioFileTell(_ inExtAudioFile: ExtAudioFileRef?, _ outFrameOffse
     withStatus {
         let object = try ExtAudioFileRegistry.object(inExtAudioFile)
         guard let outFrameOffset else { throw AudioToolboxError(kAudio_ParamError, "outFrameOffset is NULL") }
-        outFrameOffset.pointee = object.position
+        outFrameOffset.pointee = object.currentFrame
     }
 }
 

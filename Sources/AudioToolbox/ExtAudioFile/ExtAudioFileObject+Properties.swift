@@ -133,7 +133,8 @@ extension ExtAudioFileObject {
                 throw AudioToolboxError(kExtAudioFileError_InvalidProperty, "the packet table is overridden on a compressed file being read")
             }
             try packetTable.override(with: info)
-            position = min(position, packetTable.validFrames)
+            position = min(currentFrame, packetTable.validFrames)
+            readState.clientFramesRead = 0
             readState.needsReposition = true
         default:
             _ = try value(of: id)

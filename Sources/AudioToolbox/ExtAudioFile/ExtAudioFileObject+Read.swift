@@ -64,6 +64,8 @@ struct ReadState {
     /// Frames the converter gives before the one at `position`, to drop.
     var discard: Int64 = 0
     var needsReposition = true
+    /// Client frames read since `position` was set.
+    var clientFramesRead: Int64 = 0
     /// The result of the file read that ended the input (other than its end).
     var inputError: OSStatus = noErr
 }
@@ -87,6 +89,7 @@ extension ExtAudioFileObject {
             throw AudioToolboxError(kExtAudioFileError_InvalidSeek, "frame \(frame) is outside 0...\(packetTable.validFrames)")
         }
         position = frame
+        readState.clientFramesRead = 0
         readState.needsReposition = true
     }
 
@@ -100,10 +103,10 @@ extension ExtAudioFileObject {
         } else if framesPerPacket > 0 {
             let start = max(0, absolute / framesPerPacket - prerollPackets)
             readState.nextPacket = start
-            readState.discard = absolute - start * framesPerPacket
+            readState.discard = scaled(absolute - start * framesPerPacket, toClient: true)
         } else {
             readState.nextPacket = 0
-            readState.discard = absolute
+            readState.discard = scaled(absolute, toClient: true)
         }
         try check(audioConverterReset(converter), "resetting the converter")
         readState.inputError = noErr
@@ -125,7 +128,8 @@ extension ExtAudioFileObject {
             if got == 0 { break }
             readState.discard -= Int64(got)
         }
-        let want = Int(min(Int64(min(frames, capacity)), max(packetTable.validFrames - position, 0)))
+        let left = scaled(packetTable.validFrames - position, toClient: true) - readState.clientFramesRead
+        let want = Int(min(Int64(min(frames, capacity)), max(left, 0)))
         var done = 0
         let interleaved = !client.isNonInterleaved
         while done < want {
@@ -142,7 +146,7 @@ extension ExtAudioFileObject {
             done += got
         }
         ClientBuffers.setByteSizes(of: list, frames: done, format: client)
-        position += Int64(done)
+        readState.clientFramesRead += Int64(done)
         if done == 0, readState.inputError != noErr {
             throw AudioToolboxError(readState.inputError, "reading the file's packets")
         }

@@ -51,7 +51,6 @@ extension ExtAudioFileObject {
             try convert(converter, UnsafeRawPointer(data), frames: frames)
         }
         writeState.framesTaken += Int64(frames)
-        position = writeState.framesTaken
     }
 
     /// Gives the converter `frames` interleaved frames and writes every packet it makes.

@@ -42,7 +42,8 @@ final class ExtAudioFileObject: @unchecked Sendable {
     var packetTable = PacketTable()
     var fileMaxPacketSize = 0
     var filePacketCount: Int64 = 0
-    /// Frames handed to or taken from the client since the start of the valid frames.
+    /// Where reading was last placed (Seek), in file frames after the priming; the client
+    /// frames read since are `readState.clientFramesRead`.
     var position: Int64 = 0
     var readState = ReadState()
     var writeState = WriteState()
@@ -162,6 +163,23 @@ final class ExtAudioFileObject: @unchecked Sendable {
 
     var isPCMFile: Bool { fileFormat.mFormatID == kAudioFormatLinearPCM }
 
+    /// Client frames per file frame (1 unless the converter changes the sample rate).
+    var clientRatio: Double {
+        guard let clientFormat, fileFormat.mSampleRate > 0 else { return 1 }
+        return clientFormat.mSampleRate / fileFormat.mSampleRate
+    }
+
+    /// `frames` file frames in client frames, or back (`toClient` false).
+    func scaled(_ frames: Int64, toClient: Bool) -> Int64 {
+        let ratio = clientRatio
+        return ratio == 1 ? frames : Int64((Double(frames) * (toClient ? ratio : 1 / ratio)).rounded())
+    }
+
+    /// Tell: in file frames after the priming, as Apple's header says.
+    var currentFrame: Int64 {
+        mode == .reading ? position + scaled(readState.clientFramesRead, toClient: false) : scaled(writeState.framesTaken, toClient: false)
+    }
+
     // MARK: Client format and converter
 
     /// The client format with its channels interleaved: what the converter sees.
@@ -189,6 +207,8 @@ final class ExtAudioFileObject: @unchecked Sendable {
             throw AudioToolboxError(kExtAudioFileError_InvalidOperationOrder, "the client format is set before writing")
         }
         if file == nil { try createPendingFile(sampleRate: format.mSampleRate) }
+        position = currentFrame
+        readState.clientFramesRead = 0
         let previous = clientFormat
         clientFormat = format
         do {
