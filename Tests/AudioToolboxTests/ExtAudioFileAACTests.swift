@@ -23,6 +23,7 @@ import JackTestSupport
         expectStatus(AudioConverterSetProperty(converter!, kAudioConverterEncodeBitRate, 4, &bitRate), noErr, "bit rate")
         var config: UnsafeRawPointer? = nil
         expectStatus(ExtAudioFileSetProperty(out!, kExtAudioFileProperty_ConverterConfig, UInt32(MemoryLayout<UnsafeRawPointer?>.size), &config), noErr)
+        expectStatus(ExtAudioFileWriteAsync(out!, 0, nil), noErr, "the priming call")
         expectStatus(EAF.write(out, planes: [EAF.floatBytes(samples)], client: Self.floatClient, chunk: 1234, async: true), noErr, "write")
         expectStatus(ExtAudioFileDispose(out!), noErr, "dispose")
     }
@@ -128,5 +129,33 @@ import JackTestSupport
         }
         #expect(ExtAudioFileSeek(input!, Int64(frames + 1)) == kExtAudioFileError_InvalidSeek)
         #expect(ExtAudioFileSeek(input!, -1) == kExtAudioFileError_InvalidSeek)
+    }
+
+    /// kExtAudioFileProperty_PacketTable: the trimming in use, and an override (0, 0) that reads
+    /// the priming and remainder too; the sizes of the file's and client's packets.
+    @Test func packetTableOverrideAndPacketSizes() throws {
+        let url = scratch.url("table.caf")
+        let frames = 10_000
+        try writeAAC(url, kAudioFileCAFType, EAF.floats(frames: frames, channels: 2))
+        let (opened, input) = EAF.open(url)
+        try #require(opened == noErr)
+        defer { ExtAudioFileDispose(input!) }
+        expectStatus(EAF.setClient(input, Self.floatClient), noErr)
+        let table = try #require(EAF.property(input, kExtAudioFileProperty_PacketTable, AudioFilePacketTableInfo.self).1)
+        #expect(table.mNumberValidFrames == Int64(frames) && table.mPrimingFrames == 1024)
+        let total = Int64(frames) + Int64(table.mPrimingFrames) + Int64(table.mRemainderFrames)
+        #expect(total % 1024 == 0, "whole packets: \(table)")
+        #expect(EAF.property(input, kExtAudioFileProperty_ClientMaxPacketSize, UInt32.self).1 == 8)
+        #expect((EAF.property(input, kExtAudioFileProperty_FileMaxPacketSize, UInt32.self).1 ?? 0) > 0)
+        var everything = AudioFilePacketTableInfo(mNumberValidFrames: 0, mPrimingFrames: 0, mRemainderFrames: 0)
+        expectStatus(ExtAudioFileSetProperty(input!, kExtAudioFileProperty_PacketTable, UInt32(MemoryLayout<AudioFilePacketTableInfo>.size), &everything), noErr)
+        #expect(EAF.property(input, kExtAudioFileProperty_FileLengthFrames, Int64.self).1 == total)
+        let (status, planes) = EAF.read(input, client: Self.floatClient)
+        expectStatus(status, noErr)
+        #expect(Int64(planes[0].count / 8) == total, "priming and remainder are read too")
+        var fileValues = AudioFilePacketTableInfo(mNumberValidFrames: 0, mPrimingFrames: kExtAudioFilePacketTableInfoOverride_UseFileValue,
+                                                  mRemainderFrames: kExtAudioFilePacketTableInfoOverride_UseFileValue)
+        expectStatus(ExtAudioFileSetProperty(input!, kExtAudioFileProperty_PacketTable, UInt32(MemoryLayout<AudioFilePacketTableInfo>.size), &fileValues), noErr)
+        #expect(EAF.property(input, kExtAudioFileProperty_FileLengthFrames, Int64.self).1 == Int64(frames))
     }
 }
