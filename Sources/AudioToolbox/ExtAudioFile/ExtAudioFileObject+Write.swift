@@ -136,6 +136,8 @@ extension ExtAudioFileObject {
             if packets == 0 { break }
         }
         guard !isPCMFile else { return }
+        // Whole packets, as the file's packet index counts them (and AAC's decoder gives a whole
+        // packet's frames for the encoder's short last one).
         let framesPerPacket = Int64(fileFormat.mFramesPerPacket)
         let total = writeState.packetsWritten * framesPerPacket
         let remainder = max(total - writeState.primingFrames - writeState.framesTaken, 0)
