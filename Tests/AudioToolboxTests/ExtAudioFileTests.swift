@@ -65,6 +65,24 @@ import JackTestSupport
         #expect(ffmpeg.status == 0 && ffmpeg.stderr.isEmpty, "ffmpeg decodes it without a message: \(ffmpeg.stderr)")
     }
 
+    /// A mono client flagged non-interleaved is one buffer, as Apple's is.
+    @Test func monoNonInterleavedClient() throws {
+        let url = scratch.url("mono.caf")
+        let client = EAF.pcm(22050, channels: 1, float: true, bits: 32, nonInterleaved: true)
+        let samples = EAF.floatBytes(EAF.floats(frames: 3000, channels: 1))
+        let (created, out) = EAF.create(url, kAudioFileCAFType, EAF.pcm(22050, channels: 1, float: true, bits: 32))
+        try #require(created == noErr)
+        expectStatus(EAF.setClient(out, client), noErr)
+        expectStatus(EAF.write(out, planes: [samples], client: client), noErr)
+        expectStatus(ExtAudioFileDispose(out!), noErr)
+        let (_, input) = EAF.open(url)
+        defer { ExtAudioFileDispose(input!) }
+        expectStatus(EAF.setClient(input, client), noErr)
+        let (status, read) = EAF.read(input, client: client)
+        expectStatus(status, noErr)
+        #expect(read == [samples])
+    }
+
     /// A float client reads and writes an int16 file: int16 → float → int16 is exact.
     @Test func floatClientOfAnInt16FileIsExact() throws {
         let url = scratch.url("i16.wav")

@@ -186,10 +186,10 @@ final class ExtAudioFileObject: @unchecked Sendable {
     var converterClientFormat: AudioStreamBasicDescription? {
         guard var format = clientFormat else { return nil }
         if format.isNonInterleaved {
-            format.mFormatFlags &= ~kAudioFormatFlagIsNonInterleaved
             format.mBytesPerFrame *= format.mChannelsPerFrame
             format.mBytesPerPacket *= format.mChannelsPerFrame
         }
+        format.mFormatFlags &= ~kAudioFormatFlagIsNonInterleaved  // (mono: the same bytes either way)
         return format
     }
 
