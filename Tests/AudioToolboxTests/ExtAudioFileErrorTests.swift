@@ -8,18 +8,19 @@ import JackTestSupport
     let scratch: Scratch
     init() throws { scratch = try Scratch() }
 
-    func makeWAV(frames: Int) throws -> (URL, [UInt8]) {
-        let url = scratch.url("in.wav")
+    func makeWAV(frames: Int, type: AudioFileTypeID = kAudioFileWAVEType, name: String = "in.wav") throws -> (URL, [UInt8]) {
+        let url = scratch.url(name)
         let bytes = EAF.int16Bytes(EAF.floats(frames: frames, channels: 2))
-        let (created, out) = EAF.create(url, kAudioFileWAVEType, EAF.pcm(44100, channels: 2))
+        let (created, out) = EAF.create(url, type, EAF.pcm(44100, channels: 2))
         try #require(created == noErr)
         expectStatus(EAF.write(out, planes: [bytes], client: EAF.pcm(44100, channels: 2)), noErr)
         expectStatus(ExtAudioFileDispose(out!), noErr)
         return (url, bytes)
     }
 
-    @Test func seekAndTellAreExactInWAV() throws {
-        let (url, bytes) = try makeWAV(frames: 20_000)
+    @Test(arguments: [(kAudioFileWAVEType, "in.wav"), (kAudioFileFLACType, "in.flac")])
+    func seekAndTellAreExactInWAVAndFLAC(_ type: AudioFileTypeID, _ name: String) throws {
+        let (url, bytes) = try makeWAV(frames: 20_000, type: type, name: name)
         let (_, input) = EAF.open(url)
         defer { ExtAudioFileDispose(input!) }
         let client = EAF.pcm(44100, channels: 2)
