@@ -113,3 +113,32 @@ import JackTestSupport
         expectStatus(AudioFileClose(audioFile!), noErr, "the AudioFileID is still open")
     }
 }
+
+/// A damaged AAC packet: its frames come back (as silence) and the decoder's result is what
+/// the next ExtAudioFileRead returns, not lost.
+@Suite struct ExtAudioFileDamageTests {
+    @Test func aPacketThatDoesNotDecodeIsReported() throws {
+        let scratch = try Scratch()
+        let url = scratch.url("damaged.caf")
+        let client = EAF.pcm(44100, channels: 2, float: true, bits: 32)
+        let (created, out) = EAF.create(url, kAudioFileCAFType, EAF.compressed(kAudioFormatMPEG4AAC, 44100, channels: 2))
+        try #require(created == noErr)
+        expectStatus(EAF.setClient(out, client), noErr)
+        expectStatus(EAF.write(out, planes: [EAF.floatBytes(EAF.floats(frames: 44100, channels: 2))], client: client), noErr)
+        expectStatus(ExtAudioFileDispose(out!), noErr)
+        var bytes = try [UInt8](Data(contentsOf: url))
+        let data = try #require((0..<bytes.count - 4).first { bytes[$0..<$0 + 4] == [0x64, 0x61, 0x74, 0x61] }, "the data chunk")
+        let middle = data + (bytes.count - data) / 3
+        try #require(middle + 2000 < bytes.count)
+        for i in middle..<(middle + 2000) { bytes[i] = 0xFF }
+        try Data(bytes).write(to: url)
+
+        let (opened, input) = EAF.open(url)
+        try #require(opened == noErr)
+        defer { ExtAudioFileDispose(input!) }
+        expectStatus(EAF.setClient(input, client), noErr)
+        let (status, planes) = EAF.read(input, client: client, chunk: 1024)
+        #expect(status != noErr, "the damage is reported (\(planes[0].count / 8) frames read before it)")
+        #expect(planes[0].count / 8 > 0)
+    }
+}

@@ -68,6 +68,9 @@ struct ReadState {
     var clientFramesRead: Int64 = 0
     /// The result of the file read that ended the input (other than its end).
     var inputError: OSStatus = noErr
+    /// The converter's result for frames it did give (a packet that did not decode, its
+    /// frames silence), returned by the next Read.
+    var deferredError: OSStatus = noErr
 }
 
 extension ExtAudioFileObject {
@@ -118,6 +121,11 @@ extension ExtAudioFileObject {
         guard mode == .reading else { throw AudioToolboxError(kExtAudioFileError_InvalidOperationOrder, "the file is open for writing") }
         let converter = try readyConverter()
         guard let client = clientFormat else { throw AudioToolboxError(kExtAudioFileError_InvalidOperationOrder, "no client format") }
+        if readState.deferredError != noErr {
+            let error = readState.deferredError
+            readState.deferredError = noErr
+            throw AudioToolboxError(error, "a packet of the frames read last did not decode")
+        }
         let capacity = try ClientBuffers.frameCapacity(of: list, format: client)
         if readState.needsReposition { try reposition(converter) }
         let frameBytes = Int(converterClientFormat!.mBytesPerFrame)
@@ -161,7 +169,10 @@ extension ExtAudioFileObject {
                                                                             mDataByteSize: packets * frameBytes, mData: data))
         let status = audioConverterFillComplexBuffer(converter, extAudioFileReadInput, Unmanaged.passUnretained(self).toOpaque(),
                                                      &packets, &list, nil)
-        if status != noErr, packets == 0 { throw AudioToolboxError(status, "converting the file's data") }
+        if status != noErr {
+            if packets == 0 { throw AudioToolboxError(status, "converting the file's data") }
+            if readState.deferredError == noErr { readState.deferredError = status }
+        }
         return Int(packets)
     }
 
