@@ -30,16 +30,16 @@ struct ConvertCommand: ParsableCommand {
               jaq convert -d LEI16 song.m4a song.wav
             """)
 
-    @Option(name: .customShort("f"), help: ArgumentHelp("The file type of OUT (default: its extension).", valueName: "type"))
+    @Option(name: [.customShort("f"), .customLong("file")], help: ArgumentHelp("The file type of OUT (default: its extension).", valueName: "type"))
     var fileType: String?
 
-    @Option(name: .customShort("d"), help: ArgumentHelp("The data format of OUT, and its sample rate after @.", valueName: "format[@rate]"))
+    @Option(name: [.customShort("d"), .customLong("data")], help: ArgumentHelp("The data format of OUT, and its sample rate after @.", valueName: "format[@rate]"))
     var dataFormat: String?
 
-    @Option(name: .customShort("b"), help: ArgumentHelp("The encoder's bit rate, bits per second.", valueName: "bitrate"))
+    @Option(name: [.customShort("b"), .customLong("bitrate")], help: ArgumentHelp("The encoder's bit rate, bits per second.", valueName: "bitrate"))
     var bitRate: Int?
 
-    @Option(name: .customShort("c"), help: ArgumentHelp("The channel count of OUT.", valueName: "channels"))
+    @Option(name: [.customShort("c"), .customLong("channels")], help: ArgumentHelp("The channel count of OUT.", valueName: "channels"))
     var channels: Int?
 
     @Flag(name: .long, help: "Replace OUT if it exists (without it, jaq convert refuses, as jaq record does).")

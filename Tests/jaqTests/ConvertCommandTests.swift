@@ -86,6 +86,9 @@ import SoundFile
             #expect(fields["codec_name"] == codec, "\(name): \(fields)")
             #expect(try ffmpegSamples(name) == source, "\(name) holds the source's samples")
         }
+        // afconvert's long spellings.
+        #expect(try convert(["--file", "WAVE", "--data", "LEI16", "--channels", "2", "in.wav", "long.out"]).status == 0)
+        #expect(try ffmpegSamples("long.out") == source)
         // AAC in, linear PCM out: the decode has the source's frame count.
         #expect(try convert(["in.wav", "a.m4a", "-b", "192000"]).status == 0)
         #expect(try convert(["-d", "LEI16", "a.m4a", "back.wav"]).status == 0)
