@@ -24,7 +24,7 @@ struct Jaq: ParsableCommand {
             """,
         version: jaqVersion,
         subcommands: [RecordCommand.self, PlayCommand.self, PortsCommand.self, TimeCommand.self, TransportCommand.self,
-                      InfoCommand.self, RenderCommand.self, ClockCommand.self]
+                      InfoCommand.self, RenderCommand.self, ConvertCommand.self, ClockCommand.self]
     )
 
     /// jaq's stderr is its user's: one line per failure, so what libjack's libraries print while

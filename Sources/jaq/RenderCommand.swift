@@ -108,7 +108,8 @@ struct RenderCommand: ParsableCommand {
     @Argument(help: "Audio files to mix.")
     var files: [String]
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("The file to write (WAV; see --bits).", valueName: "file"))
+    @Option(name: .shortAndLong, help: ArgumentHelp("The file to write, of the type its extension names: .wav, .aiff, .caf, .w64, .rf64, .flac, "
+                                                    + ".ogg, .opus, .mp3 (no extension: WAV); see --bits.", valueName: "file"))
     var output: String
 
     @Flag(name: .long, help: "Replace --output if it exists (without it, jaq render refuses, as jaq record does).")
@@ -124,8 +125,9 @@ struct RenderCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Sample rate of the mix (default: the first file's).", valueName: "hz"))
     var rate: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Sample format: float (32-bit), 16, 24 or 32 (integer).", valueName: "bits"))
-    var bits: String = "float"
+    @Option(name: .long, help: ArgumentHelp("Sample format: float (32-bit), 16, 24 or 32 (integer). Default: float; "
+                                            + "24 for AIFF and FLAC, 16 for Ogg and MP3 (they hold integers).", valueName: "bits"))
+    var bits: String?
 
     @OptionGroup(title: "Speed and pitch") var timePitchOptions: TimePitchOptions
 
@@ -133,9 +135,33 @@ struct RenderCommand: ParsableCommand {
 
     var timePitch: TimePitchSettings { timePitchOptions.settings() }
 
+    /// The type --output's extension names (none: WAV, as jaq render always wrote).
+    var outputType: OutputFileType {
+        get throws {
+            let name = URL(fileURLWithPath: output).lastPathComponent
+            guard name.contains(".") else { return OutputFileType(spelling: "wav")! }
+            guard let type = OutputFileType(path: output), !type.holdsPacketsOnly else {
+                throw ValidationError("--output \(output): jaq render writes .wav, .aiff, .caf, .w64, .rf64, .flac, .ogg, .opus or .mp3 "
+                                      + "(jaq convert makes the others from it)")
+            }
+            return type
+        }
+    }
+
+    /// --bits, or what the output type holds by default.
+    var sampleFormat: String {
+        if let bits { return bits }
+        guard let type = try? outputType, type.holdsIntegersOnly else { return "float" }
+        return [kAudioFileFLACType, kAudioFileAIFFType].contains(type.id) ? "24" : "16"
+    }
+
     func validate() throws {
         if files.isEmpty { throw ValidationError("name at least one file to mix") }
-        if !["float", "16", "24", "32"].contains(bits) { throw ValidationError("--bits takes float, 16, 24 or 32") }
+        if let bits, !["float", "16", "24", "32"].contains(bits) { throw ValidationError("--bits takes float, 16, 24 or 32") }
+        let type = try outputType
+        if type.holdsIntegersOnly, let bits, bits == "float" || (bits == "32" && type.id != kAudioFileAIFFType) {
+            throw ValidationError("--bits \(bits): \(type.name) holds \(type.id == kAudioFileAIFFType ? "integers (.aifc holds float)" : "16- or 24-bit integers")")
+        }
         if let rate, !(rate >= 1000 && rate <= 768_000) { throw ValidationError("--rate \(rate): 1000...768000 Hz") }
         try timePitchOptions.validate(oldRate: nil, oldRateName: "")
     }
@@ -237,7 +263,7 @@ struct RenderCommand: ParsableCommand {
         if FileManager.default.fileExists(atPath: output) && !force {
             throw CLIError("\(output): exists (--force replaces it)")
         }
-        let out = try MixFile(path: output, bits: bits, sampleRate: mixRate, channels: channels, frames: chunk)
+        let out = try MixFile(path: output, type: try outputType, bits: sampleFormat, sampleRate: mixRate, channels: channels, frames: chunk)
         // Each track renders until its queue, stopped at the end of its file, has played out
         // (a render then returns fewer frames than asked): the mix ends with its longest track,
         // offsets, rate conversion and the time/pitch unit's tail included, to the frame.
@@ -280,7 +306,7 @@ struct RenderCommand: ParsableCommand {
     }
 }
 
-/// The file `jaq render` writes: a WAVE file through Audio File Services, the float mix
+/// The file `jaq render` writes: a WAVE (or AIFF, CAF, FLAC...) file through Audio File Services, the float mix
 /// converted to its sample format by an AudioConverter (integers rounded and clipped: a
 /// 16-bit file at unity gain comes out with the samples it went in with).
 private final class MixFile {
@@ -293,27 +319,30 @@ private final class MixFile {
     private var converted: [UInt8]
     private var packet: Int64 = 0
 
-    /// Creates (or replaces) `path` for `bits` ("float", "16", "24", "32") samples.
-    init(path: String, bits: String, sampleRate: Double, channels: Int, frames: Int) throws {
+    /// Creates (or replaces) `path`, a file of `type`, for `bits` ("float", "16", "24", "32") samples.
+    init(path: String, type: OutputFileType, bits: String, sampleRate: Double, channels: Int, frames: Int) throws {
         self.path = path
         let isFloat = bits == "float"
         let width = isFloat ? 4 : Int(bits)! / 8
         func format(float: Bool, width: Int) -> AudioStreamBasicDescription {
             AudioStreamBasicDescription(
                 mSampleRate: sampleRate, mFormatID: kAudioFormatLinearPCM,
-                mFormatFlags: (float ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger) | kAudioFormatFlagIsPacked,
+                mFormatFlags: (float ? kAudioFormatFlagIsFloat : kAudioFormatFlagIsSignedInteger) | kAudioFormatFlagIsPacked
+                    | (type.isBigEndian ? kAudioFormatFlagIsBigEndian : 0),
                 mBytesPerPacket: UInt32(width * channels), mFramesPerPacket: 1, mBytesPerFrame: UInt32(width * channels),
                 mChannelsPerFrame: UInt32(channels), mBitsPerChannel: UInt32(width * 8), mReserved: 0)
         }
         var mixFormat = format(float: true, width: 4)
+        mixFormat.mFormatFlags &= ~kAudioFormatFlagIsBigEndian
         var fileFormat = format(float: isFloat, width: width)
         mixBytesPerFrame = 4 * channels
         fileBytesPerFrame = width * channels
         var made: AudioFileID?
-        let status = AudioFileCreateWithURL(URL(fileURLWithPath: path) as CFURL, kAudioFileWAVEType, &fileFormat, .eraseFile, &made)
+        let status = AudioFileCreateWithURL(URL(fileURLWithPath: path) as CFURL, type.id, &fileFormat, .eraseFile, &made)
         guard status == noErr, let made else { throw CLIError("\(path): cannot create it: \(describe(status, file: false))") }
         file = made
-        if isFloat {
+        let direct = isFloat && !type.isBigEndian
+        if direct {
             converter = nil
         } else {
             var converter: AudioConverterRef?
@@ -324,7 +353,7 @@ private final class MixFile {
             }
             self.converter = converter
         }
-        converted = [UInt8](repeating: 0, count: isFloat ? 0 : frames * fileBytesPerFrame)
+        converted = [UInt8](repeating: 0, count: direct ? 0 : frames * fileBytesPerFrame)
     }
 
     deinit {

@@ -45,6 +45,8 @@ import JackTestSupport
         ["transport", "locate"],
         ["transport", "jump"],
         ["clock"],
+        ["convert", "-d", "LEI17", "x.wav", "y.wav"],
+        ["convert", "x.wav", "y.unknown"],
     ])
     func everyUsageErrorExits64(_ arguments: [String]) throws {
         let dir = scratchDirectory("usage")
@@ -63,7 +65,7 @@ import JackTestSupport
     }
 
     @Test func everyCommandTakesQuiet() throws {
-        for command in ["record", "play", "ports", "time", "transport", "info", "render", "clock"] {
+        for command in ["record", "play", "ports", "time", "transport", "info", "render", "convert", "clock"] {
             let help = try run([command, "--help"])
             #expect(help.output.contains("-q, --quiet"), "jaq \(command) --help: \(help.output)")
         }
@@ -89,7 +91,7 @@ import JackTestSupport
 
     /// Every example in every command's help, as printed on a wide terminal, is still one line at 80.
     @Test func helpExamplesSurviveAn80ColumnTerminal() throws {
-        for command in ["record", "play", "ports", "time", "transport", "info", "render", "clock"] {
+        for command in ["record", "play", "ports", "time", "transport", "info", "render", "convert", "clock"] {
             let wide = try run([command, "--help"], columns: 200).output
             let narrow = try run([command, "--help"], columns: 80).output
             // The lines after "Examples:" (the prose above them may wrap).

@@ -42,7 +42,7 @@ public func AudioFileOpenURL(_ inFileRef: CFURL, _ inPermissions: AudioFilePermi
     }
 }
 
-private func fileSystemPath(_ url: URL) throws -> String {
+func fileSystemPath(_ url: URL) throws -> String {
     guard url.isFileURL else { throw AudioToolboxError(kAudio_ParamError, "\(url) is not a file URL") }
     return url.withUnsafeFileSystemRepresentation { $0.map { String(cString: $0) } } ?? url.path
 }

@@ -14,6 +14,7 @@
 #include "AudioFormat.h"
 #include "AudioConverter.h"
 #include "AudioFile.h"
+#include "ExtendedAudioFile.h"
 #include "AudioQueue.h"
 #include "AudioQueueJACK.h"
 
