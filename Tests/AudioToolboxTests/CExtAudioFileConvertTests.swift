@@ -62,11 +62,21 @@ import JackTestSupport
         #expect(snr >= 20, "SNR \(snr) dB")
     }
 
-    @Test(.disabled("needs the AudioConverter's sample-rate conversion (issue #25 item 2, another branch): until it is merged the client format is refused with 'fmt?'"))
-    func to48kHz16BitCAF() throws {
+    /// 44.1 → 48 kHz 16-bit CAF: N·r₂/r₁ frames within 2, and the same signal as sox's
+    /// `rate -v` of the source at lag 0, 50 dB or better.
+    @Test func to48kHz16BitCAF() throws {
         let output = try convert(["out48.caf", "caff", "lpcm", "48000"])
-        let decoded = try readBack(output, EAF.pcm(48000, channels: 2))
+        let client = EAF.pcm(48000, channels: 2, float: true, bits: 32)
+        let decoded = EAF.floatsOf(try readBack(output, client))
         let expected = Int((Double(Self.frames) * 48000 / 44100).rounded())
-        #expect(abs(decoded.count / 4 - expected) <= 2)
+        #expect(abs(decoded.count / 2 - expected) <= 2, "\(decoded.count / 2) frames, N·r₂/r₁ = \(expected)")
+        let soxed = scratch.url("sox48.wav")
+        let sox = try runReferee("/usr/bin/sox", [source.path, "-b", "32", "-e", "floating-point", soxed.path, "rate", "-v", "48000"])
+        try #require(sox.status == 0, "sox: \(sox.stderr)")
+        let reference = EAF.floatsOf(try readBack(soxed, client))
+        let (lag, snr) = EAF.alignment(reference, decoded, channels: 2, range: 50)
+        #expect(lag == 0, "lag \(lag)")
+        #expect(snr >= 50, "SNR \(snr) dB against sox's rate -v (16-bit output: its quantization bounds it)")
+        print("measured: ExtAudioFileConvert 44.1 -> 48 kHz 16-bit CAF against sox rate -v: lag \(lag), SNR \(String(format: "%.1f", snr)) dB")
     }
 }
