@@ -11,9 +11,9 @@ extension OutputQueueEngine {
     /// queue made with the server running does. A queue rendering offline needs no device, nor
     /// does one that has it already: nothing happens.
     /// - Returns: true if the queue connected now.
-    /// - Throws: `.invalidDevice` while no server runs; `.invalidRunState` if the server's rate
+    /// - Throws: `.invalidDevice` while no server runs; `.cannotStart` if the server's rate
     ///   differs from the queue's and audio is decoded already (the queue keeps the client;
-    ///   Start then fails with `.cannotStart`, as after a server's rate change).
+    ///   Start fails with `.cannotStart` from then on, as after a server's rate change).
     ///
     /// Thread safety: calls from several threads take turns; one connects.
     @discardableResult
@@ -33,7 +33,12 @@ extension OutputQueueEngine {
                 clientNameStorage = deferred.clientName
                 return device.sampleRate != converterRate
             }
-            try adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
+            do {
+                try adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
+            } catch QueueError.invalidRunState(let why) {
+                // As after a server's rate change: this Start, and every later one, cannot start.
+                throw QueueError.cannotStart("the JACK server runs at \(Int(device.sampleRate)) Hz: \(why)")
+            }
             if rateChanged { notify(.deviceSampleRateChanged) }
             let target = deferred.defaultTarget
             if !target.isEmpty { try? setCurrentDevice(target) }

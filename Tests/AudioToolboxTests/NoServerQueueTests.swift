@@ -200,6 +200,74 @@ import SoundFile
         #expect(abs((last - first + 1) - 48000) <= 64, "\(last - first + 1) frames at 48 kHz for a second at 44.1 kHz")
     }
 
+    /// Audio decoded offline at the queue's rate (Prime) and still in the queue when it goes back
+    /// online cannot play on a server at another rate: Start is kAudioQueueErr_CannotStart, as
+    /// after a server's rate change, and stays so; nothing plays.
+    @Test func audioPrimedOfflineCannotStartOnAServerAtAnotherRate() throws {
+        let server = LateServer()
+        let context = PlaybackContext(frames: 44100, channels: 2, framesPerBuffer: 4410)
+        let queue = try makeQueue(on: server, rate: 44100, context)
+        defer { AudioQueueDispose(queue, true) }
+        var renderFormat = lpcm(rate: 44100, channels: 2, bits: 32, float: true)
+        #expect(AudioQueueSetOfflineRenderFormat(queue, &renderFormat, nil) == noErr)
+        #expect(AudioQueuePrime(queue, 0, nil) == noErr)
+        #expect(AudioQueueSetOfflineRenderFormat(queue, nil, nil) == noErr)
+        server.running.withLock { $0 = true }
+        #expect(AudioQueueStart(queue, nil) == kAudioQueueErr_CannotStart)
+        #expect(AudioQueueStart(queue, nil) == kAudioQueueErr_CannotStart)
+        #expect(!isRunning(queue))
+    }
+
+    /// A JACK driver that is not there until `server` is set (the test starts a private server
+    /// after making the queue).
+    final class LateJack: ServerBackedProvider, @unchecked Sendable {
+        let driver = Mutex<JackDriver?>(nil)
+        func openDevice(name: String, direction: DeviceDirection, layout: PortLayout) throws -> AudioDevice {
+            guard let driver = driver.withLock({ $0 }) else { throw QueueError.invalidDevice("no server") }
+            return try driver.openDevice(name: name, direction: direction, layout: layout)
+        }
+        func defaultTarget(for direction: DeviceDirection) -> String { "system" }
+        func serverIsRunning() -> Bool { driver.withLock { $0?.serverIsRunning() ?? false } }
+    }
+
+    /// On a real JACK server started after the queue was made: Start opens the queue's client,
+    /// connects it to the system ports and plays (IsRunning 1, queue time moving, the client's
+    /// ports and the server's rate reported), as a queue made with the server running does.
+    @Test func aQueueMadeBeforeAJackServerStartsPlaysOnItOnceItRuns() throws {
+        let late = LateJack()
+        let context = PlaybackContext(frames: 44100 * 2, channels: 2, framesPerBuffer: 4410)
+        var format = lpcm(rate: 44100, channels: 2)
+        var made: AudioQueueRef?
+        let user = Unmanaged.passUnretained(context).toOpaque()
+        #expect(AudioQueueNewOutput(&format, handleOutputBuffer, user, nil, nil, 0, &made, device: late) == noErr)
+        let queue = try #require(made)
+        context.queue = queue
+        for _ in 0..<3 {
+            var buffer: AudioQueueBufferRef?
+            #expect(AudioQueueAllocateBuffer(queue, UInt32(4410 * 4), &buffer) == noErr)
+            handleOutputBuffer(user, queue, try #require(buffer))
+        }
+        let server = try JackServer(sampleRate: 48000)
+        defer { server.stop() }
+        try JackServer.withInProcessClients {
+            late.driver.withLock { $0 = JackDriver(serverName: server.name) }
+            #expect(AudioQueueStart(queue, nil) == noErr)
+            #expect(waitUntil(5) { isRunning(queue) }, "the queue plays on the server")
+            #expect(status(queue, kAudioQueueDeviceProperty_SampleRate, as: Float64.self).1 == 48000)
+            #expect(status(queue, kAudioQueueDeviceProperty_NumberChannels, as: UInt32.self).1 == 2, "connected to system")
+            var ports: CFString?
+            var size = UInt32(8)
+            #expect(AudioQueueGetProperty(queue, kAudioQueueProperty_JACKPortNames, &ports, &size) == noErr)
+            #expect(ports.map(String.init)?.hasSuffix(":out_2") == true, "\(String(describing: ports))")
+            var time = AudioTimeStamp()
+            #expect(waitUntil(5) {
+                AudioQueueGetCurrentTime(queue, nil, &time, nil) == noErr && time.mSampleTime > 4410
+            }, "queue time moves: \(time.mSampleTime)")
+            #expect(AudioQueueStop(queue, true) == noErr)
+            #expect(AudioQueueDispose(queue, true) == noErr)
+        }
+    }
+
     // MARK: C programs with no server
 
     /// Apple's AQOfflineRenderTest, ported (Sources/Examples/AQOfflineRenderTest), with no JACK
