@@ -274,7 +274,10 @@ import SoundFile
     /// server: one buffer refilled by a callback on the rendering thread's run loop, float
     /// renders of half a buffer, ended by Flush and Stop(false). The render is the 16-bit file's
     /// samples exactly (s / 32768), every frame, nothing more.
-    @Test(arguments: [1, 2]) func aqOfflineRenderTestRunsWithNoServer(channels: Int) throws {
+    /// Also from an ALAC CAF, as Apple's sample renders its soundalac.caf (made here by ffmpeg):
+    /// magic cookie and packet descriptions through the one buffer, lossless, so exact too.
+    @Test(arguments: [(1, false), (2, false), (2, true)])
+    func aqOfflineRenderTestRunsWithNoServer(channels: Int, alac: Bool) throws {
         let scratch = try Scratch()
         let program = scratch.url("aqofflinerender")
         let build = try CProgram.compile("Sources/Examples/AQOfflineRenderTest/aqofflinerender.c", into: program,
@@ -282,12 +285,19 @@ import SoundFile
         try #require(build.status == 0, "cc -Wall -Werror failed:\n\(build.diagnostics)")
         let frames = 66150 + 17
         let samples = (0..<(channels * frames)).map { i in signal(i / channels, i % channels) }
-        let input = scratch.path("in.wav")
-        try writeWAV16(input, samples: samples, channels: channels, rate: 44100)
+        let wav = scratch.path("in.wav")
+        try writeWAV16(wav, samples: samples, channels: channels, rate: 44100)
+        var input = wav
+        if alac {
+            input = scratch.path("in.caf")
+            let made = try runReferee(try #require(tool("ffmpeg")), ["-nostdin", "-v", "error", "-y", "-i", wav, "-c:a", "alac", input])
+            try #require(made.status == 0, "ffmpeg: \(made.stderr)")
+        }
         let output = scratch.path("out.caf")
         let started = Date()
         let result = try runProcess([program.path, input, output], environment: Self.noServerEnvironment, timeout: 60)
         #expect(result.status == 0, "aqofflinerender exited \(result.status): \(result.output)\(result.error)")
+        #expect(result.output.contains(alac ? "'alac'" : "'lpcm'"), "\(result.output.prefix(200))")
         #expect(result.output.contains("rendered \(frames) frames"), "\(result.output.suffix(400))")
         #expect(Date().timeIntervalSince(started) < 30)
         let rendered = try readFloatCAF(output, channels: channels)
