@@ -154,6 +154,7 @@ public func audioQueueStart(_ inAQ: AudioQueueRef?, _ inStartTime: UnsafePointer
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         try object.checkCodecAccess()
+        try object.requireDevice()
         let frame = try inStartTime.flatMap { try deviceFrame($0.pointee, engine: object.engine) }
         try object.engine.start(atDeviceFrame: frame)
     }
@@ -166,6 +167,7 @@ public func audioQueuePrime(_ inAQ: AudioQueueRef?, _ inNumberOfFramesToPrepare:
         let object = try AudioQueueRegistry.object(inAQ)
         guard let output = object.output else { throw QueueError.invalidQueueType }
         try object.checkCodecAccess()
+        try object.requireDevice()
         let prepared = try output.prime(frames: Int(inNumberOfFramesToPrepare))
         outNumberOfFramesPrepared?.pointee = UInt32(clamping: prepared)
     }

@@ -65,8 +65,11 @@ func makeOutputQueue(
     let format = try codec.map { try decodedFormat($0, allowsZeroRate: false) } ?? streamFormat(inFormat.pointee, allowsZeroRate: false)
     let compressed = try codec.map(compressedStream)
     let box = ObjectBox()
+    // With no server running the queue is made all the same (it can render offline), and
+    // connects to the server at the first call that needs the device (DeferredDevice.swift).
     let engine = try OutputQueueEngine(
-        format: format, provider: device, clientName: defaultClientName(.output),
+        format: format, provider: DeferringDeviceProvider(device, sampleRate: format.sampleRate),
+        clientName: defaultClientName(.output),
         executor: delivery?.executor ?? executor, compressed: compressed
     ) { buffer in
         guard let object = box.object else { return }

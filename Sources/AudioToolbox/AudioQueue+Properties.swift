@@ -125,6 +125,7 @@ extension AudioQueueObject {
         case kAudioQueueProperty_CurrentLevelMeter, kAudioQueueProperty_CurrentLevelMeterDB:
             return channels * UInt32(MemoryLayout<AudioQueueLevelMeterState>.size)
         case kAudioQueueProperty_JACKPortLatency:
+            try requireDevice()
             return UInt32(engine.device.portNames.count * MemoryLayout<AudioValueRange>.size)
         case kAudioQueueProperty_RecordUnderrun:
             guard input != nil else { throw QueueError.invalidQueueType }
@@ -138,6 +139,7 @@ extension AudioQueueObject {
     func getProperty(_ id: AudioQueuePropertyID, _ io: PropertyIOArguments) throws {
         let out = PropertyIO(data: io.data, size: io.size)
         _ = try propertySize(id)
+        if Self.readingNeedsDevice(id) { try requireDevice() }
         switch id {
         case kAudioQueueProperty_IsRunning: try out.put(UInt32(engine.isRunningValue ? 1 : 0))
         case kAudioQueueDeviceProperty_SampleRate: try out.put(Float64(engine.device.sampleRate))
@@ -205,6 +207,7 @@ extension AudioQueueObject {
     }
 
     func setProperty(_ id: AudioQueuePropertyID, _ data: UnsafeRawPointer?, _ size: UInt32) throws {
+        if Self.writingNeedsDevice(id) { try requireDevice() }
         switch id {
         case kAudioQueueProperty_CurrentDevice:
             let target = try string(fromCFString: value(data, size, as: OpaquePointer?.self))

@@ -61,6 +61,8 @@ public func audioQueueDeviceGetCurrentTime(_ inAQ: AudioQueueRef?, _ outTimeStam
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         guard let outTimeStamp else { throw AudioToolboxError(kAudio_ParamError, "NULL outTimeStamp") }
+        // With no server still, the device is not running: only mHostTime is valid (the reference).
+        try? object.requireDevice()
         let now = object.engine.deviceTime()
         var time = AudioTimeStamp()
         time.mHostTime = now.hostTime
@@ -80,7 +82,7 @@ public func audioQueueDeviceTranslateTime(_ inAQ: AudioQueueRef?, _ inTime: Unsa
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         guard let inTime, let outTime else { throw AudioToolboxError(kAudio_ParamError, "NULL time stamp") }
-        guard object.engine.device.isAlive else { throw QueueError.queueInvalidated }
+        try object.requireRunningDevice()
         let source = inTime.pointee
         var time = AudioTimeStamp()
         if source.mFlags.contains(.sampleTimeValid) {
@@ -105,6 +107,7 @@ public func audioQueueDeviceGetNearestStartTime(_ inAQ: AudioQueueRef?, _ ioRequ
     withStatus {
         let object = try AudioQueueRegistry.object(inAQ)
         guard let ioRequestedStartTime else { throw AudioToolboxError(kAudio_ParamError, "NULL time stamp") }
+        try object.requireDevice()
         let requested = try deviceFrame(ioRequestedStartTime.pointee, engine: object.engine) ?? object.engine.device.currentFrame()
         let frame = try object.engine.nearestStartFrame(atOrAfter: requested)
         var time = AudioTimeStamp()

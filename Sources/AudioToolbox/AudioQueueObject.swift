@@ -10,7 +10,9 @@ import QueueCore
 /// `JackDriver(serverName:)` for a named server, a `ManualDriver` (a clock the caller advances)
 /// — to `AudioQueueNewOutput(…, device:)` and its siblings. There is no process-wide setting.
 public enum AudioQueueDevices {
-    /// The JACK server (`$JACK_DEFAULT_SERVER` or JACK's default): the C API's device.
+    /// The JACK server (`$JACK_DEFAULT_SERVER` or JACK's default): the C API's device. A
+    /// playback queue made while no server runs has no device until a call needs one
+    /// (AudioQueueObject+Device.swift): it renders offline meanwhile.
     public static let jack: DeviceProvider = JackDriver.shared
 
     /// The JACK server, with the queue's client named `clientName` from the start (a jaq

@@ -20,13 +20,20 @@ import QueueCore
         return String(value)
     }
 
-    @Test func noServerAtNewOutputIsInvalidDeviceWithoutHanging() {
+    /// With no server, a playback queue is made (it can render offline: NoServerQueueTests) and
+    /// its Start is kAudioQueueErr_InvalidDevice; a recording queue is not made. Nothing hangs.
+    @Test func noServerAtStartOrNewInputIsInvalidDeviceWithoutHanging() {
         let device = JackDriver(serverName: "jaq-absent-\(getpid())")
         JackServer.withExclusiveAccess {
             var format = lpcm()
             var queue: AudioQueueRef?
             let start = Date()
-            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue, device: device) == kAudioQueueErr_InvalidDevice)
+            #expect(AudioQueueNewOutput(&format, { _, _, _ in }, nil, nil, nil, 0, &queue, device: device) == noErr)
+            if let output = queue {
+                #expect(AudioQueueStart(output, nil) == kAudioQueueErr_InvalidDevice)
+                #expect(AudioQueueDispose(output, true) == noErr)
+            }
+            queue = nil
             #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &queue, device: device) == kAudioQueueErr_InvalidDevice)
             #expect(queue == nil)
             #expect(Date().timeIntervalSince(start) < 5)

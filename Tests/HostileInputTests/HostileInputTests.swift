@@ -70,8 +70,9 @@ import Testing
             #expect(results == ["output": "fmt?", "input": "fmt?", "file": "fmt?"], "\(line)")
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty, "a refused format left a file")
-        // 2000 random ASBDs: 'fmt?', or for the few a queue accepts kAudioQueueErr_InvalidDevice
-        // (no server here), or noErr for the files that are valid WAVE formats.
+        // 2000 random ASBDs: 'fmt?', or for the few a queue accepts noErr (a playback queue is
+        // made with no server) or kAudioQueueErr_InvalidDevice (a recording queue is not), or
+        // noErr for the files that are valid WAVE formats.
         let random = try FileFuzzProcess.results(output, for: "random")
         #expect(random.values.compactMap { Int($0) }.reduce(0, +) == 6000, "\(random)")
         #expect(Set(random.keys).isSubset(of: ["fmt?", "-66680", "0"]), "\(random)")

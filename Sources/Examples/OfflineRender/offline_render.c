@@ -7,8 +7,9 @@
  *   offline_render IN OUT.caf [VOLUME]
  *
  * The output is 16-bit linear PCM at the input's rate, in the input's channel count. With
- * no volume (1.0), a 16-bit input comes out bit for bit. A JACK server must run (the queue
- * is a JACK client), but offline it is neither connected nor heard.
+ * no volume (1.0), a 16-bit input comes out bit for bit. No JACK server is needed: with
+ * none running the queue has no device and renders offline all the same; with one, the
+ * queue is a JACK client, but offline it is neither connected nor heard.
  */
 #include <AudioToolbox/AudioToolbox.h>
 #include <stdio.h>

@@ -176,7 +176,11 @@ typedef void (*AudioQueueProcessingTapCallback)(void *JAQ_NULLABLE inClientData,
  * mono queue gets a left/right pair for pan), connected to "system" (the
  * physical playback ports) when they exist. Callbacks run on the queue's own
  * thread (inCallbackRunLoop NULL) or on the given CFRunLoop in the given mode
- * (NULL = kCFRunLoopCommonModes). No JACK server: kAudioQueueErr_InvalidDevice.
+ * (NULL = kCFRunLoopCommonModes). With no JACK server running the queue is made
+ * all the same, with no device: it renders offline (AudioQueueSetOfflineRenderFormat),
+ * and the first call that needs the device (AudioQueueStart or AudioQueuePrime not
+ * offline, setting CurrentDevice, reading DeviceSampleRate...) connects it to the server,
+ * or returns kAudioQueueErr_InvalidDevice while there is still none.
  */
 OSStatus AudioQueueNewOutput(const AudioStreamBasicDescription *inFormat, AudioQueueOutputCallback inCallbackProc,
                              void *JAQ_NULLABLE inUserData, CFRunLoopRef JAQ_NULLABLE inCallbackRunLoop,
@@ -187,6 +191,7 @@ OSStatus AudioQueueNewOutput(const AudioStreamBasicDescription *inFormat, AudioQ
  * Creates a recording queue: a JACK client with one input port per channel,
  * connected from "system" (the physical capture ports) when they exist. A
  * sample rate of 0 means the server's rate (see kAudioQueueProperty_StreamDescription).
+ * No JACK server: kAudioQueueErr_InvalidDevice.
  */
 OSStatus AudioQueueNewInput(const AudioStreamBasicDescription *inFormat, AudioQueueInputCallback inCallbackProc,
                             void *JAQ_NULLABLE inUserData, CFRunLoopRef JAQ_NULLABLE inCallbackRunLoop,
@@ -230,7 +235,9 @@ OSStatus AudioQueueEnqueueBufferWithParameters(AudioQueueRef inAQ, AudioQueueBuf
 /**
  * Starts (or resumes) the queue: NULL = as soon as possible; else at mSampleTime
  * in device time (JACK frame time, 64-bit), or at mHostTime (CLOCK_MONOTONIC ns)
- * when only that flag is set. The first frame is exactly that frame.
+ * when only that flag is set. The first frame is exactly that frame. A playback queue
+ * made while no JACK server ran connects to the server here (unless it renders offline):
+ * kAudioQueueErr_InvalidDevice while there is none.
  */
 OSStatus AudioQueueStart(AudioQueueRef inAQ, const AudioTimeStamp *JAQ_NULLABLE inStartTime);
 
