@@ -13,6 +13,7 @@
 #include "../CoreAudioTypes/CoreAudioTypes.h"
 #include "AudioConverter.h"
 #include "AudioFile.h"
+#include "AudioFileStream.h"
 #include "AudioQueue.h"
 #include "AudioQueueJACK.h"
 
