@@ -72,7 +72,10 @@ final class AudioFileStreamObject {
         if let failure { throw failure }
         parsing = true
         defer { parsing = false }
-        if discontinuity, header.ready, let parser {
+        // A discontinuity drops the partial packet held. Before the header is complete, and
+        // before the first packet after it (AudioStreamer passes the flag from its listener's
+        // ReadyToProducePackets until packets arrive), nothing was skipped: the bytes continue.
+        if discontinuity, header.ready, header.deliveredPackets > 0, let parser {
             input.reset(to: input.position + Int64(input.count))
             parser.discontinuity(&input, self)
         }
