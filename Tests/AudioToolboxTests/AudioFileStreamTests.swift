@@ -106,6 +106,7 @@ import RefereeTesting
         let format = try #require(whole.capture.formatAtReady, "DataFormat is known in the listener at ReadyToProducePackets")
         #expect(format.mFormatID == c.formatID && format.mSampleRate == Double(c.rate) && format.mChannelsPerFrame == UInt32(c.channels), "\(format)")
         #expect(p.formatList == 1)
+        try sameAsAudioFile(path, format: format, properties: p, packetCount: whole.capture.packets.count)
         let packets = whole.capture.packets
         let totalBytes = packets.reduce(0) { $0 + $1.count }
         let dataOffset = try #require(p.dataOffset)
@@ -145,6 +146,20 @@ import RefereeTesting
 
         try decodesAsFFmpegDoes(c, path: path, packets: packets, format: format, properties: p)
         try seeksToPackets(file, probed: probed, dataOffset: dataOffset, packets: packets, countKnown: p.packetCount != nil)
+    }
+
+    /// AudioFileOpenURL on the same file says the same: data format, packet count, priming.
+    func sameAsAudioFile(_ path: String, format: AudioStreamBasicDescription, properties p: StreamProperties, packetCount: Int) throws {
+        let (status, opened) = AF.open(URL(fileURLWithPath: path))
+        expectStatus(status, noErr, "AudioFileOpenURL")
+        let file = try #require(opened)
+        defer { AudioFileClose(file) }
+        let fileFormat = try #require(AF.dataFormat(file))
+        #expect(fileFormat.matches(format), "AudioFile: \(fileFormat)\nstream: \(format)")
+        #expect(AF.property(file, kAudioFilePropertyAudioDataPacketCount, UInt64.self).1 == UInt64(packetCount))
+        if let table = AF.property(file, kAudioFilePropertyPacketTableInfo, AudioFilePacketTableInfo.self).1, let ours = p.packetTable {
+            #expect([table.mNumberValidFrames, Int64(table.mPrimingFrames), Int64(table.mRemainderFrames)] == ours, "AudioFile's packet table \(table)")
+        }
     }
 
     /// The packets and cookie through AudioConverter give ffmpeg's decode (SNR ≥ 60 dB).

@@ -142,7 +142,8 @@ struct MP4SoundTrack {
             }
         }
         if let elst = try Self.child(moov, trak, ["edts", "elst"]), movieTimescale > 0, mediaTimescale > 0 {
-            let total = deltas.reduce(Int64(0)) { $0 + Int64($1) }
+            // Packets of a fixed length hold that many frames, the last one too (its stts delta is only the valid part).
+            let total = format.mFramesPerPacket > 0 ? Int64(sizes.count) * Int64(format.mFramesPerPacket) : deltas.reduce(Int64(0)) { $0 + Int64($1) }
             packetTable = Self.editList(moov, elst, movieTimescale: movieTimescale, mediaTimescale: mediaTimescale, totalFrames: total)
         }
     }
