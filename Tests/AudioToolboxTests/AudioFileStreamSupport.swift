@@ -104,6 +104,15 @@ enum AFS {
         return (status, capture, properties(stream))
     }
 
+    /// AverageBytesPerPacket once the whole file is parsed.
+    static func averageBytesPerPacket(_ file: [UInt8]) -> Double {
+        let capture = StreamCapture()
+        let stream = open(capture)
+        defer { if let stream { AudioFileStreamClose(stream) } }
+        feed(stream, file, chunk: 1500)
+        return value(stream, kAudioFileStreamProperty_AverageBytesPerPacket, Double.self).1 ?? -1
+    }
+
     static func value<Value>(_ stream: AudioFileStreamID?, _ id: AudioFileStreamPropertyID, _: Value.Type) -> (OSStatus, Value?) {
         guard let stream else { return (kAudio_ParamError, nil) }
         var size = UInt32(MemoryLayout<Value>.size)

@@ -138,6 +138,10 @@ import RefereeTesting
         #expect(differing == nil, "packet \(differing?.offset ?? -1) differs from ffprobe's")
         #expect(Int64(probed.first?.pos ?? -1) == dataOffset, "DataOffset \(dataOffset), ffprobe's first packet at \(probed.first?.pos ?? -1)")
         if let count = p.packetCount { #expect(count == UInt64(packets.count)) }
+        if let byteCount = p.byteCount { #expect(byteCount == UInt64(totalBytes), "AudioDataByteCount \(byteCount), packets hold \(totalBytes)") }
+        let average = AFS.value(whole.capture.stream, kAudioFileStreamProperty_AverageBytesPerPacket, Double.self)
+        #expect(average.0 == kAudio_ParamError, "the stream is closed")
+        #expect(abs(AFS.averageBytesPerPacket(file) - Double(totalBytes) / Double(packets.count)) < 0.5)
         #expect(p.maximumPacketSize == UInt32(packets.map(\.count).max() ?? 0))
         #expect((p.upperBound ?? 0) >= p.maximumPacketSize ?? UInt32.max)
         #expect(p.bitRate.map { $0 > 8000 } ?? false)
