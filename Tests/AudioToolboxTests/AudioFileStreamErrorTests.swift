@@ -157,3 +157,20 @@ import RefereeTesting
         expectStatus(AudioFileStreamClose(stream!), noErr)
     }
 }
+
+extension AudioFileStreamErrorTests {
+    /// Junk before the first frame (a stream joined mid-way) holding a false sync word: the
+    /// parser starts at the first frame that a matching frame follows.
+    @Test func junkWithAFalseSyncWordBeforeTheFirstFrame() throws {
+        let file = try ffmpegFile("joined.aac", ["-c:a", "aac"])
+        let packets = ADTS.split(file).packets
+        // 0xFFF1 0x50... reads as an ADTS header of a 48 kHz mono frame of 64 bytes: not the stream's.
+        let junk: [UInt8] = [1, 2, 3, 0xFF, 0xF1, 0x4C, 0x40, 0x08, 0x1F, 0xFC] + [UInt8](repeating: 7, count: 100)
+        for chunk in [1, 1500] {
+            let parsed = AFS.parse(junk + file, chunk: chunk, hint: kAudioFileAAC_ADTSType)
+            expectStatus(parsed.status, noErr)
+            #expect(parsed.capture.packets == packets, "a chunk of \(chunk): \(parsed.capture.packets.count) packets of \(packets.count)")
+            #expect(parsed.properties.dataOffset == Int64(junk.count))
+        }
+    }
+}

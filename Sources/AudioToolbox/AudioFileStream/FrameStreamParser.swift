@@ -11,6 +11,8 @@ final class FrameStreamParser: StreamFormatParser {
     let kind: Kind
     /// The first frame's header, once found: later frames must match its signature.
     private var first: MPEGFrameHeader?
+    /// Whether bytes that are no frame came before the first frame.
+    private var skippedJunk = false
     /// Whether the last seek said where the next bytes start (a discontinuity then loses no packet count).
     private var seeked = false
     /// The index of the next packet (for the packet offsets), nil after an inexact seek.
@@ -34,14 +36,19 @@ final class FrameStreamParser: StreamFormatParser {
             guard let found = header(input, at: 0), first.map({ $0.signature == found.signature }) ?? true else {
                 // Not a frame here (junk, a cut frame after a discontinuity): look further.
                 input.consume(1)
-                if first != nil { nextPacket = nil }
+                if first != nil { nextPacket = nil } else { skippedJunk = true }
                 if first == nil, input.position > Int64(Self.searchLimit) {
                     throw AudioToolboxError(kAudioFileStreamError_UnsupportedFileType, "no \(kind == .adts ? "ADTS" : "MPEG audio") frame in the first 64 KiB")
                 }
                 continue
             }
             if first == nil {
-                guard input.count >= found.length else { return }
+                guard input.count >= found.length + (skippedJunk ? headerBytes : 0) else { return }
+                // After junk a sync word may be chance: the next frame must follow and match.
+                if skippedJunk, header(input, at: found.length)?.signature != found.signature {
+                    input.consume(1)
+                    continue
+                }
                 try start(with: found, &input, stream)
                 continue
             }
