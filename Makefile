@@ -157,7 +157,7 @@ soak: deps-bench release
 bench-late: deps-bench release
 	Sources/Benchmarks/late-cycles.sh
 
-.PHONY: soak bench-late fuzz fuzz-packets fuzz-descriptions fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
+.PHONY: soak bench-late fuzz fuzz-streams fuzz-packets fuzz-descriptions fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
 
 # The longer netjack2 tests (make test runs a compact version): a slave that records, 1 % packet loss, a slave
 # leaving and returning; and the Ardour tests again (make test runs them too: takes against Ardour's export,
@@ -167,7 +167,7 @@ test-daw: deps
 	JAQ_DAW_LONG=1 $(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter 'NetJackTests|ArdourTests'
 
 # make fuzz: the long runs that make test runs short versions of.
-fuzz: fuzz-files fuzz-freewheel fuzz-api fuzz-packets fuzz-descriptions
+fuzz: fuzz-files fuzz-streams fuzz-freewheel fuzz-api fuzz-packets fuzz-descriptions
 
 # Mutants of seed files of every container and of the kept crashers; a crash or hang saves the
 # mutant in out/fuzz-crashes and fails. Docs/audiofile.md, "Hostile input".
@@ -176,6 +176,13 @@ FUZZ_ITERATIONS ?= 100000
 fuzz-files: deps
 	$(SWIFT) build $(SWIFT_FLAGS) --product FileFuzz
 	JACK_NO_START_SERVER=1 .build/debug/FileFuzz fuzz --seed $(FUZZ_SEED) --iterations $(FUZZ_ITERATIONS) \
+	  --corpus Tests/HostileInputTests/Fixtures --crashes out/fuzz-crashes
+
+# The same mutants as byte streams through AudioFileStream: random splits, discontinuities, seeks
+# (the short run, 1500 streams, is HostileInputTests/mutatedStreamsReturnResultCodes in make test).
+fuzz-streams: deps
+	$(SWIFT) build $(SWIFT_FLAGS) --product FileFuzz
+	JACK_NO_START_SERVER=1 .build/debug/FileFuzz stream --seed $(FUZZ_SEED) --iterations $(FUZZ_ITERATIONS) \
 	  --corpus Tests/HostileInputTests/Fixtures --crashes out/fuzz-crashes
 
 # Mangled packets and magic cookies of AAC, ALAC, FLAC and Opus through the decoders (the short run

@@ -107,6 +107,18 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: FileManager.default.currentDirectoryPath + "/._"))
     }
 
+    /// The stream fuzzer, briefly (make fuzz-streams runs it for 10^5 mutants): the same
+    /// mutants parsed by AudioFileStream in random pieces with discontinuities and seeks; every
+    /// call returns one of Apple's AudioFileStream codes and no packet lies outside its bytes.
+    @Test func mutatedStreamsReturnResultCodes() throws {
+        let crashes = scratch.path("stream-crashes")
+        let output = try FileFuzzProcess.run(["stream", "--seed", "23", "--iterations", "1500", "--corpus", FileFuzzProcess.fixtures.path,
+                                              "--crashes", crashes], timeout: 300)
+        #expect(output.contains("streams=1500") && output.contains("odd=0") && output.contains("parse=0:"), "\(output)")
+        let saved = (try? FileManager.default.contentsOfDirectory(atPath: crashes))?.filter { !$0.hasPrefix(".") } ?? []
+        #expect(saved.isEmpty, "crashing or odd streams: \(saved)")
+    }
+
     private var stereo16: AudioStreamBasicDescription {
         AudioStreamBasicDescription(
             mSampleRate: 44100, mFormatID: kAudioFormatLinearPCM, mFormatFlags: kAudioFormatFlagIsSignedInteger | kAudioFormatFlagIsPacked,

@@ -11,6 +11,9 @@ import Glibc
 //                                       AudioFile writer, plus every file of each corpus) and
 //                                       walk each mutant; a signal or a hang saves the mutant
 //                                       as DIR/crash-S-I.bin (hang-S-I.bin) and names it
+//   FileFuzz stream --seed S --iterations N [--start I] [--corpus DIR]... --crashes DIR
+//                                       the same mutants parsed by AudioFileStream in random
+//                                       pieces, with discontinuities and seeks (StreamFuzz)
 //   FileFuzz nonfinite DIR              NaN and ±inf samples written to MP3, Ogg Vorbis, Opus
 //   FileFuzz formats DIR                hostile ASBDs to AudioQueueNewOutput/NewInput and
 //                                       AudioFileCreateWithURL
@@ -25,7 +28,7 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 
 func usage() -> Never {
     FileHandle.standardError.write(Data(("usage: FileFuzz walk [--write] FILE... | fuzz --seed S --iterations N [--start I]"
-        + " [--corpus DIR]... --crashes DIR | nonfinite DIR | formats DIR | queue | descriptions --seed S --iterations N DIR\n").utf8))
+        + " [--corpus DIR]... --crashes DIR | stream (as fuzz) | nonfinite DIR | formats DIR | queue | descriptions --seed S --iterations N DIR\n").utf8))
     exit(2)
 }
 
@@ -35,6 +38,16 @@ func option(_ name: String, in arguments: inout [String]) -> String? {
     let value = arguments[index + 1]
     arguments.removeSubrange(index...index + 1)
     return value
+}
+
+/// The options of `fuzz` and `stream`: --seed, --iterations, --start, --corpus (repeated), --crashes.
+func mutantRun(_ arguments: inout [String]) -> (seed: UInt64, iterations: Int, start: Int, corpora: [String], crashes: String) {
+    var corpora: [String] = []
+    while let corpus = option("--corpus", in: &arguments) { corpora.append(corpus) }
+    guard let seed = option("--seed", in: &arguments).flatMap(UInt64.init), let iterations = option("--iterations", in: &arguments).flatMap(Int.init),
+          let crashes = option("--crashes", in: &arguments)
+    else { usage() }
+    return (seed, iterations, option("--start", in: &arguments).flatMap(Int.init) ?? 0, corpora, crashes)
 }
 
 guard let mode = arguments.first else { usage() }
@@ -50,14 +63,15 @@ case "walk":
         fflush(nil)  // what was printed survives a crash on the next file
     }
 case "fuzz":
-    var corpora: [String] = []
-    while let corpus = option("--corpus", in: &arguments) { corpora.append(corpus) }
-    guard let seed = option("--seed", in: &arguments).flatMap(UInt64.init), let iterations = option("--iterations", in: &arguments).flatMap(Int.init),
-          let crashes = option("--crashes", in: &arguments)
-    else { usage() }
-    let start = option("--start", in: &arguments).flatMap(Int.init) ?? 0
-    let fuzzer = try Fuzzer(seed: seed, crashDirectory: crashes, corpora: corpora)
-    fuzzer.run(from: start, count: iterations)
+    let run = mutantRun(&arguments)
+    let fuzzer = try Fuzzer(seed: run.seed, crashDirectory: run.crashes, corpora: run.corpora)
+    fuzzer.run(from: run.start, count: run.iterations)
+case "stream":
+    let run = mutantRun(&arguments)
+    if try !StreamFuzz.run(seed: run.seed, from: run.start, count: run.iterations, crashDirectory: run.crashes, corpora: run.corpora) {
+        fflush(nil)
+        exit(1)
+    }
 case "nonfinite":
     guard let directory = arguments.first else { usage() }
     NonFiniteSamples.run(in: directory)

@@ -15,6 +15,7 @@
 #include "AudioConverter.h"
 #include "AudioFile.h"
 #include "ExtendedAudioFile.h"
+#include "AudioFileStream.h"
 #include "AudioQueue.h"
 #include "AudioQueueJACK.h"
 
