@@ -224,7 +224,7 @@ final class AudioConverterObject: @unchecked Sendable {
     /// Asks the input proc for `packets` packets: (status, packets given, descriptions), the data in `inputList`.
     private func pull(_ proc: InputProc, _ user: UnsafeMutableRawPointer?, packets: Int)
         -> (OSStatus, Int, UnsafeMutablePointer<AudioStreamPacketDescription>?) {
-        var count = UInt32(max(packets, 1))
+        var count = UInt32(clamping: max(packets, 1))
         let buffers = inputPCM?.bufferCount ?? 1
         inputList.pointee.mNumberBuffers = UInt32(buffers)
         let list = converterBuffers(inputList, buffers)

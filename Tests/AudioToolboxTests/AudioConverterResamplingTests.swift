@@ -263,6 +263,27 @@ import JackTestSupport
         #expect(AudioConverterReset(c) == noErr)
         #expect(Self.drain(c, Feeder(buffers: [Self.bytes(signal)], bytesPerFrame: 8), to: to) == expected)
     }
+
+    /// A call asking for more output than a UInt32 count of input packets can name (768 kHz to
+    /// 1 kHz, 5.6 M frames asked): the input proc is asked for as many as can be named, and the
+    /// converter answers what its input gives (found by review: the request trapped).
+    @Test func aHugeRequestThroughAHighRatioDoesNotTrap() throws {
+        var from = Self.float(rate: 768_000, channels: 1)
+        var to = Self.float(rate: 1000, channels: 1)
+        var converter: AudioConverterRef?
+        try #require(AudioConverterNew(&from, &to, &converter) == noErr)
+        let c = try #require(converter)
+        defer { AudioConverterDispose(c) }
+        let feeder = Feeder(buffers: [Self.bytes([Float](repeating: 0.25, count: 768_000))], bytesPerFrame: 4)
+        var frames: UInt32 = 5_600_000
+        var buffer = [Float](repeating: 0, count: Int(frames))
+        let status = buffer.withUnsafeMutableBytes { bytes in
+            var list = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: 1, mDataByteSize: UInt32(bytes.count), mData: bytes.baseAddress))
+            return AudioConverterFillComplexBuffer(c, Self.feed, Unmanaged.passUnretained(feeder).toOpaque(), &frames, &list, nil)
+        }
+        #expect(status == noErr)
+        #expect(abs(Int(frames) - 1000) <= 2, "a second of input is a second of output: \(frames) frames")
+    }
 }
 
 /// An AudioBufferList's buffers by index (the tests' stand-in for Apple's UnsafeMutableAudioBufferListPointer).

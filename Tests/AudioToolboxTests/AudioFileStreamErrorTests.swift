@@ -173,4 +173,39 @@ extension AudioFileStreamErrorTests {
             #expect(parsed.properties.dataOffset == Int64(junk.count))
         }
     }
+
+    /// Numbers in a file or a call that overflow 64 bits are result codes, never a trap: an MP4
+    /// edit list whose duration times the media's timescale passes 2^63 (found by review: it
+    /// trapped), and PacketToFrame of a packet whose first frame fits but whose offset does not.
+    @Test func productsPast64BitsAreResultCodes() throws {
+        var file = try ffmpegFile("huge-edit.m4a", ["-c:a", "aac", "-movflags", "+faststart"])
+        func find(_ box: String) throws -> Int {
+            let tag = Array(box.utf8)
+            return try #require((0..<(file.count - 4)).first { Array(file[$0..<$0 + 4]) == tag }, "no '\(box)'") + 4
+        }
+        // mdhd (version 0): version/flags, creation, modification, then the timescale.
+        let mdhd = try find("mdhd")
+        try #require(file[mdhd] == 0, "a version-0 mdhd")
+        for k in 0..<4 { file[mdhd + 12 + k] = 0xFF }
+        // elst (version 0): version/flags, entry count, then the first edit's duration.
+        let elst = try find("elst")
+        try #require(file[elst] == 0, "a version-0 elst")
+        for k in 0..<4 { file[elst + 8 + k] = 0xFF }
+        let parsed = AFS.parse(file, chunk: 1500)
+        // The stream still parses (no edit list is used): its packets come, or a result code.
+        #expect(parsed.status == noErr || parsed.status == kAudioFileStreamError_InvalidFile, "\(parsed.status)")
+
+        let mp3 = try ffmpegFile("offset.mp3", ["-c:a", "libmp3lame"])
+        let capture = StreamCapture()
+        let stream = try #require(AFS.open(capture))
+        defer { AudioFileStreamClose(stream) }
+        expectStatus(AFS.feed(stream, mp3, chunk: mp3.count), noErr)
+        var translation = AudioFramePacketTranslation(mFrame: 0, mPacket: Int64.max / 1152, mFrameOffsetInPacket: 1000)
+        var size = UInt32(MemoryLayout<AudioFramePacketTranslation>.size)
+        expectStatus(AudioFileStreamGetProperty(stream, kAudioFileStreamProperty_PacketToFrame, &size, &translation),
+                     kAudioFileStreamError_InvalidPacketOffset)
+        translation = AudioFramePacketTranslation(mFrame: 0, mPacket: 3, mFrameOffsetInPacket: 10)
+        expectStatus(AudioFileStreamGetProperty(stream, kAudioFileStreamProperty_PacketToFrame, &size, &translation), noErr)
+        #expect(translation.mFrame == 3 * 1152 + 10)
+    }
 }

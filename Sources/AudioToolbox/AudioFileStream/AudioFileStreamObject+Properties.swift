@@ -116,8 +116,10 @@ extension AudioFileStreamObject {
         if format.mFramesPerPacket > 0 {
             let per = Int64(format.mFramesPerPacket)
             if toFrame {
-                guard t.mPacket >= 0, t.mPacket <= Int64.max / per else { throw invalidPacket(t.mPacket) }
-                t.mFrame = t.mPacket * per + Int64(min(t.mFrameOffsetInPacket, UInt32(per - 1)))
+                let first = t.mPacket.multipliedReportingOverflow(by: per)
+                let frame = first.partialValue.addingReportingOverflow(Int64(min(t.mFrameOffsetInPacket, UInt32(per - 1))))
+                guard t.mPacket >= 0, !first.overflow, !frame.overflow else { throw invalidPacket(t.mPacket) }
+                t.mFrame = frame.partialValue
             } else {
                 guard t.mFrame >= 0 else { throw AudioToolboxError(kAudio_ParamError, "frame \(t.mFrame)") }
                 t.mPacket = t.mFrame / per

@@ -303,7 +303,10 @@ struct MP4SoundTrack {
             let duration = version == 1 ? Int64(bitPattern: moov.be(at, UInt64.self)) : Int64(moov.be(at, UInt32.self))
             let mediaTime = version == 1 ? Int64(bitPattern: moov.be(at + 8, UInt64.self)) : Int64(Int32(bitPattern: moov.be(at + 4, UInt32.self)))
             guard mediaTime >= 0 else { continue }
-            let valid = duration * Int64(mediaTimescale) / Int64(movieTimescale)
+            // The file's own numbers: a product past 64 bits is a damaged header, not a trap.
+            let scaled = duration.multipliedReportingOverflow(by: Int64(mediaTimescale))
+            guard movieTimescale > 0, !scaled.overflow else { return nil }
+            let valid = scaled.partialValue / Int64(movieTimescale)
             guard mediaTime <= totalFrames, valid >= 0, valid <= totalFrames - mediaTime, mediaTime <= Int64(Int32.max) else { return nil }
             return AudioFilePacketTableInfo(mNumberValidFrames: valid, mPrimingFrames: Int32(mediaTime),
                                             mRemainderFrames: Int32(clamping: totalFrames - mediaTime - valid))
