@@ -204,11 +204,16 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     /// Has the queue thread fill the ring up to `deviceFrames` (or the capacity, or the data); returns frames ready.
     private func primeRing(deviceFrames: Int, timeout: Double) throws -> Int {
-        if thread?.isCurrent == true {
+        if onQueueThread {
             lock.withLock { priming = true; primeTarget = deviceFrames }
             serviceQueue()
             lock.withLock { priming = false }
             return realtime.pointee.ring.readableFrames()
+        }
+        if runsInline {
+            let ready = asQueueThread { try? primeRing(deviceFrames: deviceFrames, timeout: timeout) } ?? 0
+            lock.withLock { primedFrames = ready }
+            return ready
         }
         let ticket: Int = lock.withLock {
             priming = true
@@ -243,7 +248,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Decodes the first periods before the device starts, so the first cycle plays audio
     /// (unless called from a callback, where waiting for the queue thread would stall it).
     private func decodeFirstPeriods() {
-        guard thread?.isCurrent != true, !lock.withLock({ isInCallback }) else { return }
+        guard !onQueueThread, !lock.withLock({ isInCallback }) else { return }
+        if runsInline { return runInlineWork() }
         let target = 2 * device.periodFrames
         var waited = 0.0
         while waited < 2 {

@@ -72,7 +72,7 @@ extension QueueEngine {
         }
         switch executor {
         case .queueThread:
-            if thread?.isCurrent == true {
+            if onQueueThread {
                 job()
             } else {
                 lock.withLock { deliveries.append(job) }
@@ -99,7 +99,7 @@ extension QueueEngine {
 
     /// True if the calling thread is running one of this queue's callbacks (lock held).
     var isInCallback: Bool {
-        callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 } || thread?.isCurrent == true
+        callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 } || onQueueThread
     }
 
     /// Runs pending queue-thread deliveries (queue thread only, lock not held).
@@ -116,9 +116,18 @@ extension QueueEngine {
     /// work here when called on the queue thread. Returns false if the queue thread did not do
     /// it within `controlTimeout` (a callback holds it); otherwise waits for the callbacks it posted.
     func runOnQueueThread(request: () -> Int, isDone: (Int) -> Bool) -> Bool {
-        if thread?.isCurrent == true {
+        if onQueueThread {
             _ = lock.withLock { request() }
             serviceQueue()
+            return true
+        }
+        if runsInline {
+            // No thread to wait for: the caller does the queue thread's work, callbacks included.
+            asQueueThread {
+                _ = lock.withLock { request() }
+                serviceQueue()
+                runDeliveries()
+            }
             return true
         }
         let ticket = lock.withLock { request() }
@@ -131,7 +140,8 @@ extension QueueEngine {
 
     /// Waits until every queue-thread delivery posted so far has run (not from the queue thread).
     func waitForDeliveries(timeout: Double = 10) {
-        guard case .queueThread = executor, thread?.isCurrent != true else { return }
+        guard case .queueThread = executor, !onQueueThread else { return }
+        if runsInline { return asQueueThread { runDeliveries() } }
         lock.withLock {
             _ = lock.wait(timeout: timeout) { deliveries.isEmpty && callbacksRunning == 0 || disposed }
         }

@@ -38,7 +38,13 @@ public class QueueEngine: @unchecked Sendable {
     let wake = Semaphore()
     /// Wakes a realtime entry that waits (freewheel, ManualDriver).
     let realtimeWake = Semaphore()
+    /// The queue thread; nil when the queue's work runs inline (`ManualDriver(queueWork: .inline)`).
     var thread: QueueThread?
+    /// The queue thread's work runs on whoever calls `ManualDriver.runQueueWork()` (or a control
+    /// call that needs it done), not on a thread of its own.
+    let runsInline: Bool
+    /// The thread running the queue's work inline now (`pthread_t` as a number), or 0.
+    let inlineWorker = Atomic<UInt>(0)
 
     /// Seconds Reset, Stop(true) and an input queue's Flush wait for the queue thread (held by a
     /// callback that blocks) before they fail with `.queueThreadTimedOut`.
@@ -112,6 +118,7 @@ public class QueueEngine: @unchecked Sendable {
     init(direction: DeviceDirection, format: StreamFormat, provider: DeviceProvider, clientName: String,
          executor: CallbackExecutor, realtimeLink: any RealtimeLink) throws {
         self.provider = provider
+        runsInline = (provider as? ManualDriver)?.queueWork == .inline
         self.direction = direction
         self.realtimeLink = realtimeLink
         life = QueueLifecycle(direction: direction)
@@ -142,7 +149,11 @@ public class QueueEngine: @unchecked Sendable {
             }
         }
         device.setEventHandler { [weak self] event in self?.handleDeviceEvent(event) }
-        thread = QueueThread(name: threadName) { [self] in self.threadMain() }
+        if runsInline, let driver = provider as? ManualDriver {
+            driver.adopt(self)
+        } else {
+            thread = QueueThread(name: threadName) { [self] in self.threadMain() }
+        }
     }
 
     // MARK: What each direction does
@@ -208,14 +219,19 @@ public class QueueEngine: @unchecked Sendable {
     private func threadMain() {
         while true {
             wake.wait(timeout: 0.05)
-            let shouldExit = lock.withLock { life.exiting }
-            if shouldExit { break }
-            observeRealtime()
-            runDeliveries()
-            serviceQueue()
-            runDeliveries()
+            if !queueThreadPass() { break }
         }
         runDeliveries()
+    }
+
+    /// One pass of the queue thread's work between waits; false once the queue thread is to exit.
+    func queueThreadPass() -> Bool {
+        if lock.withLock({ life.exiting }) { return false }
+        observeRealtime()
+        runDeliveries()
+        serviceQueue()
+        runDeliveries()
+        return true
     }
 
     /// Turns what the realtime side published into run-state changes and listener calls.
