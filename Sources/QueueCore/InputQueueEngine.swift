@@ -191,8 +191,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                           entry: inputRealtimeEntry, freeing: old)
         ringTouched = false
         lock.withLock {
-            seenStartCount = 0
-            seenFinishCount = 0
+            $0.seenStartCount = 0
+            $0.seenFinishCount = 0
         }
     }
 
@@ -296,12 +296,12 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         resampler?.reset()
         // Whole frames for an encoder (its stream counts them); PCM keeps the exact queue time.
         let lost = packetStage == nil ? Double(gap.count) * rateRatio : (Double(gap.count) * rateRatio).rounded()
-        let event: Void = lock.withLock {
+        let event: Void = lock.withLock { state in
+            state.discontinuities += 1
             underrun.eventCount += 1
             underrun.framesLost += Int64(lost.rounded())
             underrun.lastLossSampleTime = queueFrames
             if packetStage == nil { queueFrames += lost }  // the encoder's silence advances it
-            discontinuities += 1
         }
         _ = event
         if let packetStage { encodeSilence(frames: Int(lost), stage: packetStage) }

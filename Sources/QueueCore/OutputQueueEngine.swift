@@ -310,8 +310,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                           to: OutputRealtimeContext(state: replacement, queueWake: wake.raw, realtimeWake: realtimeWake.raw),
                           entry: outputRealtimeEntry, freeing: old)
         lock.withLock {
-            seenStartCount = 0
-            seenFinishCount = 0
+            $0.seenStartCount = 0
+            $0.seenFinishCount = 0
             lostBaseline = 0
             ringFrames = deviceFrames
         }
@@ -322,7 +322,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// nothing decoded; the decode buffer keeps its length and the volume ramp its seconds.
     func adoptDeviceRate(decodeFrames: Int, rampSeconds: Float) throws {
         let deviceRate = device.sampleRate
-        guard deviceRate != converterRate else { return }
+        guard deviceRate != lock.withLock({ $0.converterRate }) else { return }
         try lock.withLock {
             guard runState == .stopped, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
                 throw QueueError.invalidRunState("the rendering rate can change only while stopped with nothing decoded (Reset first)")
@@ -338,7 +338,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             resamplePlanes = nil
         }
         lock.withLock {
-            converterRate = deviceRate
+            $0.converterRate = deviceRate
             resamplerHasInput = false
         }
         replaceRealtimeState(ringFrames: Int((Double(decodeFrames) / rateRatio).rounded(.up)),

@@ -7,10 +7,10 @@ extension QueueEngine {
 
     /// Starts (or resumes) at device frame `deviceFrame`, or as soon as possible.
     public func start(atDeviceFrame deviceFrame: Int64?) throws {
-        let actions: [LifecycleAction] = try lock.withLock {
+        let actions: [LifecycleAction] = try lock.withLock { state in
             // A server that changed its rate since cannot start (the lifecycle says so).
             let paused = withPublication { $0.mode.load(ordering: .relaxed) } == RealtimeMode.paused.rawValue
-            let actions = try life.handle(.start(deviceRate: device.sampleRate, converterRate: converterRate,
+            let actions = try life.handle(.start(deviceRate: device.sampleRate, converterRate: state.converterRate,
                                                  realtimePaused: paused))
             if actions.contains(.prepareTimeline) { perform(.prepareTimeline) }
             return actions
@@ -120,5 +120,5 @@ extension QueueEngine {
     }
 
     /// Counts discontinuities (xruns, lost recorded frames, rate changes) so far.
-    public var discontinuityCount: Int { lock.withLock { discontinuities } }
+    public var discontinuityCount: Int { lock.withLock { $0.discontinuities } }
 }

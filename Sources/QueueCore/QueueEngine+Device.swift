@@ -70,12 +70,12 @@ extension QueueEngine {
             wake.post()
             realtimeWake.post()
         case .xrun:
-            lock.withLock { discontinuities += 1 }
+            lock.withLock { $0.discontinuities += 1 }
         case .sampleRateChanged(let rate):
-            let mismatch = lock.withLock { () -> Bool in
-                discontinuities += 1
-                converterMismatch = rate != converterRate
-                return converterMismatch
+            let mismatch = lock.withLock { state -> Bool in
+                state.discontinuities += 1
+                state.converterMismatch = rate != state.converterRate
+                return state.converterMismatch
             }
             deviceRateChanged()
             // The queue's converter was made for another rate: its conversion no longer fits.

@@ -29,7 +29,8 @@ public class QueueEngine: @unchecked Sendable {
     public let device: AudioDevice
     let deviceSwitch: DeviceSwitch
     let executor: CallbackExecutor
-    let lock = ConditionLock()
+    /// The engine's lock and what it guards (`EngineState`).
+    let lock: Locked<EngineState>
     /// Held by each connection pass with the bookkeeping of what it connected (`currentTarget`,
     /// `connectionTarget`, `connectedPorts`): passes asked for from several threads take turns,
     /// and what the queue reports is what the last one connected. Taken before `lock`.
@@ -49,17 +50,15 @@ public class QueueEngine: @unchecked Sendable {
     /// Seconds Reset, Stop(true) and an input queue's Flush wait for the queue thread (held by a
     /// callback that blocks) before they fail with `.queueThreadTimedOut`.
     public var controlTimeout: Double {
-        get { lock.withLock { _controlTimeout } }
-        set { lock.withLock { _controlTimeout = max(0, newValue) } }
+        get { lock.withLock { $0.controlTimeout } }
+        set { lock.withLock { $0.controlTimeout = max(0, newValue) } }
     }
-    private var _controlTimeout = 10.0
 
     /// Listener dispatch, set by the API layer; runs through the callback executor.
     public var eventSink: (@Sendable (QueueEvent) -> Void)? {
-        get { lock.withLock { _eventSink } }
-        set { lock.withLock { _eventSink = newValue } }
+        get { lock.withLock { $0.eventSink } }
+        set { lock.withLock { $0.eventSink = newValue } }
     }
-    private var _eventSink: (@Sendable (QueueEvent) -> Void)?
 
     /// The direction's realtime state (publication, command ring, meters).
     let realtimeLink: any RealtimeLink
@@ -76,10 +75,6 @@ public class QueueEngine: @unchecked Sendable {
     var callbacksInFlight = 0
     var callbacksRunning = 0
     var callbackThreads: [pthread_t] = []
-    var commandSequence = 0
-    var seenStartCount = 0
-    var seenFinishCount = 0
-    var discontinuities = 0
     var currentTarget: String
     /// What the ports are connected to when it is not `currentTarget` itself.
     var connectionTarget: String?
@@ -96,16 +91,9 @@ public class QueueEngine: @unchecked Sendable {
     /// The JACK server went away (lock held).
     var invalidated: Bool { life.invalidated }
 
-    /// The device rate the queue's converter and ring were made for (guarded by `lock`).
-    var converterRate: Double {
-        didSet { converterMismatch = false }
-    }
-    /// The server changed its rate away from `converterRate` (guarded by `lock`).
-    var converterMismatch = false
-
     /// True once the server runs at a rate the queue's converter was not made for
     /// (kAudioQueueProperty_ConverterError reports it; Start fails with `.cannotStart`).
-    public var converterFailed: Bool { lock.withLock { converterMismatch } }
+    public var converterFailed: Bool { lock.withLock { $0.converterMismatch } }
 
     /// Where the device came from, kept as long as the queue: a provider made for one queue
     /// (`AudioQueueDevices.offline(...)` passed inline) would otherwise go with the call, and its
@@ -129,7 +117,7 @@ public class QueueEngine: @unchecked Sendable {
         var resolved = format
         if resolved.sampleRate == 0 { resolved.sampleRate = device.sampleRate }
         self.format = resolved
-        converterRate = device.sampleRate
+        lock = Locked(EngineState(converterRate: device.sampleRate))
         currentTarget = provider.defaultTarget(for: direction)
         clientNameStorage = device.clientName
     }
@@ -188,7 +176,7 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Tells listeners about `event` (through the executor).
     func notify(_ event: QueueEvent) {
-        guard let sink = lock.withLock({ _eventSink }) else { return }
+        guard let sink = lock.withLock({ $0.eventSink }) else { return }
         deliver { sink(event) }
     }
 
@@ -196,16 +184,17 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Sends a command and, if `synchronous`, waits until the realtime side applied it.
     func send(_ kind: RealtimeCommand.Kind, frame: Int64 = .min, position: Int = 0, synchronous: Bool) {
-        let sequence: Int = lock.withLock {
-            commandSequence += 1
-            let command = RealtimeCommand(kind, frame: frame, position: position, sequence: commandSequence)
-            while !realtimeLink.push(command) {
-                // The command ring is full only if the realtime side is not running: apply here.
-                lock.unlock()
-                device.synchronize(isApplied: { false }, applyDirectly: { self.realtimeLink.applyCommandsDirectly() })
-                lock.lock()
+        // Pushed under the lock, so commands go in the order of their sequence numbers.
+        var sequence = 0
+        while !lock.withLock({ state in
+            if sequence == 0 {
+                state.commandSequence += 1
+                sequence = state.commandSequence
             }
-            return commandSequence
+            return realtimeLink.push(RealtimeCommand(kind, frame: frame, position: position, sequence: sequence))
+        }) {
+            // The command ring is full only if the realtime side is not running: apply here.
+            device.synchronize(isApplied: { false }, applyDirectly: { self.realtimeLink.applyCommandsDirectly() })
         }
         realtimeWake.post()
         if synchronous {
@@ -236,16 +225,16 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Turns what the realtime side published into run-state changes and listener calls.
     func observeRealtime() {
-        let actions: [LifecycleAction] = lock.withLock {
+        let actions: [LifecycleAction] = lock.withLock { state in
             var actions: [LifecycleAction] = []
             let started = withPublication { $0.startCount.load(ordering: .acquiring) }
-            if started != seenStartCount {
-                seenStartCount = started
+            if started != state.seenStartCount {
+                state.seenStartCount = started
                 actions += life.note(.realtimeStarted)
             }
             let finished = withPublication { $0.finishCount.load(ordering: .acquiring) }
-            if finished != seenFinishCount {
-                seenFinishCount = finished
+            if finished != state.seenFinishCount {
+                state.seenFinishCount = finished
                 let news = life.note(.realtimeFinished)
                 if news.contains(.endTimeline) { perform(.endTimeline) }
                 actions += news
@@ -319,9 +308,9 @@ public class QueueEngine: @unchecked Sendable {
         if !inCallback {
             lock.withLock { _ = lock.wait(timeout: 10) { callbacksRunning == 0 } }
         }
-        let handler = lock.withLock { () -> (@Sendable () -> Void)? in
-            defer { _onDisposed = nil }
-            return _onDisposed
+        let handler = lock.withLock { state -> (@Sendable () -> Void)? in
+            defer { state.onDisposed = nil }
+            return state.onDisposed
         }
         handler?()
     }
@@ -331,8 +320,7 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Called once, when the queue has been disposed of (immediately or after playing out).
     public var onDisposed: (@Sendable () -> Void)? {
-        get { lock.withLock { _onDisposed } }
-        set { lock.withLock { _onDisposed = newValue } }
+        get { lock.withLock { $0.onDisposed } }
+        set { lock.withLock { $0.onDisposed = newValue } }
     }
-    private var _onDisposed: (@Sendable () -> Void)?
 }

@@ -1,0 +1,28 @@
+/// What a queue engine's lock guards, reachable only inside `lock.withLock { state in … }`, so
+/// the compiler keeps the guard. (The engine's fields still marked "guarded by `lock`" are
+/// the ones not moved in yet.)
+struct EngineState {
+    /// Seconds Reset, Stop(true) and an input queue's Flush wait for the queue thread.
+    var controlTimeout = 10.0
+    /// Listener dispatch, set by the API layer.
+    var eventSink: (@Sendable (QueueEvent) -> Void)?
+    /// Called once, when the queue has been disposed of.
+    var onDisposed: (@Sendable () -> Void)?
+    /// The sequence number of the last command sent to the realtime side.
+    var commandSequence = 0
+    /// The realtime side's start and finish counts as the queue thread last saw them.
+    var seenStartCount = 0
+    var seenFinishCount = 0
+    /// Discontinuities (xruns, lost recorded frames, rate changes) so far.
+    var discontinuities = 0
+    /// The device rate the queue's converter and ring were made for.
+    var converterRate: Double {
+        didSet { converterMismatch = false }
+    }
+    /// The server changed its rate away from `converterRate`.
+    var converterMismatch = false
+
+    init(converterRate: Double) {
+        self.converterRate = converterRate
+    }
+}
