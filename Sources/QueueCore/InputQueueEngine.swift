@@ -451,7 +451,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         let stopPosition = realtime.pointee.stopPosition.load(ordering: .acquiring)
         let drained = realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0
             && !(lock.withLock { resamplerHasInput })
-        let starved = lock.withLock { fifo.isEmpty && callbacksInFlight == 0 && deliveries.isEmpty }
+        let starved = lock.withLock { fifo.isEmpty && $0.callbacksInFlight == 0 && $0.deliveries.isEmpty }
         if !drained && !starved {
             // Flush the resampler's tail once the ring is empty.
             if realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0,

@@ -104,7 +104,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     override func producerStateChanged() {
         let busy = lock.withLock {
-            !fifo.isEmpty || !awaitingPlayout.isEmpty || callbacksInFlight > 0 || (life.playOutPending && !endOfStreamSent)
+            !fifo.isEmpty || !awaitingPlayout.isEmpty || $0.callbacksInFlight > 0 || (life.playOutPending && !endOfStreamSent)
         }
         context.pointee.producerBusy.store(busy, ordering: .releasing)
         realtimeWake.post()
@@ -248,13 +248,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Decodes the first periods before the device starts, so the first cycle plays audio
     /// (unless called from a callback, where waiting for the queue thread would stall it).
     private func decodeFirstPeriods() {
-        guard !onQueueThread, !lock.withLock({ isInCallback }) else { return }
+        guard !onQueueThread, !lock.withLock({ isInCallback($0) }) else { return }
         if runsInline { return runInlineWork() }
         let target = 2 * device.periodFrames
         var waited = 0.0
         while waited < 2 {
             if realtime.pointee.ring.readableFrames() >= target { return }
-            let idle = lock.withLock { fifo.isEmpty && callbacksInFlight == 0 || (runState != .starting && runState != .stopping) }
+            let idle = lock.withLock { fifo.isEmpty && $0.callbacksInFlight == 0 || (runState != .starting && runState != .stopping) }
             if idle { return }
             HostClock.sleep(seconds: 0.001)
             waited += 0.001

@@ -20,11 +20,11 @@ extension QueueEngine {
 
     /// Forgets a buffer before the API layer frees it; throws `.bufferInQueue` while enqueued.
     public func removeBuffer(_ handle: UnsafeMutableRawPointer) throws {
-        try lock.withLock {
+        try lock.withLock { state in
             guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
             guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
             // A buffer being handed to its callback is the callback's to free, no other thread's.
-            guard buffer.callbacksHolding == 0 || isInCallback else { throw QueueError.bufferInQueue }
+            guard buffer.callbacksHolding == 0 || isInCallback(state) else { throw QueueError.bufferInQueue }
             buffers[handle] = nil
         }
     }
@@ -43,27 +43,27 @@ extension QueueEngine {
     /// disposed of by then. `resetBatch` marks buffers Reset/Stop return: enqueueing
     /// is refused until they have all been delivered.
     func deliver(resetBatch: Bool = false, _ work: @escaping @Sendable () -> Void) {
-        lock.withLock {
-            callbacksInFlight += 1
+        lock.withLock { state in
+            state.callbacksInFlight += 1
             if resetBatch { _ = life.note(.resetDeliveryPosted) }
         }
         producerStateChanged()
         let job: @Sendable () -> Void = { [self] in
-            let proceed: Bool = lock.withLock {
+            let proceed: Bool = lock.withLock { state in
                 guard !disposed else { return false }
-                callbacksRunning += 1
-                callbackThreads.append(pthread_self())
+                state.callbacksRunning += 1
+                state.callbackThreads.append(pthread_self())
                 return true
             }
             if proceed { work() }
-            lock.withLock {
+            lock.withLock { state in
                 if proceed {
-                    callbacksRunning -= 1
-                    if let i = callbackThreads.firstIndex(where: { pthread_equal($0, pthread_self()) != 0 }) {
-                        callbackThreads.remove(at: i)
+                    state.callbacksRunning -= 1
+                    if let i = state.callbackThreads.firstIndex(where: { pthread_equal($0, pthread_self()) != 0 }) {
+                        state.callbackThreads.remove(at: i)
                     }
                 }
-                callbacksInFlight -= 1
+                state.callbacksInFlight -= 1
                 if resetBatch { _ = life.note(.resetDeliveryRan) }
                 lock.broadcast()
             }
@@ -75,7 +75,7 @@ extension QueueEngine {
             if onQueueThread {
                 job()
             } else {
-                lock.withLock { deliveries.append(job) }
+                lock.withLock { $0.deliveries.append(job) }
                 wake.post()
             }
         case .custom(let post):
@@ -97,15 +97,15 @@ extension QueueEngine {
         }
     }
 
-    /// True if the calling thread is running one of this queue's callbacks (lock held).
-    var isInCallback: Bool {
-        callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 } || onQueueThread
+    /// True if the calling thread is running one of this queue's callbacks (`state`: the lock's).
+    func isInCallback(_ state: EngineState) -> Bool {
+        state.isRunningCallbackOnThisThread || onQueueThread
     }
 
     /// Runs pending queue-thread deliveries (queue thread only, lock not held).
     func runDeliveries() {
         while true {
-            let next: (@Sendable () -> Void)? = lock.withLock { deliveries.isEmpty ? nil : deliveries.removeFirst() }
+            let next: (@Sendable () -> Void)? = lock.withLock { $0.deliveries.isEmpty ? nil : $0.deliveries.removeFirst() }
             guard let next else { return }
             next()
         }
@@ -142,8 +142,6 @@ extension QueueEngine {
     func waitForDeliveries(timeout: Double = 10) {
         guard case .queueThread = executor, !onQueueThread else { return }
         if runsInline { return asQueueThread { runDeliveries() } }
-        lock.withLock {
-            _ = lock.wait(timeout: timeout) { deliveries.isEmpty && callbacksRunning == 0 || disposed }
-        }
+        lock.waitUntil(timeout: timeout) { $0.deliveries.isEmpty && $0.callbacksRunning == 0 || disposed }
     }
 }

@@ -66,7 +66,7 @@ extension QueueEngine {
             }
             guard first else { return }
             // The queue thread delivers what it can, then reports the stop.
-            lock.withLock { deliveries.append { [self] in self.finishInvalidation() } }
+            lock.withLock { $0.deliveries.append { [self] in self.finishInvalidation() } }
             wake.post()
             realtimeWake.post()
         case .xrun:

@@ -71,10 +71,6 @@ public class QueueEngine: @unchecked Sendable {
     var resetTickets = QueueTickets()
     var buffers: [UnsafeMutableRawPointer: QueueBuffer] = [:]
     var fifo: [QueueBuffer] = []
-    var deliveries: [@Sendable () -> Void] = []
-    var callbacksInFlight = 0
-    var callbacksRunning = 0
-    var callbackThreads: [pthread_t] = []
     var currentTarget: String
     /// What the ports are connected to when it is not `currentTarget` itself.
     var connectionTarget: String?
@@ -266,9 +262,9 @@ public class QueueEngine: @unchecked Sendable {
     /// Otherwise once the enqueued buffers have played (output) or received what was captured
     /// (input: capture ends now), or at once for a stopped or paused queue.
     public func dispose(immediate: Bool) {
-        let (actions, inCallback) = lock.withLock {
+        let (actions, inCallback) = lock.withLock { state in
             defer { lock.broadcast() }
-            return (life.note(.dispose(immediate: immediate)), isInCallback)
+            return (life.note(.dispose(immediate: immediate)), isInCallback(state))
         }
         for action in actions {
             switch action {
@@ -281,9 +277,9 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Disposes of the queue now (a pending disposal, once played out; on the queue thread).
     func disposeNow() {
-        let (actions, inCallback) = lock.withLock {
+        let (actions, inCallback) = lock.withLock { state in
             defer { lock.broadcast() }
-            return (life.note(.disposeNow), isInCallback)
+            return (life.note(.disposeNow), isInCallback(state))
         }
         if actions.contains(.tearDown) { tearDown(inCallback: inCallback) }
     }
@@ -306,7 +302,7 @@ public class QueueEngine: @unchecked Sendable {
         // Callbacks already running on other threads (a run loop, a dispatch queue) finish first.
         // Realtime memory is freed in the subclass's deinit, when the queue thread is gone too.
         if !inCallback {
-            lock.withLock { _ = lock.wait(timeout: 10) { callbacksRunning == 0 } }
+            lock.waitUntil(timeout: 10) { $0.callbacksRunning == 0 }
         }
         let handler = lock.withLock { state -> (@Sendable () -> Void)? in
             defer { state.onDisposed = nil }

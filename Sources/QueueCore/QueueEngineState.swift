@@ -1,3 +1,5 @@
+import Glibc
+
 /// What a queue engine's lock guards, reachable only inside `lock.withLock { state in … }`, so
 /// the compiler keeps the guard. (The engine's fields still marked "guarded by `lock`" are
 /// the ones not moved in yet.)
@@ -21,6 +23,20 @@ struct EngineState {
     }
     /// The server changed its rate away from `converterRate`.
     var converterMismatch = false
+
+    // Callbacks and listener calls (`QueueEngine.deliver`).
+    /// Jobs posted to the queue thread, oldest first.
+    var deliveries: [@Sendable () -> Void] = []
+    /// Delivered and not finished (posted or running).
+    var callbacksInFlight = 0
+    /// Running now, and on which threads.
+    var callbacksRunning = 0
+    var callbackThreads: [pthread_t] = []
+
+    /// True if the calling thread is running one of the queue's callbacks.
+    var isRunningCallbackOnThisThread: Bool {
+        callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 }
+    }
 
     init(converterRate: Double) {
         self.converterRate = converterRate
