@@ -142,7 +142,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Flush's work (`QueueEngine.flush`): the capture ring and the resampler's tail are
     /// converted and the partly filled buffer is delivered; capture goes on into the next buffer.
     override func flushQueued() throws {
-        let done = runOnQueueThread(request: { flushTickets.request() }, isDone: { flushTickets.isDone($0) })
+        let done = runOnQueueThread(request: { _ in flushTickets.request() }, isDone: { flushTickets.isDone($1) })
         if !done { throw QueueError.queueThreadTimedOut("Flush", controlTimeout) }
     }
 
@@ -231,7 +231,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     private func drain(ignoringState: Bool = false) {
         while true {
             let head: QueueBuffer? = lock.withLock {
-                guard ignoringState || canDrain, resetTickets.isIdle || ignoringState else { return nil }
+                guard ignoringState || canDrain, $0.resetTickets.isIdle || ignoringState else { return nil }
                 return fifo.first
             }
             guard let head else { break }
@@ -406,7 +406,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func handleResetRequest() {
-        guard let pending = lock.withLock({ resetTickets.pending }) else { return }
+        guard let pending = lock.withLock({ $0.resetTickets.pending }) else { return }
         // Deliver what was captured up to the stop into the buffers there are.
         if let packetStage {
             drain(ignoringState: true)
@@ -440,7 +440,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         for buffer in remaining { deliverHead(buffer, resetBatch: true) }
         lock.withLock {
-            resetTickets.complete(pending)
+            $0.resetTickets.complete(pending)
             lock.broadcast()
         }
     }
@@ -466,7 +466,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
         let actions = lock.withLock { life.note(.captureDelivered) }
         guard actions.contains(.resetOnQueueThread) else { return }
-        lock.withLock { _ = resetTickets.request() }
+        lock.withLock { _ = $0.resetTickets.request() }
         handleResetRequest()
         lock.withLock {
             _ = life.note(.resetFinished)

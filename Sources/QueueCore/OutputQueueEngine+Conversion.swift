@@ -33,7 +33,7 @@ extension OutputQueueEngine {
     /// Returns, oldest first, the held buffers the ring has played (or that a waiting cycle needs played).
     func returnPlayedBuffers() {
         let played: [QueueBuffer] = lock.withLock {
-            guard resetTickets.isIdle, !awaitingPlayout.isEmpty else { return [] }
+            guard $0.resetTickets.isIdle, !awaitingPlayout.isEmpty else { return [] }
             let position = max(realtime.pointee.playedIndex.load(ordering: .acquiring),
                                context.pointee.demandPosition.load(ordering: .sequentiallyConsistent))
             let count = awaitingPlayout.prefix { playedPosition($0) <= position }.count
@@ -49,7 +49,7 @@ extension OutputQueueEngine {
     }
 
     func handleResetRequest() {
-        guard let pending = lock.withLock({ resetTickets.pending }) else { return }
+        guard let pending = lock.withLock({ $0.resetTickets.pending }) else { return }
         let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
         send(.discard, position: position, synchronous: true)
         resampler?.reset()
@@ -74,7 +74,7 @@ extension OutputQueueEngine {
         }
         for buffer in returning { returnBuffer(buffer, resetBatch: true) }
         lock.withLock {
-            resetTickets.complete(pending)
+            $0.resetTickets.complete(pending)
             lock.broadcast()
         }
         producerStateChanged()
@@ -104,7 +104,7 @@ extension OutputQueueEngine {
                 lock.withLock { drainPending = false }
             }
             let head: QueueBuffer? = lock.withLock {
-                guard conversionAllowed, resetTickets.isIdle else { return nil }
+                guard conversionAllowed, $0.resetTickets.isIdle else { return nil }
                 if priming && realtime.pointee.ring.readableFrames() >= primeTarget { return nil }
                 return fifo.first
             }

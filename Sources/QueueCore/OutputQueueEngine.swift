@@ -212,7 +212,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         if runsInline {
             let ready = asQueueThread { try? primeRing(deviceFrames: deviceFrames, timeout: timeout) } ?? 0
-            lock.withLock { primedFrames = ready }
+            lock.withLock { $0.primedFrames = ready }
             return ready
         }
         let ticket: Int = lock.withLock {
@@ -228,7 +228,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         if !done { throw QueueError.primeTimedOut }
         let ready = realtime.pointee.ring.readableFrames()
-        lock.withLock { primedFrames = ready }
+        lock.withLock { $0.primedFrames = ready }
         return ready
     }
 
@@ -239,7 +239,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             producerStateChanged()
             wake.post()
         case .endTimeline:
-            primedFrames = 0
+            // (Its callers, holding the lock, set the primed frames to 0.)
             beginTimeline()
         default: break
         }

@@ -115,25 +115,25 @@ extension QueueEngine {
     /// and returns its ticket, `isDone(ticket)` (lock held) says it was done. Runs the queue's
     /// work here when called on the queue thread. Returns false if the queue thread did not do
     /// it within `controlTimeout` (a callback holds it); otherwise waits for the callbacks it posted.
-    func runOnQueueThread(request: () -> Int, isDone: (Int) -> Bool) -> Bool {
+    func runOnQueueThread(request: (inout EngineState) -> Int, isDone: (inout EngineState, Int) -> Bool) -> Bool {
         if onQueueThread {
-            _ = lock.withLock { request() }
+            _ = lock.withLock { request(&$0) }
             serviceQueue()
             return true
         }
         if runsInline {
             // No thread to wait for: the caller does the queue thread's work, callbacks included.
             asQueueThread {
-                _ = lock.withLock { request() }
+                _ = lock.withLock { request(&$0) }
                 serviceQueue()
                 runDeliveries()
             }
             return true
         }
-        let ticket = lock.withLock { request() }
+        let ticket = lock.withLock { request(&$0) }
         wake.post()
         let timeout = controlTimeout
-        let done = lock.withLock { lock.wait(timeout: timeout) { isDone(ticket) || life.isShutDown } }
+        let done = lock.waitUntil(timeout: timeout) { isDone(&$0, ticket) || life.isShutDown }
         if done { waitForDeliveries(timeout: timeout) }
         return done
     }

@@ -49,7 +49,7 @@ extension QueueEngine {
         let finished = resetOnQueueThread()
         lock.withLock {
             _ = life.note(.resetFinished)
-            primedFrames = 0
+            $0.primedFrames = 0
             perform(.endTimeline)
             lock.broadcast()
         }
@@ -65,7 +65,7 @@ extension QueueEngine {
         let finished = resetOnQueueThread()
         lock.withLock {
             _ = life.note(.resetFinished)
-            primedFrames = 0
+            $0.primedFrames = 0
             lock.broadcast()
         }
         if !finished { throw QueueError.queueThreadTimedOut("Reset", controlTimeout) }
@@ -73,7 +73,7 @@ extension QueueEngine {
 
     /// Has the queue thread reset the queue; false if it did not within `controlTimeout`.
     func resetOnQueueThread() -> Bool {
-        runOnQueueThread(request: { resetTickets.request() }, isDone: { resetTickets.isDone($0) })
+        runOnQueueThread(request: { $0.resetTickets.request() }, isDone: { $0.resetTickets.isDone($1) })
     }
 
     /// Flush. Output: what is enqueued now plays to its last frame, the resampler's tail

@@ -38,7 +38,7 @@ extension QueueEngine {
     func deviceRateChanged() { notify(.deviceSampleRateChanged) }
 
     /// The JACK client's name.
-    public var clientName: String { lock.withLock { clientNameStorage } }
+    public var clientName: String { lock.withLock { $0.clientName } }
 
     /// Renames the client (reopens it); allowed while stopped.
     public func setClientName(_ name: String) throws {
@@ -48,7 +48,7 @@ extension QueueEngine {
             let target = lock.withLock { connectionTarget ?? currentTarget }
             let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
             lock.withLock {
-                clientNameStorage = device.clientName
+                $0.clientName = device.clientName
                 connectedPorts = ports
             }
         }

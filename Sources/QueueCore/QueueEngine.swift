@@ -63,20 +63,16 @@ public class QueueEngine: @unchecked Sendable {
     /// The direction's realtime state (publication, command ring, meters).
     let realtimeLink: any RealtimeLink
 
-    // Guarded by `lock`.
+    // Guarded by `lock` (not yet in `EngineState`, where the compiler would keep the guard).
     /// Run state, IsRunning, resets, disposal and invalidation: which call is legal when, and
     /// what it makes the engine do, is decided there.
     var life: QueueLifecycle
-    /// Resets the queue thread is asked to carry out.
-    var resetTickets = QueueTickets()
     var buffers: [UnsafeMutableRawPointer: QueueBuffer] = [:]
     var fifo: [QueueBuffer] = []
     var currentTarget: String
     /// What the ports are connected to when it is not `currentTarget` itself.
     var connectionTarget: String?
     var connectedPorts: [String] = []
-    var primedFrames = 0
-    var clientNameStorage: String
 
     /// The run state (lock held).
     var runState: QueueRunState { life.state }
@@ -113,9 +109,8 @@ public class QueueEngine: @unchecked Sendable {
         var resolved = format
         if resolved.sampleRate == 0 { resolved.sampleRate = device.sampleRate }
         self.format = resolved
-        lock = Locked(EngineState(converterRate: device.sampleRate))
+        lock = Locked(EngineState(converterRate: device.sampleRate, clientName: device.clientName))
         currentTarget = provider.defaultTarget(for: direction)
-        clientNameStorage = device.clientName
     }
 
     deinit {
@@ -232,7 +227,10 @@ public class QueueEngine: @unchecked Sendable {
             if finished != state.seenFinishCount {
                 state.seenFinishCount = finished
                 let news = life.note(.realtimeFinished)
-                if news.contains(.endTimeline) { perform(.endTimeline) }
+                if news.contains(.endTimeline) {
+                    state.primedFrames = 0
+                    perform(.endTimeline)
+                }
                 actions += news
             }
             return actions

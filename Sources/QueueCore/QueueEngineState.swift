@@ -24,6 +24,13 @@ struct EngineState {
     /// The server changed its rate away from `converterRate`.
     var converterMismatch = false
 
+    /// Resets the queue thread is asked to carry out.
+    var resetTickets = QueueTickets()
+    /// Frames an output queue's Prime made ready (0 once started, reset or stopped).
+    var primedFrames = 0
+    /// The client's name as the device last reported it.
+    var clientName: String
+
     // Callbacks and listener calls (`QueueEngine.deliver`).
     /// Jobs posted to the queue thread, oldest first.
     var deliveries: [@Sendable () -> Void] = []
@@ -38,7 +45,8 @@ struct EngineState {
         callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 }
     }
 
-    init(converterRate: Double) {
+    init(converterRate: Double, clientName: String) {
         self.converterRate = converterRate
+        self.clientName = clientName
     }
 }
