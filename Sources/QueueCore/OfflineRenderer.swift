@@ -139,9 +139,9 @@ extension OutputQueueEngine {
             deviceSwitch.goOnline()
             try adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
             connectionLock.withLock {
-                let target = lock.withLock { connectionTarget ?? currentTarget }
+                let target = lock.withLock { $0.effectiveTarget }
                 let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
-                lock.withLock { connectedPorts = ports }
+                lock.withLock { $0.connectedPorts = ports }
             }
             notify(.deviceChannelsChanged)
             return
@@ -166,9 +166,9 @@ extension OutputQueueEngine {
             try? adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
             throw error
         }
-        let before = lock.withLock { () -> Int in
-            defer { connectedPorts = [] }
-            return connectedPorts.count
+        let before = lock.withLock { state -> Int in
+            defer { state.connectedPorts = [] }
+            return state.connectedPorts.count
         }
         if before != 0 { notify(.deviceChannelsChanged) }
     }

@@ -4,10 +4,10 @@ extension QueueEngine {
     // MARK: Device connection
 
     /// What the queue connects to: "system", a port, a regular expression, or "".
-    public var currentDevice: String { lock.withLock { currentTarget } }
+    public var currentDevice: String { lock.withLock { $0.currentTarget } }
 
     /// The device ports the queue is connected to.
-    public var connectedDevicePorts: [String] { lock.withLock { connectedPorts } }
+    public var connectedDevicePorts: [String] { lock.withLock { $0.connectedPorts } }
 
     /// Connects to `target` instead of what the queue connected to before; throws
     /// `.invalidDevice` if nothing matches. Only the connections the queue made itself are
@@ -18,12 +18,12 @@ extension QueueEngine {
     public func setCurrentDevice(_ target: String, connecting ports: String? = nil) throws {
         try lock.withLock { try checkUsable() }
         let (before, connected) = try connectionLock.withLock {
-            let before = lock.withLock { connectedPorts.count }
+            let before = lock.withLock { $0.connectedPorts.count }
             let connected = try device.connect(to: ports ?? target)
-            lock.withLock {
-                currentTarget = target
-                connectionTarget = ports ?? target
-                connectedPorts = connected
+            lock.withLock { state in
+                state.currentTarget = target
+                state.connectionTarget = ports ?? target
+                state.connectedPorts = connected
             }
             return (before, connected)
         }
@@ -32,7 +32,7 @@ extension QueueEngine {
     }
 
     /// What the queue's ports are connected to now (CurrentDevice, or the ports it maps to).
-    public var connectionTargetValue: String { lock.withLock { connectionTarget ?? currentTarget } }
+    public var connectionTargetValue: String { lock.withLock { $0.effectiveTarget } }
 
     /// The JACK sample rate changed: listeners of the device's rate hear of it.
     func deviceRateChanged() { notify(.deviceSampleRateChanged) }
@@ -45,11 +45,11 @@ extension QueueEngine {
         _ = try lock.withLock { try life.handle(.reconfigure("rename a stopped queue")) }
         try connectionLock.withLock {
             try device.rename(to: name)
-            let target = lock.withLock { connectionTarget ?? currentTarget }
+            let target = lock.withLock { $0.effectiveTarget }
             let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
             lock.withLock {
                 $0.clientName = device.clientName
-                connectedPorts = ports
+                $0.connectedPorts = ports
             }
         }
     }

@@ -69,10 +69,6 @@ public class QueueEngine: @unchecked Sendable {
     var life: QueueLifecycle
     var buffers: [UnsafeMutableRawPointer: QueueBuffer] = [:]
     var fifo: [QueueBuffer] = []
-    var currentTarget: String
-    /// What the ports are connected to when it is not `currentTarget` itself.
-    var connectionTarget: String?
-    var connectedPorts: [String] = []
 
     /// The run state (lock held).
     var runState: QueueRunState { life.state }
@@ -109,8 +105,8 @@ public class QueueEngine: @unchecked Sendable {
         var resolved = format
         if resolved.sampleRate == 0 { resolved.sampleRate = device.sampleRate }
         self.format = resolved
-        lock = Locked(EngineState(converterRate: device.sampleRate, clientName: device.clientName))
-        currentTarget = provider.defaultTarget(for: direction)
+        lock = Locked(EngineState(converterRate: device.sampleRate, clientName: device.clientName,
+                                  target: provider.defaultTarget(for: direction)))
     }
 
     deinit {
@@ -122,9 +118,12 @@ public class QueueEngine: @unchecked Sendable {
     /// Connects to the default target and starts the queue thread; called once the subclass is ready.
     func finishSetup(threadName: String) {
         connectionLock.withLock {
-            if !currentTarget.isEmpty {
-                connectedPorts = (try? device.connect(to: currentTarget)) ?? []
-                if connectedPorts.isEmpty { currentTarget = "" }
+            let target = lock.withLock { $0.currentTarget }
+            guard !target.isEmpty else { return }
+            let ports = (try? device.connect(to: target)) ?? []
+            lock.withLock { state in
+                state.connectedPorts = ports
+                if ports.isEmpty { state.currentTarget = "" }
             }
         }
         device.setEventHandler { [weak self] event in self?.handleDeviceEvent(event) }

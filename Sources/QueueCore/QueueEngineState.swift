@@ -31,6 +31,16 @@ struct EngineState {
     /// The client's name as the device last reported it.
     var clientName: String
 
+    // What the queue connects to (each connection pass holds `connectionLock` too).
+    /// CurrentDevice: "system", a port, a regular expression, or "".
+    var currentTarget: String
+    /// What the ports are connected to when it is not `currentTarget` itself.
+    var connectionTarget: String?
+    /// The device ports connected now.
+    var connectedPorts: [String] = []
+    /// What the ports are connected to now.
+    var effectiveTarget: String { connectionTarget ?? currentTarget }
+
     // Callbacks and listener calls (`QueueEngine.deliver`).
     /// Jobs posted to the queue thread, oldest first.
     var deliveries: [@Sendable () -> Void] = []
@@ -45,8 +55,9 @@ struct EngineState {
         callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 }
     }
 
-    init(converterRate: Double, clientName: String) {
+    init(converterRate: Double, clientName: String, target: String) {
         self.converterRate = converterRate
         self.clientName = clientName
+        currentTarget = target
     }
 }
