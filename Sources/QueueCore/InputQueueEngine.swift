@@ -122,8 +122,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
 
     /// Enqueues an empty buffer for the queue to fill.
     public func enqueue(_ handle: UnsafeMutableRawPointer) throws {
-        try lock.withLock {
-            let buffer = try checkEnqueue(handle)
+        try lock.withLock { state in
+            let buffer = try checkEnqueue(handle, &state)
             realtime.pointee.wakeThreshold.store(0, ordering: .relaxed)
             guard buffer.byteCapacity >= format.bytesPerFrame else {
                 throw QueueError.invalidParameter("a \(buffer.byteCapacity)-byte buffer can't hold one \(format.bytesPerFrame)-byte frame")
@@ -177,8 +177,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             throw QueueError.invalidPropertyValue("capture ring of \(seconds) s (0.05...600)")
         }
         try lock.withLock {
-            try checkUsable()
-            guard runState == .stopped else { throw QueueError.invalidRunState("resize the ring while stopped") }
+            try $0.life.checkUsable()
+            guard $0.runState == .stopped else { throw QueueError.invalidRunState("resize the ring while stopped") }
         }
         let replacement = UnsafeMutablePointer<InputRealtimeState>.allocate(capacity: 1)
         replacement.initialize(to: InputRealtimeState(
@@ -223,15 +223,16 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         if realtime.pointee.ring.readableFrames() >= threshold { wake.post() }
     }
 
-    private var canDrain: Bool {
-        if life.isShutDown { return false }
-        return runState != .stopped || realtime.pointee.ring.readableFrames() > 0 || stageCount > 0
+    /// (`state`: the lock's.)
+    private func canDrain(_ state: EngineState) -> Bool {
+        if state.life.isShutDown { return false }
+        return state.runState != .stopped || realtime.pointee.ring.readableFrames() > 0 || stageCount > 0
     }
 
     private func drain(ignoringState: Bool = false) {
         while true {
             let head: QueueBuffer? = lock.withLock {
-                guard ignoringState || canDrain, $0.resetTickets.isIdle || ignoringState else { return nil }
+                guard ignoringState || canDrain($0), $0.resetTickets.isIdle || ignoringState else { return nil }
                 return fifo.first
             }
             guard let head else { break }
@@ -446,7 +447,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func finishStopIfDone() {
-        let draining = lock.withLock { life.isDrainingCapture }
+        let draining = lock.withLock { $0.life.isDrainingCapture }
         guard draining else { return }
         let stopPosition = realtime.pointee.stopPosition.load(ordering: .acquiring)
         let drained = realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0
@@ -464,12 +465,12 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         // Compressed: the encoder's last packets go out with the last buffer.
         if let packetStage { finishPackets(packetStage, resetBatch: false) }
         if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
-        let actions = lock.withLock { life.note(.captureDelivered) }
+        let actions = lock.withLock { $0.life.note(.captureDelivered) }
         guard actions.contains(.resetOnQueueThread) else { return }
         lock.withLock { _ = $0.resetTickets.request() }
         handleResetRequest()
         lock.withLock {
-            _ = life.note(.resetFinished)
+            _ = $0.life.note(.resetFinished)
             lock.broadcast()
         }
         report(actions)

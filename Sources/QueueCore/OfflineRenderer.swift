@@ -131,7 +131,7 @@ extension OutputQueueEngine {
     /// (`.invalidRunState`), and, to change the rate, have nothing decoded; buffers already
     /// enqueued stay enqueued.
     public func setOfflineRenderFormat(_ format: StreamFormat?) throws {
-        _ = try lock.withLock { try life.handle(.reconfigure("stop the queue before changing its rendering mode")) }
+        _ = try lock.withLock { try $0.life.handle(.reconfigure("stop the queue before changing its rendering mode")) }
         let decodeFrames = decodeBufferFrames
         let rampSeconds = volumeRampTime
         guard let format else {
@@ -183,8 +183,8 @@ extension OutputQueueEngine {
     /// Throws `.invalidOfflineMode` unless the queue is offline.
     public func renderOffline(sampleTime: Double, frames: Int, into handle: UnsafeMutableRawPointer,
                               pump: () -> Void = {}) throws -> Int {
-        let (destination, byteCapacity) = try lock.withLock { () throws -> (UnsafeMutableRawPointer, Int) in
-            try checkUsable()
+        let (destination, byteCapacity) = try lock.withLock { state throws -> (UnsafeMutableRawPointer, Int) in
+            try state.life.checkUsable()
             guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
             guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
             return (buffer.data, buffer.byteCapacity)

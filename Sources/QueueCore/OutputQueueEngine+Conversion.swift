@@ -6,7 +6,7 @@ extension OutputQueueEngine {
     /// Asks the realtime side to wake this thread once the ring has room for a chunk
     /// (when there is something to convert), rather than every cycle.
     func armWakeThreshold() {
-        let waiting = lock.withLock { !fifo.isEmpty || (life.playOutPending && !endOfStreamSent) || drainPending }
+        let waiting = lock.withLock { !fifo.isEmpty || ($0.life.playOutPending && !endOfStreamSent) || drainPending }
         let chunk = resampler == nil ? chunkFrames : resampleCapacity
         var threshold = waiting ? min(chunk, realtime.pointee.ring.capacity / 2) : realtime.pointee.ring.capacity / 2
         if effects.isActive && waiting { threshold = realtime.pointee.ring.capacity - effectsFillLimit / 2 }
@@ -55,7 +55,7 @@ extension OutputQueueEngine {
         resampler?.reset()
         effects.reset()
         packetStage?.reset()
-        let returning: [QueueBuffer] = lock.withLock {
+        let returning: [QueueBuffer] = lock.withLock { state in
             let all = awaitingPlayout + fifo
             awaitingPlayout.removeAll()
             fifo.removeAll()
@@ -66,7 +66,7 @@ extension OutputQueueEngine {
             resamplerHasInput = false
             drainPending = false
             for buffer in all { buffer.drainsDecoderAfter = false }
-            _ = life.note(.queueDiscarded)
+            _ = state.life.note(.queueDiscarded)
             endOfStreamSent = false
             // Later buffers with no start time play as soon as possible.
             predictedEnd = streamPosition()
@@ -85,10 +85,11 @@ extension OutputQueueEngine {
         deliverBuffer(buffer, resetBatch: resetBatch) { callback(buffer) }
     }
 
-    private var conversionAllowed: Bool {
-        if life.isShutDown || invalidated { return false }
+    /// (`state`: the lock's.)
+    private func conversionAllowed(_ state: EngineState) -> Bool {
+        if state.life.isShutDown || state.invalidated { return false }
         if priming { return true }
-        switch runState {
+        switch state.runState {
         case .starting, .running, .paused, .stopping: return true
         case .stopped: return false
         }
@@ -104,7 +105,7 @@ extension OutputQueueEngine {
                 lock.withLock { drainPending = false }
             }
             let head: QueueBuffer? = lock.withLock {
-                guard conversionAllowed, $0.resetTickets.isIdle else { return nil }
+                guard conversionAllowed($0), $0.resetTickets.isIdle else { return nil }
                 if priming && realtime.pointee.ring.readableFrames() >= primeTarget { return nil }
                 return fifo.first
             }
@@ -249,7 +250,7 @@ extension OutputQueueEngine {
 
     /// Drains the resampler's tail into the ring; true when done.
     private func drainResampler() -> Bool {
-        guard drainEffects(endOfStream: lock.withLock { life.playOutPending }) else { return false }
+        guard drainEffects(endOfStream: lock.withLock { $0.life.playOutPending }) else { return false }
         guard let resampler, lock.withLock({ resamplerHasInput }) else { return true }
         while true {
             guard realtime.pointee.ring.writableFrames() >= resampleCapacity else { return false }
@@ -270,7 +271,7 @@ extension OutputQueueEngine {
     }
 
     private func sendEndOfStreamIfDue() {
-        let due = lock.withLock { life.playOutPending && !endOfStreamSent && fifo.isEmpty && runState == .stopping }
+        let due = lock.withLock { $0.life.playOutPending && !endOfStreamSent && fifo.isEmpty && $0.runState == .stopping }
         guard due, drainResampler() else { return }
         let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
         lock.withLock { endOfStreamSent = true }

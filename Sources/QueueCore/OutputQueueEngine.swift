@@ -104,7 +104,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     override func producerStateChanged() {
         let busy = lock.withLock {
-            !fifo.isEmpty || !awaitingPlayout.isEmpty || $0.callbacksInFlight > 0 || (life.playOutPending && !endOfStreamSent)
+            !fifo.isEmpty || !awaitingPlayout.isEmpty || $0.callbacksInFlight > 0 || ($0.life.playOutPending && !endOfStreamSent)
         }
         context.pointee.producerBusy.store(busy, ordering: .releasing)
         realtimeWake.post()
@@ -154,8 +154,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     public func enqueue(_ handle: UnsafeMutableRawPointer, byteCount: @autoclosure () -> Int, trimStart: Int = 0,
                         trimEnd: Int = 0, parameters: [ParameterChange] = [], startTime: Int64? = nil,
                         packets: () throws -> [PacketDescription] = { [] }) throws -> Int64 {
-        let actual: Int64 = try lock.withLock {
-            let buffer = try checkEnqueue(handle)
+        let actual: Int64 = try lock.withLock { state in
+            let buffer = try checkEnqueue(handle, &state)
             let byteCount = byteCount()
             guard byteCount > 0 else { throw QueueError.bufferEmpty }
             guard byteCount <= buffer.byteCapacity else {
@@ -196,7 +196,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Decodes enqueued buffers before Start: `frames` frames (queue rate), or all if 0.
     /// Returns the frames ready to play.
     public func prime(frames: Int) throws -> Int {
-        _ = try lock.withLock { try life.handle(.prime) }
+        _ = try lock.withLock { try $0.life.handle(.prime) }
         let targetDevice = frames == 0 ? Int.max : Int((Double(frames) / rateRatio).rounded(.up))
         let ready = try primeRing(deviceFrames: targetDevice, timeout: 10)
         return Int((Double(ready) * rateRatio).rounded(.down))
@@ -221,11 +221,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             return primeTickets.request()
         }
         wake.post()
-        let done: Bool = lock.withLock {
-            let finished = lock.wait(timeout: timeout) { primeTickets.isDone(ticket) || disposed || invalidated }
-            priming = false
-            return finished
-        }
+        let done = lock.waitUntil(timeout: timeout) { primeTickets.isDone(ticket) || $0.disposed || $0.invalidated }
+        lock.withLock { priming = false }
         if !done { throw QueueError.primeTimedOut }
         let ready = realtime.pointee.ring.readableFrames()
         lock.withLock { $0.primedFrames = ready }
@@ -254,7 +251,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         var waited = 0.0
         while waited < 2 {
             if realtime.pointee.ring.readableFrames() >= target { return }
-            let idle = lock.withLock { fifo.isEmpty && $0.callbacksInFlight == 0 || (runState != .starting && runState != .stopping) }
+            let idle = lock.withLock { fifo.isEmpty && $0.callbacksInFlight == 0 || ($0.runState != .starting && $0.runState != .stopping) }
             if idle { return }
             HostClock.sleep(seconds: 0.001)
             waited += 0.001
@@ -284,7 +281,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         try lock.withLock {
             let stoppedAndEmpty = "the decode buffer size can change only while stopped and empty"
-            _ = try life.handle(.reconfigure(stoppedAndEmpty))
+            _ = try $0.life.handle(.reconfigure(stoppedAndEmpty))
             guard fifo.isEmpty, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
                 throw QueueError.invalidRunState(stoppedAndEmpty)
             }
@@ -324,7 +321,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         let deviceRate = device.sampleRate
         guard deviceRate != lock.withLock({ $0.converterRate }) else { return }
         try lock.withLock {
-            guard runState == .stopped, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
+            guard $0.runState == .stopped, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
                 throw QueueError.invalidRunState("the rendering rate can change only while stopped with nothing decoded (Reset first)")
             }
         }

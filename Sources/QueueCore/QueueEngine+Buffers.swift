@@ -8,7 +8,7 @@ extension QueueEngine {
     /// Registers a buffer the API layer allocated.
     public func addBuffer(_ buffer: QueueBuffer) throws {
         try lock.withLock {
-            try checkUsable()
+            try $0.life.checkUsable()
             buffers[buffer.handle] = buffer
         }
     }
@@ -29,9 +29,9 @@ extension QueueEngine {
         }
     }
 
-    /// Checks that a buffer may be enqueued now (lock held).
-    func checkEnqueue(_ handle: UnsafeMutableRawPointer) throws -> QueueBuffer {
-        _ = try life.handle(.enqueue)
+    /// Checks that a buffer may be enqueued now (`state`: the lock's).
+    func checkEnqueue(_ handle: UnsafeMutableRawPointer, _ state: inout EngineState) throws -> QueueBuffer {
+        _ = try state.life.handle(.enqueue)
         guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
         guard buffer.ownership == .application else { throw QueueError.bufferEnqueuedTwice }
         return buffer
@@ -45,12 +45,12 @@ extension QueueEngine {
     func deliver(resetBatch: Bool = false, _ work: @escaping @Sendable () -> Void) {
         lock.withLock { state in
             state.callbacksInFlight += 1
-            if resetBatch { _ = life.note(.resetDeliveryPosted) }
+            if resetBatch { _ = state.life.note(.resetDeliveryPosted) }
         }
         producerStateChanged()
         let job: @Sendable () -> Void = { [self] in
             let proceed: Bool = lock.withLock { state in
-                guard !disposed else { return false }
+                guard !state.disposed else { return false }
                 state.callbacksRunning += 1
                 state.callbackThreads.append(pthread_self())
                 return true
@@ -64,7 +64,7 @@ extension QueueEngine {
                     }
                 }
                 state.callbacksInFlight -= 1
-                if resetBatch { _ = life.note(.resetDeliveryRan) }
+                if resetBatch { _ = state.life.note(.resetDeliveryRan) }
                 lock.broadcast()
             }
             producerStateChanged()
@@ -133,7 +133,7 @@ extension QueueEngine {
         let ticket = lock.withLock { request(&$0) }
         wake.post()
         let timeout = controlTimeout
-        let done = lock.waitUntil(timeout: timeout) { isDone(&$0, ticket) || life.isShutDown }
+        let done = lock.waitUntil(timeout: timeout) { isDone(&$0, ticket) || $0.life.isShutDown }
         if done { waitForDeliveries(timeout: timeout) }
         return done
     }
@@ -142,6 +142,6 @@ extension QueueEngine {
     func waitForDeliveries(timeout: Double = 10) {
         guard case .queueThread = executor, !onQueueThread else { return }
         if runsInline { return asQueueThread { runDeliveries() } }
-        lock.waitUntil(timeout: timeout) { $0.deliveries.isEmpty && $0.callbacksRunning == 0 || disposed }
+        lock.waitUntil(timeout: timeout) { $0.deliveries.isEmpty && $0.callbacksRunning == 0 || $0.disposed }
     }
 }

@@ -16,7 +16,7 @@ extension QueueEngine {
     ///   - ports: what to connect to instead, port i to the i-th name (a comma-separated list),
     ///     while CurrentDevice reports `target` (ChannelAssignments, a ChannelLayout's labels).
     public func setCurrentDevice(_ target: String, connecting ports: String? = nil) throws {
-        try lock.withLock { try checkUsable() }
+        try lock.withLock { try $0.life.checkUsable() }
         let (before, connected) = try connectionLock.withLock {
             let before = lock.withLock { $0.connectedPorts.count }
             let connected = try device.connect(to: ports ?? target)
@@ -42,7 +42,7 @@ extension QueueEngine {
 
     /// Renames the client (reopens it); allowed while stopped.
     public func setClientName(_ name: String) throws {
-        _ = try lock.withLock { try life.handle(.reconfigure("rename a stopped queue")) }
+        _ = try lock.withLock { try $0.life.handle(.reconfigure("rename a stopped queue")) }
         try connectionLock.withLock {
             try device.rename(to: name)
             let target = lock.withLock { $0.effectiveTarget }
@@ -59,8 +59,8 @@ extension QueueEngine {
     func handleDeviceEvent(_ event: DeviceEvent) {
         switch event {
         case .shutdown:
-            let first = lock.withLock { () -> Bool in
-                let actions = life.note(.deviceGone)
+            let first = lock.withLock { state -> Bool in
+                let actions = state.life.note(.deviceGone)
                 lock.broadcast()
                 return actions.contains(.deliverInvalidation)
             }
@@ -89,7 +89,7 @@ extension QueueEngine {
         perform(.deliverInvalidation)
         let actions = lock.withLock {
             defer { lock.broadcast() }
-            return life.note(.invalidationDelivered)
+            return $0.life.note(.invalidationDelivered)
         }
         report(actions)
     }

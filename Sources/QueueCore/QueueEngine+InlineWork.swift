@@ -21,7 +21,7 @@ extension QueueEngine {
     }
 
     /// Disposed of, or on the way to it (takes the lock).
-    var isShutDownNow: Bool { lock.withLock { life.isShutDown } }
+    var isShutDownNow: Bool { lock.withLock { $0.life.isShutDown } }
 
     /// Does what the queue thread would do now: one pass, then another for as long as someone
     /// woke it meanwhile (the realtime side, an enqueue, a callback that finished). Inline mode only.

@@ -64,20 +64,8 @@ public class QueueEngine: @unchecked Sendable {
     let realtimeLink: any RealtimeLink
 
     // Guarded by `lock` (not yet in `EngineState`, where the compiler would keep the guard).
-    /// Run state, IsRunning, resets, disposal and invalidation: which call is legal when, and
-    /// what it makes the engine do, is decided there.
-    var life: QueueLifecycle
     var buffers: [UnsafeMutableRawPointer: QueueBuffer] = [:]
     var fifo: [QueueBuffer] = []
-
-    /// The run state (lock held).
-    var runState: QueueRunState { life.state }
-    /// IsRunning (lock held).
-    var isRunning: Bool { life.isRunning }
-    /// Dispose has run or is running (lock held).
-    var disposed: Bool { life.disposed }
-    /// The JACK server went away (lock held).
-    var invalidated: Bool { life.invalidated }
 
     /// True once the server runs at a rate the queue's converter was not made for
     /// (kAudioQueueProperty_ConverterError reports it; Start fails with `.cannotStart`).
@@ -97,7 +85,6 @@ public class QueueEngine: @unchecked Sendable {
         runsInline = (provider as? ManualDriver)?.queueWork == .inline
         self.direction = direction
         self.realtimeLink = realtimeLink
-        life = QueueLifecycle(direction: direction)
         self.executor = executor
         let layout = PortLayout.forQueue(direction: direction, channelCount: format.channelCount)
         deviceSwitch = DeviceSwitch(try provider.openDevice(name: clientName, direction: direction, layout: layout))
@@ -105,7 +92,7 @@ public class QueueEngine: @unchecked Sendable {
         var resolved = format
         if resolved.sampleRate == 0 { resolved.sampleRate = device.sampleRate }
         self.format = resolved
-        lock = Locked(EngineState(converterRate: device.sampleRate, clientName: device.clientName,
+        lock = Locked(EngineState(direction: direction, converterRate: device.sampleRate, clientName: device.clientName,
                                   target: provider.defaultTarget(for: direction)))
     }
 
@@ -154,11 +141,6 @@ public class QueueEngine: @unchecked Sendable {
 
     // MARK: State checks
 
-    /// Throws the error any call on a disposed, disposing or invalidated queue gets (lock held).
-    func checkUsable() throws {
-        try life.checkUsable()
-    }
-
     /// Tells IsRunning listeners what `actions` report (lock not held).
     func report(_ actions: [LifecycleAction]) {
         for case .notifyIsRunning(let running) in actions { notify(.isRunningChanged(running)) }
@@ -205,7 +187,7 @@ public class QueueEngine: @unchecked Sendable {
 
     /// One pass of the queue thread's work between waits; false once the queue thread is to exit.
     func queueThreadPass() -> Bool {
-        if lock.withLock({ life.exiting }) { return false }
+        if lock.withLock({ $0.life.exiting }) { return false }
         observeRealtime()
         runDeliveries()
         serviceQueue()
@@ -220,12 +202,12 @@ public class QueueEngine: @unchecked Sendable {
             let started = withPublication { $0.startCount.load(ordering: .acquiring) }
             if started != state.seenStartCount {
                 state.seenStartCount = started
-                actions += life.note(.realtimeStarted)
+                actions += state.life.note(.realtimeStarted)
             }
             let finished = withPublication { $0.finishCount.load(ordering: .acquiring) }
             if finished != state.seenFinishCount {
                 state.seenFinishCount = finished
-                let news = life.note(.realtimeFinished)
+                let news = state.life.note(.realtimeFinished)
                 if news.contains(.endTimeline) {
                     state.primedFrames = 0
                     perform(.endTimeline)
@@ -235,7 +217,7 @@ public class QueueEngine: @unchecked Sendable {
             return actions
         }
         report(actions)
-        if lock.withLock({ life.note(.realtimeObserved) }).contains(.disposeNow) {
+        if lock.withLock({ $0.life.note(.realtimeObserved) }).contains(.disposeNow) {
             disposeNow()
         }
     }
@@ -261,7 +243,7 @@ public class QueueEngine: @unchecked Sendable {
     public func dispose(immediate: Bool) {
         let (actions, inCallback) = lock.withLock { state in
             defer { lock.broadcast() }
-            return (life.note(.dispose(immediate: immediate)), isInCallback(state))
+            return (state.life.note(.dispose(immediate: immediate)), isInCallback(state))
         }
         for action in actions {
             switch action {
@@ -276,7 +258,7 @@ public class QueueEngine: @unchecked Sendable {
     func disposeNow() {
         let (actions, inCallback) = lock.withLock { state in
             defer { lock.broadcast() }
-            return (life.note(.disposeNow), isInCallback(state))
+            return (state.life.note(.disposeNow), isInCallback(state))
         }
         if actions.contains(.tearDown) { tearDown(inCallback: inCallback) }
     }
@@ -287,7 +269,7 @@ public class QueueEngine: @unchecked Sendable {
         device.setProcessor(nil)
         device.close()
         lock.withLock {
-            _ = life.note(.tornDown)
+            _ = $0.life.note(.tornDown)
             for buffer in buffers.values { buffer.ownership = .application }
             fifo.removeAll()
         }
@@ -309,7 +291,7 @@ public class QueueEngine: @unchecked Sendable {
     }
 
     /// True once Dispose ran.
-    public var isDisposed: Bool { lock.withLock { disposed } }
+    public var isDisposed: Bool { lock.withLock { $0.disposed } }
 
     /// Called once, when the queue has been disposed of (immediately or after playing out).
     public var onDisposed: (@Sendable () -> Void)? {

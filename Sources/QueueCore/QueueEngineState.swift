@@ -24,6 +24,18 @@ struct EngineState {
     /// The server changed its rate away from `converterRate`.
     var converterMismatch = false
 
+    /// Run state, IsRunning, resets, disposal and invalidation: which call is legal when, and
+    /// what it makes the engine do, is decided there.
+    var life: QueueLifecycle
+    /// The run state.
+    var runState: QueueRunState { life.state }
+    /// IsRunning.
+    var isRunning: Bool { life.isRunning }
+    /// Dispose has run or is running.
+    var disposed: Bool { life.disposed }
+    /// The JACK server went away.
+    var invalidated: Bool { life.invalidated }
+
     /// Resets the queue thread is asked to carry out.
     var resetTickets = QueueTickets()
     /// Frames an output queue's Prime made ready (0 once started, reset or stopped).
@@ -55,7 +67,8 @@ struct EngineState {
         callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 }
     }
 
-    init(converterRate: Double, clientName: String, target: String) {
+    init(direction: DeviceDirection, converterRate: Double, clientName: String, target: String) {
+        life = QueueLifecycle(direction: direction)
         self.converterRate = converterRate
         self.clientName = clientName
         currentTarget = target
