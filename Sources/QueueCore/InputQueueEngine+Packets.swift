@@ -75,10 +75,10 @@ extension InputQueueEngine {
             let status = stage.encoder.finishEncoding()
             if status != 0 { notify(.converterError(status)) }
         }
-        while let head = lock.withLock({ fifo.first }) {
+        while let head = lock.withLock({ $0.fifo.first }) {
             guard movePacket(into: head, stage: stage, resetBatch: resetBatch) else { break }
         }
-        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head, resetBatch: resetBatch) }
+        if let head = lock.withLock({ $0.fifo.first }), head.filledBytes > 0 { deliverHead(head, resetBatch: resetBatch) }
     }
 
     /// A new stream starts at the next Start: the encoder begins again (with its priming).

@@ -113,7 +113,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         case .deliverInvalidation:
             // The server is gone: deliver what was captured.
             drain(ignoringState: true)
-            if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
+            if let head = lock.withLock({ $0.fifo.first }), head.filledBytes > 0 { deliverHead(head) }
         default: break
         }
     }
@@ -131,7 +131,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             buffer.filledBytes = 0
             buffer.packets = []
             buffer.ownership = .enqueued
-            fifo.append(buffer)
+            state.fifo.append(buffer)
         }
         realtimeWake.post()
         wake.post()
@@ -151,12 +151,12 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         drain(ignoringState: true)
         // The resampler's tail, once the ring has been read (a bounded number of rounds: capture goes on).
         var rounds = 0
-        while resampler != nil, rounds < 8, realtime.pointee.ring.readableFrames() == 0, lock.withLock({ !fifo.isEmpty }),
+        while resampler != nil, rounds < 8, realtime.pointee.ring.readableFrames() == 0, lock.withLock({ !$0.fifo.isEmpty }),
               stageCount > 0 || fillStage(flush: true) {
             drain(ignoringState: true)
             rounds += 1
         }
-        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
+        if let head = lock.withLock({ $0.fifo.first }), head.filledBytes > 0 { deliverHead(head) }
         lock.withLock {
             flushTickets.complete(pending)
             lock.broadcast()
@@ -213,7 +213,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     /// head buffer (or half the ring when no buffer waits), rather than every cycle.
     private func armWakeThreshold() {
         let needed: Int = lock.withLock {
-            guard let head = fifo.first else { return realtime.pointee.ring.capacity / 2 }
+            guard let head = $0.fifo.first else { return realtime.pointee.ring.capacity / 2 }
             let frames = (head.byteCapacity - head.filledBytes) / format.bytesPerFrame
             return max(1, Int((Double(frames) / rateRatio).rounded(.up)))
         }
@@ -233,7 +233,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         while true {
             let head: QueueBuffer? = lock.withLock {
                 guard ignoringState || canDrain($0), $0.resetTickets.isIdle || ignoringState else { return nil }
-                return fifo.first
+                return $0.fifo.first
             }
             guard let head else { break }
             if handleGapIfDue(head: head) { continue }
@@ -385,8 +385,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         let stamp = timeStamp(forQueueFrame: head.firstQueueFrame, empty: byteCount == 0)
         // Once only: a Reset or Stop from a callback this loop ran may have returned it already.
         let queued: Bool = lock.withLock {
-            guard let index = fifo.firstIndex(where: { $0 === head }) else { return false }
-            fifo.remove(at: index)
+            guard let index = $0.fifo.firstIndex(where: { $0 === head }) else { return false }
+            $0.fifo.remove(at: index)
             head.ownership = .returning
             return true
         }
@@ -415,7 +415,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         } else {
             drain(ignoringState: true)
             while true {
-                guard stageCount > 0 || fillStage(flush: true), let head = lock.withLock({ fifo.first }) else { break }
+                guard stageCount > 0 || fillStage(flush: true), let head = lock.withLock({ $0.fifo.first }) else { break }
                 let capacityFrames = head.byteCapacity / format.bytesPerFrame
                 let filledFrames = head.filledBytes / format.bytesPerFrame
                 let count = min(stageCount, capacityFrames - filledFrames)
@@ -437,7 +437,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         if let packetStage { restartPackets(packetStage) }
         let remaining: [QueueBuffer] = lock.withLock {
             resamplerHasInput = false
-            return fifo
+            return $0.fifo
         }
         for buffer in remaining { deliverHead(buffer, resetBatch: true) }
         lock.withLock {
@@ -452,11 +452,11 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         let stopPosition = realtime.pointee.stopPosition.load(ordering: .acquiring)
         let drained = realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0
             && !(lock.withLock { resamplerHasInput })
-        let starved = lock.withLock { fifo.isEmpty && $0.callbacksInFlight == 0 && $0.deliveries.isEmpty }
+        let starved = lock.withLock { $0.fifo.isEmpty && $0.callbacksInFlight == 0 && $0.deliveries.isEmpty }
         if !drained && !starved {
             // Flush the resampler's tail once the ring is empty.
             if realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0,
-               let head = lock.withLock({ fifo.first }), fillStage(flush: true) {
+               let head = lock.withLock({ $0.fifo.first }), fillStage(flush: true) {
                 _ = head
                 drain(ignoringState: true)
             }
@@ -464,7 +464,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         // Compressed: the encoder's last packets go out with the last buffer.
         if let packetStage { finishPackets(packetStage, resetBatch: false) }
-        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
+        if let head = lock.withLock({ $0.fifo.first }), head.filledBytes > 0 { deliverHead(head) }
         let actions = lock.withLock { $0.life.note(.captureDelivered) }
         guard actions.contains(.resetOnQueueThread) else { return }
         lock.withLock { _ = $0.resetTickets.request() }

@@ -185,7 +185,7 @@ extension OutputQueueEngine {
                               pump: () -> Void = {}) throws -> Int {
         let (destination, byteCapacity) = try lock.withLock { state throws -> (UnsafeMutableRawPointer, Int) in
             try state.life.checkUsable()
-            guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
+            guard let buffer = state.buffers[handle] else { throw QueueError.invalidBuffer }
             guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
             return (buffer.data, buffer.byteCapacity)
         }

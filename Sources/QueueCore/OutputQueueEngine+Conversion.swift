@@ -6,7 +6,7 @@ extension OutputQueueEngine {
     /// Asks the realtime side to wake this thread once the ring has room for a chunk
     /// (when there is something to convert), rather than every cycle.
     func armWakeThreshold() {
-        let waiting = lock.withLock { !fifo.isEmpty || ($0.life.playOutPending && !endOfStreamSent) || drainPending }
+        let waiting = lock.withLock { !$0.fifo.isEmpty || ($0.life.playOutPending && !endOfStreamSent) || drainPending }
         let chunk = resampler == nil ? chunkFrames : resampleCapacity
         var threshold = waiting ? min(chunk, realtime.pointee.ring.capacity / 2) : realtime.pointee.ring.capacity / 2
         if effects.isActive && waiting { threshold = realtime.pointee.ring.capacity - effectsFillLimit / 2 }
@@ -56,9 +56,9 @@ extension OutputQueueEngine {
         effects.reset()
         packetStage?.reset()
         let returning: [QueueBuffer] = lock.withLock { state in
-            let all = awaitingPlayout + fifo
+            let all = awaitingPlayout + state.fifo
             awaitingPlayout.removeAll()
-            fifo.removeAll()
+            state.fifo.removeAll()
             for buffer in all {
                 buffer.ownership = .returning
                 buffer.consumedFrames = -1
@@ -107,7 +107,7 @@ extension OutputQueueEngine {
             let head: QueueBuffer? = lock.withLock {
                 guard conversionAllowed($0), $0.resetTickets.isIdle else { return nil }
                 if priming && realtime.pointee.ring.readableFrames() >= primeTarget { return nil }
-                return fifo.first
+                return $0.fifo.first
             }
             guard let head else { break }
             let finished = convertChunk(of: head)
@@ -117,7 +117,7 @@ extension OutputQueueEngine {
                 let end = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
                     + Int((resampler?.delay ?? 0).rounded(.up)) + Int(held.rounded(.up))
                 lock.withLock {
-                    if let index = fifo.firstIndex(where: { $0 === head }) { fifo.remove(at: index) }
+                    if let index = $0.fifo.firstIndex(where: { $0 === head }) { $0.fifo.remove(at: index) }
                     head.ringEnd = end
                     awaitingPlayout.append(head)
                     if head.drainsDecoderAfter {
@@ -271,7 +271,7 @@ extension OutputQueueEngine {
     }
 
     private func sendEndOfStreamIfDue() {
-        let due = lock.withLock { $0.life.playOutPending && !endOfStreamSent && fifo.isEmpty && $0.runState == .stopping }
+        let due = lock.withLock { $0.life.playOutPending && !endOfStreamSent && $0.fifo.isEmpty && $0.runState == .stopping }
         guard due, drainResampler() else { return }
         let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
         lock.withLock { endOfStreamSent = true }
@@ -284,7 +284,7 @@ extension OutputQueueEngine {
             guard priming, let ticket = primeTickets.pending else { return }
             let ready = realtime.pointee.ring.readableFrames()
             let full = !hasRoomForChunk()
-            if ready >= primeTarget || fifo.isEmpty || full {
+            if ready >= primeTarget || $0.fifo.isEmpty || full {
                 primeTickets.complete(ticket)
                 lock.broadcast()
             }

@@ -104,7 +104,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     override func producerStateChanged() {
         let busy = lock.withLock {
-            !fifo.isEmpty || !awaitingPlayout.isEmpty || $0.callbacksInFlight > 0 || ($0.life.playOutPending && !endOfStreamSent)
+            !$0.fifo.isEmpty || !awaitingPlayout.isEmpty || $0.callbacksInFlight > 0 || ($0.life.playOutPending && !endOfStreamSent)
         }
         context.pointee.producerBusy.store(busy, ordering: .releasing)
         realtimeWake.post()
@@ -182,7 +182,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             buffer.requestedStart = startTime
             buffer.consumedFrames = -1
             buffer.ownership = .enqueued
-            fifo.append(buffer)
+            state.fifo.append(buffer)
             predictedEnd = start + Int64(frames - trimStart - trimEnd)
             return start
         }
@@ -251,7 +251,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         var waited = 0.0
         while waited < 2 {
             if realtime.pointee.ring.readableFrames() >= target { return }
-            let idle = lock.withLock { fifo.isEmpty && $0.callbacksInFlight == 0 || ($0.runState != .starting && $0.runState != .stopping) }
+            let idle = lock.withLock { $0.fifo.isEmpty && $0.callbacksInFlight == 0 || ($0.runState != .starting && $0.runState != .stopping) }
             if idle { return }
             HostClock.sleep(seconds: 0.001)
             waited += 0.001
@@ -262,7 +262,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// queue decodes as it plays, and a queue whose callback keeps enqueueing has no end to wait for.
     override func flushQueued() throws {
         lock.withLock {
-            if let last = fifo.last { last.drainsDecoderAfter = true } else { drainPending = true }
+            if let last = $0.fifo.last { last.drainsDecoderAfter = true } else { drainPending = true }
         }
         wake.post()
     }
@@ -282,7 +282,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         try lock.withLock {
             let stoppedAndEmpty = "the decode buffer size can change only while stopped and empty"
             _ = try $0.life.handle(.reconfigure(stoppedAndEmpty))
-            guard fifo.isEmpty, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
+            guard $0.fifo.isEmpty, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
                 throw QueueError.invalidRunState(stoppedAndEmpty)
             }
         }

@@ -9,30 +9,30 @@ extension QueueEngine {
     public func addBuffer(_ buffer: QueueBuffer) throws {
         try lock.withLock {
             try $0.life.checkUsable()
-            buffers[buffer.handle] = buffer
+            $0.buffers[buffer.handle] = buffer
         }
     }
 
     /// The buffer with `handle`, if it belongs to this queue.
     public func buffer(for handle: UnsafeMutableRawPointer) -> QueueBuffer? {
-        lock.withLock { buffers[handle] }
+        lock.withLock { $0.buffers[handle] }
     }
 
     /// Forgets a buffer before the API layer frees it; throws `.bufferInQueue` while enqueued.
     public func removeBuffer(_ handle: UnsafeMutableRawPointer) throws {
         try lock.withLock { state in
-            guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
+            guard let buffer = state.buffers[handle] else { throw QueueError.invalidBuffer }
             guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
             // A buffer being handed to its callback is the callback's to free, no other thread's.
             guard buffer.callbacksHolding == 0 || isInCallback(state) else { throw QueueError.bufferInQueue }
-            buffers[handle] = nil
+            state.buffers[handle] = nil
         }
     }
 
     /// Checks that a buffer may be enqueued now (`state`: the lock's).
     func checkEnqueue(_ handle: UnsafeMutableRawPointer, _ state: inout EngineState) throws -> QueueBuffer {
         _ = try state.life.handle(.enqueue)
-        guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
+        guard let buffer = state.buffers[handle] else { throw QueueError.invalidBuffer }
         guard buffer.ownership == .application else { throw QueueError.bufferEnqueuedTwice }
         return buffer
     }

@@ -33,7 +33,7 @@ extension QueueEngine {
     /// callback that blocks) for `controlTimeout`.
     public func stop(immediate: Bool) throws {
         let actions = try lock.withLock {
-            try $0.life.handle(.stop(immediate: immediate, hasQueuedData: !fifo.isEmpty || realtimeLink.bufferedFrames > 0))
+            try $0.life.handle(.stop(immediate: immediate, hasQueuedData: !$0.fifo.isEmpty || realtimeLink.bufferedFrames > 0))
         }
         for action in actions {
             if action == .halt { try halt() } else { perform(action) }

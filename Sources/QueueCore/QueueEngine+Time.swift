@@ -12,7 +12,7 @@ extension QueueEngine {
 
     /// The earliest device frame at or after `requested` at which a start can be honoured.
     public func nearestStartFrame(atOrAfter requested: Int64) throws -> Int64 {
-        _ = try lock.withLock { try $0.life.handle(.nearestStartTime(primed: $0.primedFrames > 0 || !fifo.isEmpty)) }
+        _ = try lock.withLock { try $0.life.handle(.nearestStartTime(primed: $0.primedFrames > 0 || !$0.fifo.isEmpty)) }
         let time = withPublication { $0.time.read() } ?? PublishedTime()
         let (cycleFrame, cycleCount) = (time.cycleFrame, time.cycleFrameCount)
         let period = Int64(max(cycleCount, device.periodFrames))

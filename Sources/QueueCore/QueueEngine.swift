@@ -63,10 +63,6 @@ public class QueueEngine: @unchecked Sendable {
     /// The direction's realtime state (publication, command ring, meters).
     let realtimeLink: any RealtimeLink
 
-    // Guarded by `lock` (not yet in `EngineState`, where the compiler would keep the guard).
-    var buffers: [UnsafeMutableRawPointer: QueueBuffer] = [:]
-    var fifo: [QueueBuffer] = []
-
     /// True once the server runs at a rate the queue's converter was not made for
     /// (kAudioQueueProperty_ConverterError reports it; Start fails with `.cannotStart`).
     public var converterFailed: Bool { lock.withLock { $0.converterMismatch } }
@@ -270,8 +266,8 @@ public class QueueEngine: @unchecked Sendable {
         device.close()
         lock.withLock {
             _ = $0.life.note(.tornDown)
-            for buffer in buffers.values { buffer.ownership = .application }
-            fifo.removeAll()
+            for buffer in $0.buffers.values { buffer.ownership = .application }
+            $0.fifo.removeAll()
         }
         wake.post()
         realtimeWake.post()

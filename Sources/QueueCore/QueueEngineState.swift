@@ -36,6 +36,11 @@ struct EngineState {
     /// The JACK server went away.
     var invalidated: Bool { life.invalidated }
 
+    /// The queue's buffers by handle (what AllocateBuffer made and FreeBuffer has not freed).
+    var buffers: [UnsafeMutableRawPointer: QueueBuffer] = [:]
+    /// Enqueued buffers not taken up yet, oldest first.
+    var fifo: [QueueBuffer] = []
+
     /// Resets the queue thread is asked to carry out.
     var resetTickets = QueueTickets()
     /// Frames an output queue's Prime made ready (0 once started, reset or stopped).
