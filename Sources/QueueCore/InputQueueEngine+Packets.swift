@@ -14,13 +14,13 @@ extension InputQueueEngine {
         let count = stageCount
         guard count > 0 else { return }
         if !stage.hasInput {
-            stage.streamOrigin = lock.withLock { queueFrames }
+            stage.streamOrigin = lock.withLock { $0.input.queueFrames }
             stage.hasInput = true
         }
         let status = stage.encoder.encodeFrames(stagePlanes.readableView(at: stageStart), frames: count)
         stageStart += count
         stageCount = 0
-        lock.withLock { queueFrames += Double(count) }
+        lock.withLock { $0.input.queueFrames += Double(count) }
         if status != 0 { notify(.converterError(status)) }
     }
 

@@ -33,12 +33,6 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     var stageStart = 0
     var stageCount = 0
 
-    // Guarded by `lock`.
-    /// Queue-rate frames delivered (and lost) since the timeline began.
-    var queueFrames: Double = 0
-    private var flushTickets = QueueTickets()
-    private var underrun = RecordUnderrunInfo(eventCount: 0, framesLost: 0, lastLossSampleTime: 0)
-    private var resamplerHasInput = false
 
     /// Seconds of audio the capture ring holds by default: what may be captured
     /// while no buffer is enqueued before frames are lost.
@@ -94,6 +88,12 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Whether the capture ring's pages have been touched (see FrameRing.touch).
     private var ringTouched = false
 
+    override func prepareTimeline(_ state: inout EngineState) {
+        state.input.queueFrames = 0
+        stageStart = 0
+        stageCount = 0
+    }
+
     override func perform(_ action: LifecycleAction) {
         switch action {
         case .prepareToStart:
@@ -102,10 +102,6 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                 realtime.pointee.ring.touch()
                 ringTouched = true
             }
-        case .prepareTimeline:
-            queueFrames = 0
-            stageStart = 0
-            stageCount = 0
         case .beginCaptureDrain:
             // Capture ends now; the queue thread delivers what was captured, then stops.
             send(.stop, synchronous: true)
@@ -142,12 +138,12 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Flush's work (`QueueEngine.flush`): the capture ring and the resampler's tail are
     /// converted and the partly filled buffer is delivered; capture goes on into the next buffer.
     override func flushQueued() throws {
-        let done = runOnQueueThread(request: { _ in flushTickets.request() }, isDone: { flushTickets.isDone($1) })
+        let done = runOnQueueThread(request: { $0.input.flushTickets.request() }, isDone: { $0.input.flushTickets.isDone($1) })
         if !done { throw QueueError.queueThreadTimedOut("Flush", controlTimeout) }
     }
 
     private func handleFlushRequest() {
-        guard let pending = lock.withLock({ flushTickets.pending }) else { return }
+        guard let pending = lock.withLock({ $0.input.flushTickets.pending }) else { return }
         drain(ignoringState: true)
         // The resampler's tail, once the ring has been read (a bounded number of rounds: capture goes on).
         var rounds = 0
@@ -158,7 +154,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         if let head = lock.withLock({ $0.fifo.first }), head.filledBytes > 0 { deliverHead(head) }
         lock.withLock {
-            flushTickets.complete(pending)
+            $0.input.flushTickets.complete(pending)
             lock.broadcast()
         }
     }
@@ -166,7 +162,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     // MARK: Properties
 
     /// Loss of recorded data so far.
-    public var underrunInfo: RecordUnderrunInfo { lock.withLock { underrun } }
+    public var underrunInfo: RecordUnderrunInfo { lock.withLock { $0.input.underrun } }
 
     /// Seconds the capture ring holds.
     public var ringSeconds: Double { Double(realtime.pointee.ring.capacity) / device.sampleRate }
@@ -251,10 +247,10 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             let filledFrames = head.filledBytes / format.bytesPerFrame
             let count = min(stageCount, capacityFrames - filledFrames)
             if count > 0 {
-                if filledFrames == 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
+                if filledFrames == 0 { head.firstQueueFrame = lock.withLock { $0.input.queueFrames } }
                 encodeStage(count: count, into: head)
                 head.filledBytes += count * format.bytesPerFrame
-                lock.withLock { queueFrames += Double(count) }
+                lock.withLock { $0.input.queueFrames += Double(count) }
             }
             if filledFrames + count == capacityFrames { deliverHead(head) }
         }
@@ -273,7 +269,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         let offset = readIndex & ring.pointee.ring.mask
         let count = min(available, capacityFrames - filledFrames, ring.pointee.ring.capacity - offset)
         guard count > 0 else { return false }
-        if filledFrames == 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
+        if filledFrames == 0 { head.firstQueueFrame = lock.withLock { $0.input.queueFrames } }
         let planes = readPlanes.view(at: 0)  // the table only: pointed at the ring
         for c in 0..<format.channelCount { planes[c] = ring.pointee.ring.plane(c) + offset }
         let target = encodeTarget(head)
@@ -281,7 +277,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                      into: target.destination, planeStride: target.planeStride)
         ring.pointee.ring.readIndex.store(readIndex + count, ordering: .releasing)
         head.filledBytes += count * format.bytesPerFrame
-        lock.withLock { queueFrames += Double(count) }
+        lock.withLock { $0.input.queueFrames += Double(count) }
         if filledFrames + count == capacityFrames { deliverHead(head) }
         return true
     }
@@ -299,10 +295,10 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         let lost = packetStage == nil ? Double(gap.count) * rateRatio : (Double(gap.count) * rateRatio).rounded()
         let event: Void = lock.withLock { state in
             state.discontinuities += 1
-            underrun.eventCount += 1
-            underrun.framesLost += Int64(lost.rounded())
-            underrun.lastLossSampleTime = queueFrames
-            if packetStage == nil { queueFrames += lost }  // the encoder's silence advances it
+            state.input.underrun.eventCount += 1
+            state.input.underrun.framesLost += Int64(lost.rounded())
+            state.input.underrun.lastLossSampleTime = state.input.queueFrames
+            if packetStage == nil { state.input.queueFrames += lost }  // the encoder's silence advances it
         }
         _ = event
         if let packetStage { encodeSilence(frames: Int(lost), stage: packetStage) }
@@ -331,14 +327,14 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                     stageCount += produced
                     if used == 0 && produced == 0 { break }
                 }
-                lock.withLock { resamplerHasInput = true }
-            } else if flush, lock.withLock({ resamplerHasInput }) {
+                lock.withLock { $0.input.resamplerHasInput = true }
+            } else if flush, lock.withLock({ $0.input.resamplerHasInput }) {
                 let (_, produced) = resampler.process(input: nil, inputFrames: 0, output: UnsafePointer(stagePlanes.planes),
                                                       outputCapacity: stageCapacity)
                 stageCount = produced
                 if produced == 0 {
                     resampler.reset()
-                    lock.withLock { resamplerHasInput = false }
+                    lock.withLock { $0.input.resamplerHasInput = false }
                 }
             }
         } else if count > 0 {
@@ -398,7 +394,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func timeStamp(forQueueFrame frame: Double, empty: Bool) -> QueueTimeStamp {
-        let time = empty ? lock.withLock { queueFrames } : frame
+        let time = empty ? lock.withLock { $0.input.queueFrames } : frame
         let deviceQueueFrames = Int64((time / rateRatio).rounded())
         // Before the first cycle: the zero time base.
         let published = withPublication { $0.time.read() } ?? PublishedTime()
@@ -419,10 +415,10 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                 let capacityFrames = head.byteCapacity / format.bytesPerFrame
                 let filledFrames = head.filledBytes / format.bytesPerFrame
                 let count = min(stageCount, capacityFrames - filledFrames)
-                if filledFrames == 0 && count > 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
+                if filledFrames == 0 && count > 0 { head.firstQueueFrame = lock.withLock { $0.input.queueFrames } }
                 encodeStage(count: count, into: head)
                 head.filledBytes += count * format.bytesPerFrame
-                lock.withLock { queueFrames += Double(count) }
+                lock.withLock { $0.input.queueFrames += Double(count) }
                 if filledFrames + count == capacityFrames { deliverHead(head, resetBatch: true) }
             }
         }
@@ -436,7 +432,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         resetTap()
         if let packetStage { restartPackets(packetStage) }
         let remaining: [QueueBuffer] = lock.withLock {
-            resamplerHasInput = false
+            $0.input.resamplerHasInput = false
             return $0.fifo
         }
         for buffer in remaining { deliverHead(buffer, resetBatch: true) }
@@ -451,7 +447,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         guard draining else { return }
         let stopPosition = realtime.pointee.stopPosition.load(ordering: .acquiring)
         let drained = realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0
-            && !(lock.withLock { resamplerHasInput })
+            && !(lock.withLock { $0.input.resamplerHasInput })
         let starved = lock.withLock { $0.fifo.isEmpty && $0.callbacksInFlight == 0 && $0.deliveries.isEmpty }
         if !drained && !starved {
             // Flush the resampler's tail once the ring is empty.

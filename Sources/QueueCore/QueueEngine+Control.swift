@@ -12,7 +12,7 @@ extension QueueEngine {
             let paused = withPublication { $0.mode.load(ordering: .relaxed) } == RealtimeMode.paused.rawValue
             let actions = try state.life.handle(.start(deviceRate: device.sampleRate, converterRate: state.converterRate,
                                                  realtimePaused: paused))
-            if actions.contains(.prepareTimeline) { perform(.prepareTimeline) }
+            if actions.contains(.prepareTimeline) { prepareTimeline(&state) }
             return actions
         }
         for action in actions {

@@ -121,10 +121,12 @@ public class QueueEngine: @unchecked Sendable {
 
     /// The queue thread's work between waits (conversion, delivery). Called without the lock.
     func serviceQueue() {}
-    /// Carries out the lifecycle actions that only one direction has work for: prepareTimeline
-    /// and endTimeline (lock held), prepareToStart, beginPlayOut, beginCaptureDrain and
-    /// deliverInvalidation (lock not held). Every other action the engine carries out itself.
+    /// Carries out the lifecycle actions that only one direction has work for: endTimeline
+    /// (lock held), prepareToStart, beginPlayOut, beginCaptureDrain and deliverInvalidation
+    /// (lock not held). Every other action the engine carries out itself.
     func perform(_ action: LifecycleAction) {}
+    /// The lifecycle action prepareTimeline (`state`: the lock's).
+    func prepareTimeline(_ state: inout EngineState) {}
     /// Flush's work, once the queue is known to be usable (lock not held).
     func flushQueued() throws {}
     /// Output queues recompute whether the realtime side should wait for them.

@@ -72,10 +72,22 @@ struct EngineState {
         callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 }
     }
 
+    /// An input queue's part (an output queue leaves it as it is).
+    var input = InputEngineState()
+
     init(direction: DeviceDirection, converterRate: Double, clientName: String, target: String) {
         life = QueueLifecycle(direction: direction)
         self.converterRate = converterRate
         self.clientName = clientName
         currentTarget = target
     }
+}
+
+/// What only an input queue's lock guards (`EngineState.input`).
+struct InputEngineState {
+    /// Queue-rate frames delivered (and lost) since the timeline began.
+    var queueFrames: Double = 0
+    var flushTickets = QueueTickets()
+    var underrun = RecordUnderrunInfo(eventCount: 0, framesLost: 0, lastLossSampleTime: 0)
+    var resamplerHasInput = false
 }
