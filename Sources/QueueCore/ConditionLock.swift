@@ -71,8 +71,8 @@ public final class Locked<Value>: @unchecked Sendable {
         return try body(&value)
     }
 
-    /// Holds the lock without the value: for state the lock guards that is not in the value
-    /// yet (the queue engine's fields still guarded by convention).
+    /// Holds the lock without the value: for what the lock guards outside it (the queue
+    /// engine's `QueueBuffer` objects' fields), or to wait with `wait(timeout:until:)`.
     @inline(__always)
     public func withLock<T>(_ body: () throws -> T) rethrows -> T {
         mutex.lock()

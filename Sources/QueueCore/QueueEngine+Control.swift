@@ -50,7 +50,7 @@ extension QueueEngine {
         lock.withLock {
             _ = $0.life.note(.resetFinished)
             $0.primedFrames = 0
-            perform(.endTimeline)
+            endTimeline(&$0)
             lock.broadcast()
         }
         report(reports)

@@ -19,7 +19,7 @@ public enum QueueRunState: Sendable, Equatable {
 /// `InputQueueEngine`) those only it has work for (`perform(_:)`).
 ///
 /// Thread safety: every public method may be called from any thread, including
-/// from the queue's own callbacks. State is guarded by `lock`; user code
+/// from the queue's own callbacks. State is in `lock`'s value (`EngineState`); user code
 /// (callbacks, listeners) never runs with the lock held.
 public class QueueEngine: @unchecked Sendable {
     public let direction: DeviceDirection
@@ -121,12 +121,13 @@ public class QueueEngine: @unchecked Sendable {
 
     /// The queue thread's work between waits (conversion, delivery). Called without the lock.
     func serviceQueue() {}
-    /// Carries out the lifecycle actions that only one direction has work for: endTimeline
-    /// (lock held), prepareToStart, beginPlayOut, beginCaptureDrain and deliverInvalidation
-    /// (lock not held). Every other action the engine carries out itself.
+    /// Carries out the lifecycle actions that only one direction has work for: prepareToStart,
+    /// beginPlayOut, beginCaptureDrain and deliverInvalidation (lock not held). Every other
+    /// action the engine carries out itself, or through the two methods below.
     func perform(_ action: LifecycleAction) {}
-    /// The lifecycle action prepareTimeline (`state`: the lock's).
+    /// The lifecycle actions prepareTimeline and endTimeline (`state`: the lock's).
     func prepareTimeline(_ state: inout EngineState) {}
+    func endTimeline(_ state: inout EngineState) {}
     /// Flush's work, once the queue is known to be usable (lock not held).
     func flushQueued() throws {}
     /// Output queues recompute whether the realtime side should wait for them.
@@ -208,7 +209,7 @@ public class QueueEngine: @unchecked Sendable {
                 let news = state.life.note(.realtimeFinished)
                 if news.contains(.endTimeline) {
                     state.primedFrames = 0
-                    perform(.endTimeline)
+                    endTimeline(&state)
                 }
                 actions += news
             }

@@ -1,8 +1,9 @@
 import Glibc
 
 /// What a queue engine's lock guards, reachable only inside `lock.withLock { state in … }`, so
-/// the compiler keeps the guard. (The engine's fields still marked "guarded by `lock`" are
-/// the ones not moved in yet.)
+/// the compiler keeps the guard. (Outside it: the fields of the `QueueBuffer` objects the
+/// state holds, guarded by the same lock by convention.) A direction's own part is in
+/// `output` or `input`; the other direction leaves it as it is.
 struct EngineState {
     /// Seconds Reset, Stop(true) and an input queue's Flush wait for the queue thread.
     var controlTimeout = 10.0
@@ -72,6 +73,8 @@ struct EngineState {
         callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 }
     }
 
+    /// An output queue's part (an input queue leaves it as it is).
+    var output = OutputEngineState()
     /// An input queue's part (an output queue leaves it as it is).
     var input = InputEngineState()
 
@@ -89,5 +92,27 @@ struct InputEngineState {
     var queueFrames: Double = 0
     var flushTickets = QueueTickets()
     var underrun = RecordUnderrunInfo(eventCount: 0, framesLost: 0, lastLossSampleTime: 0)
+    var resamplerHasInput = false
+}
+
+/// What only an output queue's lock guards (`EngineState.output`).
+struct OutputEngineState {
+    /// Buffers whose frames are all in the decode ring, oldest first: each goes back to its
+    /// callback once the ring has played it (`QueueBuffer.ringEnd`), not when it was copied,
+    /// so that a program which stops after its last callback still hears what was enqueued.
+    var awaitingPlayout: [QueueBuffer] = []
+    /// Queue-rate frames written into the stream (data and gaps) since the timeline began.
+    var streamFrames: Int64 = 0
+    /// Realtime starvation (device frames) counted when the timeline began.
+    var lostBaseline = 0
+    /// Queue time at which the last enqueued buffer is expected to end, and start.
+    var predictedEnd: Int64 = 0
+    var lastStart: Int64?
+    var endOfStreamSent = false
+    var priming = false
+    var primeTarget = 0
+    var primeTickets = QueueTickets()
+    /// Flush: the resampler's tail goes into the ring before anything enqueued later.
+    var drainPending = false
     var resamplerHasInput = false
 }
