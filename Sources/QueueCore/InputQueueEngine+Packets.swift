@@ -14,13 +14,13 @@ extension InputQueueEngine {
         let count = stageCount
         guard count > 0 else { return }
         if !stage.hasInput {
-            stage.streamOrigin = lock.withLock { queueFrames }
+            stage.streamOrigin = lock.withLock { $0.input.queueFrames }
             stage.hasInput = true
         }
         let status = stage.encoder.encodeFrames(stagePlanes.readableView(at: stageStart), frames: count)
         stageStart += count
         stageCount = 0
-        lock.withLock { queueFrames += Double(count) }
+        lock.withLock { $0.input.queueFrames += Double(count) }
         if status != 0 { notify(.converterError(status)) }
     }
 
@@ -75,10 +75,10 @@ extension InputQueueEngine {
             let status = stage.encoder.finishEncoding()
             if status != 0 { notify(.converterError(status)) }
         }
-        while let head = lock.withLock({ fifo.first }) {
+        while let head = lock.withLock({ $0.fifo.first }) {
             guard movePacket(into: head, stage: stage, resetBatch: resetBatch) else { break }
         }
-        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head, resetBatch: resetBatch) }
+        if let head = lock.withLock({ $0.fifo.first }), head.filledBytes > 0 { deliverHead(head, resetBatch: resetBatch) }
     }
 
     /// A new stream starts at the next Start: the encoder begins again (with its priming).

@@ -33,12 +33,6 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     var stageStart = 0
     var stageCount = 0
 
-    // Guarded by `lock`.
-    /// Queue-rate frames delivered (and lost) since the timeline began.
-    var queueFrames: Double = 0
-    private var flushTickets = QueueTickets()
-    private var underrun = RecordUnderrunInfo(eventCount: 0, framesLost: 0, lastLossSampleTime: 0)
-    private var resamplerHasInput = false
 
     /// Seconds of audio the capture ring holds by default: what may be captured
     /// while no buffer is enqueued before frames are lost.
@@ -94,6 +88,12 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Whether the capture ring's pages have been touched (see FrameRing.touch).
     private var ringTouched = false
 
+    override func prepareTimeline(_ state: inout EngineState) {
+        state.input.queueFrames = 0
+        stageStart = 0
+        stageCount = 0
+    }
+
     override func perform(_ action: LifecycleAction) {
         switch action {
         case .prepareToStart:
@@ -102,10 +102,6 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                 realtime.pointee.ring.touch()
                 ringTouched = true
             }
-        case .prepareTimeline:
-            queueFrames = 0
-            stageStart = 0
-            stageCount = 0
         case .beginCaptureDrain:
             // Capture ends now; the queue thread delivers what was captured, then stops.
             send(.stop, synchronous: true)
@@ -113,7 +109,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         case .deliverInvalidation:
             // The server is gone: deliver what was captured.
             drain(ignoringState: true)
-            if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
+            if let head = lock.withLock({ $0.fifo.first }), head.filledBytes > 0 { deliverHead(head) }
         default: break
         }
     }
@@ -122,8 +118,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
 
     /// Enqueues an empty buffer for the queue to fill.
     public func enqueue(_ handle: UnsafeMutableRawPointer) throws {
-        try lock.withLock {
-            let buffer = try checkEnqueue(handle)
+        try lock.withLock { state in
+            let buffer = try checkEnqueue(handle, &state)
             realtime.pointee.wakeThreshold.store(0, ordering: .relaxed)
             guard buffer.byteCapacity >= format.bytesPerFrame else {
                 throw QueueError.invalidParameter("a \(buffer.byteCapacity)-byte buffer can't hold one \(format.bytesPerFrame)-byte frame")
@@ -131,7 +127,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             buffer.filledBytes = 0
             buffer.packets = []
             buffer.ownership = .enqueued
-            fifo.append(buffer)
+            state.fifo.append(buffer)
         }
         realtimeWake.post()
         wake.post()
@@ -142,23 +138,23 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Flush's work (`QueueEngine.flush`): the capture ring and the resampler's tail are
     /// converted and the partly filled buffer is delivered; capture goes on into the next buffer.
     override func flushQueued() throws {
-        let done = runOnQueueThread(request: { flushTickets.request() }, isDone: { flushTickets.isDone($0) })
+        let done = runOnQueueThread(request: { $0.input.flushTickets.request() }, isDone: { $0.input.flushTickets.isDone($1) })
         if !done { throw QueueError.queueThreadTimedOut("Flush", controlTimeout) }
     }
 
     private func handleFlushRequest() {
-        guard let pending = lock.withLock({ flushTickets.pending }) else { return }
+        guard let pending = lock.withLock({ $0.input.flushTickets.pending }) else { return }
         drain(ignoringState: true)
         // The resampler's tail, once the ring has been read (a bounded number of rounds: capture goes on).
         var rounds = 0
-        while resampler != nil, rounds < 8, realtime.pointee.ring.readableFrames() == 0, lock.withLock({ !fifo.isEmpty }),
+        while resampler != nil, rounds < 8, realtime.pointee.ring.readableFrames() == 0, lock.withLock({ !$0.fifo.isEmpty }),
               stageCount > 0 || fillStage(flush: true) {
             drain(ignoringState: true)
             rounds += 1
         }
-        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
+        if let head = lock.withLock({ $0.fifo.first }), head.filledBytes > 0 { deliverHead(head) }
         lock.withLock {
-            flushTickets.complete(pending)
+            $0.input.flushTickets.complete(pending)
             lock.broadcast()
         }
     }
@@ -166,7 +162,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     // MARK: Properties
 
     /// Loss of recorded data so far.
-    public var underrunInfo: RecordUnderrunInfo { lock.withLock { underrun } }
+    public var underrunInfo: RecordUnderrunInfo { lock.withLock { $0.input.underrun } }
 
     /// Seconds the capture ring holds.
     public var ringSeconds: Double { Double(realtime.pointee.ring.capacity) / device.sampleRate }
@@ -177,8 +173,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             throw QueueError.invalidPropertyValue("capture ring of \(seconds) s (0.05...600)")
         }
         try lock.withLock {
-            try checkUsable()
-            guard runState == .stopped else { throw QueueError.invalidRunState("resize the ring while stopped") }
+            try $0.life.checkUsable()
+            guard $0.runState == .stopped else { throw QueueError.invalidRunState("resize the ring while stopped") }
         }
         let replacement = UnsafeMutablePointer<InputRealtimeState>.allocate(capacity: 1)
         replacement.initialize(to: InputRealtimeState(
@@ -191,8 +187,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                           entry: inputRealtimeEntry, freeing: old)
         ringTouched = false
         lock.withLock {
-            seenStartCount = 0
-            seenFinishCount = 0
+            $0.seenStartCount = 0
+            $0.seenFinishCount = 0
         }
     }
 
@@ -213,7 +209,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     /// head buffer (or half the ring when no buffer waits), rather than every cycle.
     private func armWakeThreshold() {
         let needed: Int = lock.withLock {
-            guard let head = fifo.first else { return realtime.pointee.ring.capacity / 2 }
+            guard let head = $0.fifo.first else { return realtime.pointee.ring.capacity / 2 }
             let frames = (head.byteCapacity - head.filledBytes) / format.bytesPerFrame
             return max(1, Int((Double(frames) / rateRatio).rounded(.up)))
         }
@@ -223,16 +219,17 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         if realtime.pointee.ring.readableFrames() >= threshold { wake.post() }
     }
 
-    private var canDrain: Bool {
-        if life.isShutDown { return false }
-        return runState != .stopped || realtime.pointee.ring.readableFrames() > 0 || stageCount > 0
+    /// (`state`: the lock's.)
+    private func canDrain(_ state: EngineState) -> Bool {
+        if state.life.isShutDown { return false }
+        return state.runState != .stopped || realtime.pointee.ring.readableFrames() > 0 || stageCount > 0
     }
 
     private func drain(ignoringState: Bool = false) {
         while true {
             let head: QueueBuffer? = lock.withLock {
-                guard ignoringState || canDrain, resetTickets.isIdle || ignoringState else { return nil }
-                return fifo.first
+                guard ignoringState || canDrain($0), $0.resetTickets.isIdle || ignoringState else { return nil }
+                return $0.fifo.first
             }
             guard let head else { break }
             if handleGapIfDue(head: head) { continue }
@@ -250,10 +247,10 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
             let filledFrames = head.filledBytes / format.bytesPerFrame
             let count = min(stageCount, capacityFrames - filledFrames)
             if count > 0 {
-                if filledFrames == 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
+                if filledFrames == 0 { head.firstQueueFrame = lock.withLock { $0.input.queueFrames } }
                 encodeStage(count: count, into: head)
                 head.filledBytes += count * format.bytesPerFrame
-                lock.withLock { queueFrames += Double(count) }
+                lock.withLock { $0.input.queueFrames += Double(count) }
             }
             if filledFrames + count == capacityFrames { deliverHead(head) }
         }
@@ -272,7 +269,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         let offset = readIndex & ring.pointee.ring.mask
         let count = min(available, capacityFrames - filledFrames, ring.pointee.ring.capacity - offset)
         guard count > 0 else { return false }
-        if filledFrames == 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
+        if filledFrames == 0 { head.firstQueueFrame = lock.withLock { $0.input.queueFrames } }
         let planes = readPlanes.view(at: 0)  // the table only: pointed at the ring
         for c in 0..<format.channelCount { planes[c] = ring.pointee.ring.plane(c) + offset }
         let target = encodeTarget(head)
@@ -280,7 +277,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                      into: target.destination, planeStride: target.planeStride)
         ring.pointee.ring.readIndex.store(readIndex + count, ordering: .releasing)
         head.filledBytes += count * format.bytesPerFrame
-        lock.withLock { queueFrames += Double(count) }
+        lock.withLock { $0.input.queueFrames += Double(count) }
         if filledFrames + count == capacityFrames { deliverHead(head) }
         return true
     }
@@ -296,12 +293,12 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         resampler?.reset()
         // Whole frames for an encoder (its stream counts them); PCM keeps the exact queue time.
         let lost = packetStage == nil ? Double(gap.count) * rateRatio : (Double(gap.count) * rateRatio).rounded()
-        let event: Void = lock.withLock {
-            underrun.eventCount += 1
-            underrun.framesLost += Int64(lost.rounded())
-            underrun.lastLossSampleTime = queueFrames
-            if packetStage == nil { queueFrames += lost }  // the encoder's silence advances it
-            discontinuities += 1
+        let event: Void = lock.withLock { state in
+            state.discontinuities += 1
+            state.input.underrun.eventCount += 1
+            state.input.underrun.framesLost += Int64(lost.rounded())
+            state.input.underrun.lastLossSampleTime = state.input.queueFrames
+            if packetStage == nil { state.input.queueFrames += lost }  // the encoder's silence advances it
         }
         _ = event
         if let packetStage { encodeSilence(frames: Int(lost), stage: packetStage) }
@@ -330,14 +327,14 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                     stageCount += produced
                     if used == 0 && produced == 0 { break }
                 }
-                lock.withLock { resamplerHasInput = true }
-            } else if flush, lock.withLock({ resamplerHasInput }) {
+                lock.withLock { $0.input.resamplerHasInput = true }
+            } else if flush, lock.withLock({ $0.input.resamplerHasInput }) {
                 let (_, produced) = resampler.process(input: nil, inputFrames: 0, output: UnsafePointer(stagePlanes.planes),
                                                       outputCapacity: stageCapacity)
                 stageCount = produced
                 if produced == 0 {
                     resampler.reset()
-                    lock.withLock { resamplerHasInput = false }
+                    lock.withLock { $0.input.resamplerHasInput = false }
                 }
             }
         } else if count > 0 {
@@ -384,8 +381,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         let stamp = timeStamp(forQueueFrame: head.firstQueueFrame, empty: byteCount == 0)
         // Once only: a Reset or Stop from a callback this loop ran may have returned it already.
         let queued: Bool = lock.withLock {
-            guard let index = fifo.firstIndex(where: { $0 === head }) else { return false }
-            fifo.remove(at: index)
+            guard let index = $0.fifo.firstIndex(where: { $0 === head }) else { return false }
+            $0.fifo.remove(at: index)
             head.ownership = .returning
             return true
         }
@@ -397,7 +394,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func timeStamp(forQueueFrame frame: Double, empty: Bool) -> QueueTimeStamp {
-        let time = empty ? lock.withLock { queueFrames } : frame
+        let time = empty ? lock.withLock { $0.input.queueFrames } : frame
         let deviceQueueFrames = Int64((time / rateRatio).rounded())
         // Before the first cycle: the zero time base.
         let published = withPublication { $0.time.read() } ?? PublishedTime()
@@ -406,7 +403,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func handleResetRequest() {
-        guard let pending = lock.withLock({ resetTickets.pending }) else { return }
+        guard let pending = lock.withLock({ $0.resetTickets.pending }) else { return }
         // Deliver what was captured up to the stop into the buffers there are.
         if let packetStage {
             drain(ignoringState: true)
@@ -414,14 +411,14 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         } else {
             drain(ignoringState: true)
             while true {
-                guard stageCount > 0 || fillStage(flush: true), let head = lock.withLock({ fifo.first }) else { break }
+                guard stageCount > 0 || fillStage(flush: true), let head = lock.withLock({ $0.fifo.first }) else { break }
                 let capacityFrames = head.byteCapacity / format.bytesPerFrame
                 let filledFrames = head.filledBytes / format.bytesPerFrame
                 let count = min(stageCount, capacityFrames - filledFrames)
-                if filledFrames == 0 && count > 0 { head.firstQueueFrame = lock.withLock { queueFrames } }
+                if filledFrames == 0 && count > 0 { head.firstQueueFrame = lock.withLock { $0.input.queueFrames } }
                 encodeStage(count: count, into: head)
                 head.filledBytes += count * format.bytesPerFrame
-                lock.withLock { queueFrames += Double(count) }
+                lock.withLock { $0.input.queueFrames += Double(count) }
                 if filledFrames + count == capacityFrames { deliverHead(head, resetBatch: true) }
             }
         }
@@ -435,27 +432,27 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         resetTap()
         if let packetStage { restartPackets(packetStage) }
         let remaining: [QueueBuffer] = lock.withLock {
-            resamplerHasInput = false
-            return fifo
+            $0.input.resamplerHasInput = false
+            return $0.fifo
         }
         for buffer in remaining { deliverHead(buffer, resetBatch: true) }
         lock.withLock {
-            resetTickets.complete(pending)
+            $0.resetTickets.complete(pending)
             lock.broadcast()
         }
     }
 
     private func finishStopIfDone() {
-        let draining = lock.withLock { life.isDrainingCapture }
+        let draining = lock.withLock { $0.life.isDrainingCapture }
         guard draining else { return }
         let stopPosition = realtime.pointee.stopPosition.load(ordering: .acquiring)
         let drained = realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0
-            && !(lock.withLock { resamplerHasInput })
-        let starved = lock.withLock { fifo.isEmpty && callbacksInFlight == 0 && deliveries.isEmpty }
+            && !(lock.withLock { $0.input.resamplerHasInput })
+        let starved = lock.withLock { $0.fifo.isEmpty && $0.callbacksInFlight == 0 && $0.deliveries.isEmpty }
         if !drained && !starved {
             // Flush the resampler's tail once the ring is empty.
             if realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0,
-               let head = lock.withLock({ fifo.first }), fillStage(flush: true) {
+               let head = lock.withLock({ $0.fifo.first }), fillStage(flush: true) {
                 _ = head
                 drain(ignoringState: true)
             }
@@ -463,13 +460,13 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         // Compressed: the encoder's last packets go out with the last buffer.
         if let packetStage { finishPackets(packetStage, resetBatch: false) }
-        if let head = lock.withLock({ fifo.first }), head.filledBytes > 0 { deliverHead(head) }
-        let actions = lock.withLock { life.note(.captureDelivered) }
+        if let head = lock.withLock({ $0.fifo.first }), head.filledBytes > 0 { deliverHead(head) }
+        let actions = lock.withLock { $0.life.note(.captureDelivered) }
         guard actions.contains(.resetOnQueueThread) else { return }
-        lock.withLock { _ = resetTickets.request() }
+        lock.withLock { _ = $0.resetTickets.request() }
         handleResetRequest()
         lock.withLock {
-            _ = life.note(.resetFinished)
+            _ = $0.life.note(.resetFinished)
             lock.broadcast()
         }
         report(actions)

@@ -9,6 +9,12 @@ import Synchronization
 /// connected to an output hears it in the same cycle, as on JACK.
 /// By default cycles may wait for the queues (as in JACK's freewheel mode), so
 /// no frame is dropped because a queue thread was slow.
+///
+/// With `queueWork: .inline` no queue has a thread: the queue threads' work (conversion,
+/// callbacks, listeners, what follows the realtime side's news) runs on the thread that
+/// calls `runQueueWork()`, before and after each cycle `run` runs, and inside the control
+/// calls that wait for it (Reset, Stop, Prime). A test then steps cycles and callbacks in
+/// one order, every run the same.
 public final class ManualDriver: DeviceProvider, @unchecked Sendable {
     /// The server's sample rate (a simulated rate change sets it).
     public var sampleRate: Double { Double(bitPattern: rateBits.load(ordering: .relaxed)) }
@@ -22,6 +28,11 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
     /// the server then runs every cycle of every client, so `skip(cycles:)` only moves the clock
     /// (as jackd's does when it reports an xrun during freewheel) and no frame is lost.
     public var isFreewheeling = false
+
+    /// Who does the queues' work: a thread per queue, or the caller (`runQueueWork()`).
+    public let queueWork: QueueWork
+    /// The queues whose work runs inline, in the order they were made.
+    let inlineQueues = Locked<[WeakQueue]>([])
 
     let cycleLock = ConditionLock()
     /// Locked (pthread), not Mutex: ThreadSanitizer runs (make tsan-api) see its locking.
@@ -40,7 +51,10 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
 
     /// - Parameters:
     ///   - startFrame: device time of the first cycle (tests start near 2^32 to cross a wrap).
-    public init(sampleRate: Double = 48000, periodFrames: Int = 256, physicalPortCount: Int = 2, startFrame: Int64 = 0) {
+    ///   - queueWork: `.inline`: no queue thread; `runQueueWork()` and the cycles do their work.
+    public init(sampleRate: Double = 48000, periodFrames: Int = 256, physicalPortCount: Int = 2, startFrame: Int64 = 0,
+                queueWork: QueueWork = .threads) {
+        self.queueWork = queueWork
         rateBits = Atomic(sampleRate.bitPattern)
         self.physicalPortCount = physicalPortCount
         state.withLock {
@@ -124,7 +138,8 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
 
     /// Runs `cycles` cycles of the current period.
     public func run(cycles: Int) {
-        for _ in 0..<cycles { runCycle() }
+        for _ in 0..<cycles { runQueueWorkThenCycle() }
+        runQueueWork()
     }
 
     /// Lets `cycles` cycles pass without running any client, as a JACK server does when an
@@ -154,11 +169,12 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
         var done = 0
         while done < frames {
             done += periodFrames
-            runCycle()
+            runQueueWorkThenCycle()
         }
+        runQueueWork()
     }
 
-    private func runCycle() {
+    func runCycleNow() {
         cycleLock.lock()
         defer { cycleLock.unlock() }
         let (frameTime, n, devices, signal, late) = state.withLock { state in
@@ -170,7 +186,7 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
         var outputsByName: [String: UnsafeMutablePointer<Float>] = [:]
 
         for device in devices where device.direction == .output {
-            device.process(frameTime: reading, frameCount: n, mayWait: allowsWaiting)
+            device.process(frameTime: reading, frameCount: n, mayWait: cyclesWait)
             for (port, target) in device.connectionList {
                 if let index = systemPlaybackPorts.firstIndex(of: target) {
                     let source = device.buffers[port]
@@ -191,7 +207,7 @@ public final class ManualDriver: DeviceProvider, @unchecked Sendable {
                     for i in 0..<n { destination[i] += output[i] }
                 }
             }
-            device.process(frameTime: reading, frameCount: n, mayWait: allowsWaiting)
+            device.process(frameTime: reading, frameCount: n, mayWait: cyclesWait)
         }
         state.withLock {
             if $0.recording {

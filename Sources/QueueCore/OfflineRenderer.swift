@@ -131,7 +131,7 @@ extension OutputQueueEngine {
     /// (`.invalidRunState`), and, to change the rate, have nothing decoded; buffers already
     /// enqueued stay enqueued.
     public func setOfflineRenderFormat(_ format: StreamFormat?) throws {
-        _ = try lock.withLock { try life.handle(.reconfigure("stop the queue before changing its rendering mode")) }
+        _ = try lock.withLock { try $0.life.handle(.reconfigure("stop the queue before changing its rendering mode")) }
         let decodeFrames = decodeBufferFrames
         let rampSeconds = volumeRampTime
         guard let format else {
@@ -139,9 +139,9 @@ extension OutputQueueEngine {
             deviceSwitch.goOnline()
             try adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
             connectionLock.withLock {
-                let target = lock.withLock { connectionTarget ?? currentTarget }
+                let target = lock.withLock { $0.effectiveTarget }
                 let ports = target.isEmpty ? [] : ((try? device.connect(to: target)) ?? [])
-                lock.withLock { connectedPorts = ports }
+                lock.withLock { $0.connectedPorts = ports }
             }
             notify(.deviceChannelsChanged)
             return
@@ -166,9 +166,9 @@ extension OutputQueueEngine {
             try? adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
             throw error
         }
-        let before = lock.withLock { () -> Int in
-            defer { connectedPorts = [] }
-            return connectedPorts.count
+        let before = lock.withLock { state -> Int in
+            defer { state.connectedPorts = [] }
+            return state.connectedPorts.count
         }
         if before != 0 { notify(.deviceChannelsChanged) }
     }
@@ -183,9 +183,9 @@ extension OutputQueueEngine {
     /// Throws `.invalidOfflineMode` unless the queue is offline.
     public func renderOffline(sampleTime: Double, frames: Int, into handle: UnsafeMutableRawPointer,
                               pump: () -> Void = {}) throws -> Int {
-        let (destination, byteCapacity) = try lock.withLock { () throws -> (UnsafeMutableRawPointer, Int) in
-            try checkUsable()
-            guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
+        let (destination, byteCapacity) = try lock.withLock { state throws -> (UnsafeMutableRawPointer, Int) in
+            try state.life.checkUsable()
+            guard let buffer = state.buffers[handle] else { throw QueueError.invalidBuffer }
             guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
             return (buffer.data, buffer.byteCapacity)
         }

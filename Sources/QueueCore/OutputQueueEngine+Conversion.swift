@@ -6,7 +6,7 @@ extension OutputQueueEngine {
     /// Asks the realtime side to wake this thread once the ring has room for a chunk
     /// (when there is something to convert), rather than every cycle.
     func armWakeThreshold() {
-        let waiting = lock.withLock { !fifo.isEmpty || (life.playOutPending && !endOfStreamSent) || drainPending }
+        let waiting = lock.withLock { !$0.fifo.isEmpty || ($0.life.playOutPending && !$0.output.endOfStreamSent) || $0.output.drainPending }
         let chunk = resampler == nil ? chunkFrames : resampleCapacity
         var threshold = waiting ? min(chunk, realtime.pointee.ring.capacity / 2) : realtime.pointee.ring.capacity / 2
         if effects.isActive && waiting { threshold = realtime.pointee.ring.capacity - effectsFillLimit / 2 }
@@ -17,7 +17,7 @@ extension OutputQueueEngine {
 
     /// Asks the realtime side to wake this thread once the oldest held buffer has been played.
     private func armReturnWake() {
-        let due = lock.withLock { awaitingPlayout.first.map(playedPosition) } ?? .max
+        let due = lock.withLock { $0.output.awaitingPlayout.first.map(playedPosition) } ?? .max
         realtime.pointee.returnWakePosition.store(due, ordering: .sequentiallyConsistent)
         // Played meanwhile (the realtime side looked before the store): no wake is coming.
         if due != .max && realtime.pointee.playedIndex.load(ordering: .sequentiallyConsistent) >= due { wake.post() }
@@ -33,13 +33,13 @@ extension OutputQueueEngine {
     /// Returns, oldest first, the held buffers the ring has played (or that a waiting cycle needs played).
     func returnPlayedBuffers() {
         let played: [QueueBuffer] = lock.withLock {
-            guard resetTickets.isIdle, !awaitingPlayout.isEmpty else { return [] }
+            guard $0.resetTickets.isIdle, !$0.output.awaitingPlayout.isEmpty else { return [] }
             let position = max(realtime.pointee.playedIndex.load(ordering: .acquiring),
                                context.pointee.demandPosition.load(ordering: .sequentiallyConsistent))
-            let count = awaitingPlayout.prefix { playedPosition($0) <= position }.count
+            let count = $0.output.awaitingPlayout.prefix { playedPosition($0) <= position }.count
             guard count > 0 else { return [] }
-            let done = Array(awaitingPlayout.prefix(count))
-            awaitingPlayout.removeFirst(count)
+            let done = Array($0.output.awaitingPlayout.prefix(count))
+            $0.output.awaitingPlayout.removeFirst(count)
             for buffer in done { buffer.ownership = .returning }
             return done
         }
@@ -49,32 +49,32 @@ extension OutputQueueEngine {
     }
 
     func handleResetRequest() {
-        guard let pending = lock.withLock({ resetTickets.pending }) else { return }
+        guard let pending = lock.withLock({ $0.resetTickets.pending }) else { return }
         let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
         send(.discard, position: position, synchronous: true)
         resampler?.reset()
         effects.reset()
         packetStage?.reset()
-        let returning: [QueueBuffer] = lock.withLock {
-            let all = awaitingPlayout + fifo
-            awaitingPlayout.removeAll()
-            fifo.removeAll()
+        let returning: [QueueBuffer] = lock.withLock { state in
+            let all = state.output.awaitingPlayout + state.fifo
+            state.output.awaitingPlayout.removeAll()
+            state.fifo.removeAll()
             for buffer in all {
                 buffer.ownership = .returning
                 buffer.consumedFrames = -1
             }
-            resamplerHasInput = false
-            drainPending = false
+            state.output.resamplerHasInput = false
+            state.output.drainPending = false
             for buffer in all { buffer.drainsDecoderAfter = false }
-            _ = life.note(.queueDiscarded)
-            endOfStreamSent = false
+            _ = state.life.note(.queueDiscarded)
+            state.output.endOfStreamSent = false
             // Later buffers with no start time play as soon as possible.
-            predictedEnd = streamPosition()
+            state.output.predictedEnd = streamPosition(state)
             return all
         }
         for buffer in returning { returnBuffer(buffer, resetBatch: true) }
         lock.withLock {
-            resetTickets.complete(pending)
+            $0.resetTickets.complete(pending)
             lock.broadcast()
         }
         producerStateChanged()
@@ -85,10 +85,11 @@ extension OutputQueueEngine {
         deliverBuffer(buffer, resetBatch: resetBatch) { callback(buffer) }
     }
 
-    private var conversionAllowed: Bool {
-        if life.isShutDown || invalidated { return false }
-        if priming { return true }
-        switch runState {
+    /// (`state`: the lock's.)
+    private func conversionAllowed(_ state: EngineState) -> Bool {
+        if state.life.isShutDown || state.invalidated { return false }
+        if state.output.priming { return true }
+        switch state.runState {
         case .starting, .running, .paused, .stopping: return true
         case .stopped: return false
         }
@@ -99,14 +100,14 @@ extension OutputQueueEngine {
         if effects.isActive { _ = releaseEffects() }
         while true {
             // A flushed buffer's tail first; without room for it, later buffers wait.
-            if lock.withLock({ drainPending }) {
+            if lock.withLock({ $0.output.drainPending }) {
                 guard drainResampler() else { break }
-                lock.withLock { drainPending = false }
+                lock.withLock { $0.output.drainPending = false }
             }
             let head: QueueBuffer? = lock.withLock {
-                guard conversionAllowed, resetTickets.isIdle else { return nil }
-                if priming && realtime.pointee.ring.readableFrames() >= primeTarget { return nil }
-                return fifo.first
+                guard conversionAllowed($0), $0.resetTickets.isIdle else { return nil }
+                if $0.output.priming && realtime.pointee.ring.readableFrames() >= $0.output.primeTarget { return nil }
+                return $0.fifo.first
             }
             guard let head else { break }
             let finished = convertChunk(of: head)
@@ -116,12 +117,12 @@ extension OutputQueueEngine {
                 let end = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
                     + Int((resampler?.delay ?? 0).rounded(.up)) + Int(held.rounded(.up))
                 lock.withLock {
-                    if let index = fifo.firstIndex(where: { $0 === head }) { fifo.remove(at: index) }
+                    if let index = $0.fifo.firstIndex(where: { $0 === head }) { $0.fifo.remove(at: index) }
                     head.ringEnd = end
-                    awaitingPlayout.append(head)
+                    $0.output.awaitingPlayout.append(head)
                     if head.drainsDecoderAfter {
                         head.drainsDecoderAfter = false
-                        drainPending = true
+                        $0.output.drainPending = true
                     }
                 }
                 returnPlayedBuffers()
@@ -144,7 +145,7 @@ extension OutputQueueEngine {
         if buffer.consumedFrames < 0 {
             let gap: Int64 = lock.withLock {
                 guard let start = buffer.requestedStart else { return 0 }
-                return max(0, start - streamPosition())
+                return max(0, start - streamPosition($0))
             }
             if gap > 0 {
                 let written = writeSilence(queueFrames: Int(min(gap, Int64(chunkFrames))))
@@ -199,7 +200,7 @@ extension OutputQueueEngine {
                 }
             }
             buffer.consumedFrames += count
-            lock.withLock { streamFrames += Int64(count) }
+            lock.withLock { $0.output.streamFrames += Int64(count) }
         }
         return true
     }
@@ -226,7 +227,7 @@ extension OutputQueueEngine {
                 consumedTotal += consumed
                 if consumed == 0 && produced == 0 { break }
             }
-            lock.withLock { resamplerHasInput = true }
+            lock.withLock { $0.output.resamplerHasInput = true }
         } else {
             realtime.pointee.ring.write(planes, offset: 0, count: frames)
         }
@@ -243,14 +244,14 @@ extension OutputQueueEngine {
         guard count > 0 else { return 0 }
         decodePlanes.silence(count: count)
         writeDecoded(frames: count)
-        lock.withLock { streamFrames += Int64(count) }
+        lock.withLock { $0.output.streamFrames += Int64(count) }
         return count
     }
 
     /// Drains the resampler's tail into the ring; true when done.
     private func drainResampler() -> Bool {
-        guard drainEffects(endOfStream: lock.withLock { life.playOutPending }) else { return false }
-        guard let resampler, lock.withLock({ resamplerHasInput }) else { return true }
+        guard drainEffects(endOfStream: lock.withLock { $0.life.playOutPending }) else { return false }
+        guard let resampler, lock.withLock({ $0.output.resamplerHasInput }) else { return true }
         while true {
             guard realtime.pointee.ring.writableFrames() >= resampleCapacity else { return false }
             let (_, produced) = resampler.process(input: nil, inputFrames: 0, output: UnsafePointer(resamplePlanes.planes),
@@ -260,31 +261,31 @@ extension OutputQueueEngine {
             realtimeWake.post()
         }
         resampler.reset()
-        lock.withLock { resamplerHasInput = false }
+        lock.withLock { $0.output.resamplerHasInput = false }
         return true
     }
 
     func handleFlushRequest() {
-        guard lock.withLock({ drainPending }), drainResampler() else { return }
-        lock.withLock { drainPending = false }
+        guard lock.withLock({ $0.output.drainPending }), drainResampler() else { return }
+        lock.withLock { $0.output.drainPending = false }
     }
 
     private func sendEndOfStreamIfDue() {
-        let due = lock.withLock { life.playOutPending && !endOfStreamSent && fifo.isEmpty && runState == .stopping }
+        let due = lock.withLock { $0.life.playOutPending && !$0.output.endOfStreamSent && $0.fifo.isEmpty && $0.runState == .stopping }
         guard due, drainResampler() else { return }
         let position = realtime.pointee.ring.writeIndex.load(ordering: .relaxed)
-        lock.withLock { endOfStreamSent = true }
+        lock.withLock { $0.output.endOfStreamSent = true }
         send(.endOfStream, position: position, synchronous: false)
         producerStateChanged()
     }
 
     func finishPrimeIfDone() {
         lock.withLock {
-            guard priming, let ticket = primeTickets.pending else { return }
+            guard $0.output.priming, let ticket = $0.output.primeTickets.pending else { return }
             let ready = realtime.pointee.ring.readableFrames()
             let full = !hasRoomForChunk()
-            if ready >= primeTarget || fifo.isEmpty || full {
-                primeTickets.complete(ticket)
+            if ready >= $0.output.primeTarget || $0.fifo.isEmpty || full {
+                $0.output.primeTickets.complete(ticket)
                 lock.broadcast()
             }
         }

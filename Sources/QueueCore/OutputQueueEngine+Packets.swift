@@ -33,7 +33,7 @@ extension OutputQueueEngine {
                                                  framesPerPacket: framesPerPacket)
         lock.withLock {
             // The descriptions' count was a prediction: the decoder has the last word.
-            adjustPrediction(by: Int64(frames - buffer.frameCount))
+            $0.output.predictedEnd += Int64(frames - buffer.frameCount)
             buffer.frameCount = frames
             if buffer.trimStart + buffer.trimEnd > frames {
                 buffer.trimStart = min(buffer.trimStart, frames)

@@ -24,26 +24,6 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     var resamplePlanes: PlaneBuffers!
     var resampleCapacity: Int { resamplePlanes?.capacity ?? 0 }
 
-    // Guarded by `lock`.
-    /// Buffers whose frames are all in the decode ring, oldest first: each goes back to its
-    /// callback once the ring has played it (`QueueBuffer.ringEnd`), not when it was copied,
-    /// so that a program which stops after its last callback still hears what was enqueued.
-    var awaitingPlayout: [QueueBuffer] = []
-    /// Queue-rate frames written into the stream (data and gaps) since the timeline began.
-    var streamFrames: Int64 = 0
-    /// Realtime starvation (device frames) counted when the timeline began.
-    private var lostBaseline = 0
-    /// Queue time at which the last enqueued buffer is expected to end, and start.
-    var predictedEnd: Int64 = 0
-    private var lastStart: Int64?
-    var endOfStreamSent = false
-    var priming = false
-    var primeTarget = 0
-    var primeTickets = QueueTickets()
-    /// Flush: the resampler's tail goes into the ring before anything enqueued later.
-    var drainPending = false
-    var resamplerHasInput = false
-    private var ringFrames: Int
 
     /// Frames of the decode ring at the device rate (kAudioQueueProperty_DecodeBufferSizeFrames).
     public static let defaultDecodeFrames = 16384
@@ -63,7 +43,6 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         constantPacketBytes = compressed?.bytesPerPacket
         codec = SampleCodec(format: format)
         let decodeFrames = Self.defaultDecodeFrames
-        ringFrames = decodeFrames
         // Placeholders until the device rate is known (set below).
         let placeholderState = UnsafeMutablePointer<OutputRealtimeState>.allocate(capacity: 1)
         let context = UnsafeMutablePointer<OutputRealtimeContext>.allocate(capacity: 1)
@@ -104,34 +83,27 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     override func producerStateChanged() {
         let busy = lock.withLock {
-            !fifo.isEmpty || !awaitingPlayout.isEmpty || callbacksInFlight > 0 || (life.playOutPending && !endOfStreamSent)
+            !$0.fifo.isEmpty || !$0.output.awaitingPlayout.isEmpty || $0.callbacksInFlight > 0 || ($0.life.playOutPending && !$0.output.endOfStreamSent)
         }
         context.pointee.producerBusy.store(busy, ordering: .releasing)
         realtimeWake.post()
     }
 
-    /// A stopped queue's next start begins queue time at 0 (lock held): called at
-    /// creation, Stop and the end of a Stop(false), not at Start, so that frames
-    /// primed before Start count from 0.
-    private func beginTimeline() {
-        streamFrames = 0
-        predictedEnd = 0
-        lastStart = nil
-        lostBaseline = realtime.pointee.publication.lostFrames.load(ordering: .relaxed)
-        endOfStreamSent = false
+    /// A stopped queue's next start begins queue time at 0: called at Stop and the end of
+    /// a Stop(false), not at Start, so that frames primed before Start count from 0.
+    override func endTimeline(_ state: inout EngineState) {
+        state.output.streamFrames = 0
+        state.output.predictedEnd = 0
+        state.output.lastStart = nil
+        state.output.lostBaseline = realtime.pointee.publication.lostFrames.load(ordering: .relaxed)
+        state.output.endOfStreamSent = false
         effects.beginTimeline()
     }
 
-    /// Moves the predicted end of what is enqueued (lock held): a compressed buffer decoded
-    /// to another length than its descriptions said.
-    func adjustPrediction(by frames: Int64) {
-        predictedEnd += frames
-    }
-
-    /// The queue time (queue rate) at which the next frame written would play (lock held).
-    func streamPosition() -> Int64 {
-        let lost = realtime.pointee.publication.lostFrames.load(ordering: .relaxed) - lostBaseline
-        return streamFrames + Int64((Double(lost) * rateRatio).rounded())
+    /// The queue time (queue rate) at which the next frame written would play (`state`: the lock's).
+    func streamPosition(_ state: EngineState) -> Int64 {
+        let lost = realtime.pointee.publication.lostFrames.load(ordering: .relaxed) - state.output.lostBaseline
+        return state.output.streamFrames + Int64((Double(lost) * rateRatio).rounded())
     }
 
     /// The queue time at the queue's rate: with time/pitch, the source frames played.
@@ -154,8 +126,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     public func enqueue(_ handle: UnsafeMutableRawPointer, byteCount: @autoclosure () -> Int, trimStart: Int = 0,
                         trimEnd: Int = 0, parameters: [ParameterChange] = [], startTime: Int64? = nil,
                         packets: () throws -> [PacketDescription] = { [] }) throws -> Int64 {
-        let actual: Int64 = try lock.withLock {
-            let buffer = try checkEnqueue(handle)
+        let actual: Int64 = try lock.withLock { state in
+            let buffer = try checkEnqueue(handle, &state)
             let byteCount = byteCount()
             guard byteCount > 0 else { throw QueueError.bufferEmpty }
             guard byteCount <= buffer.byteCapacity else {
@@ -171,10 +143,10 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                 throw QueueError.invalidParameter("trims of \(trimStart)+\(trimEnd) frames exceed the buffer's \(frames)")
             }
             // Start times ascend: none may come before the previous buffer's.
-            if let startTime, let lastStart, startTime < lastStart { throw QueueError.nonAscendingStartTime }
-            let base = max(predictedEnd, streamPosition())
+            if let startTime, let lastStart = state.output.lastStart, startTime < lastStart { throw QueueError.nonAscendingStartTime }
+            let base = max(state.output.predictedEnd, streamPosition(state))
             let start = max(startTime ?? base, base)
-            lastStart = start
+            state.output.lastStart = start
             buffer.frameCount = frames
             buffer.trimStart = trimStart
             buffer.trimEnd = trimEnd
@@ -182,8 +154,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             buffer.requestedStart = startTime
             buffer.consumedFrames = -1
             buffer.ownership = .enqueued
-            fifo.append(buffer)
-            predictedEnd = start + Int64(frames - trimStart - trimEnd)
+            state.fifo.append(buffer)
+            state.output.predictedEnd = start + Int64(frames - trimStart - trimEnd)
             return start
         }
         producerStateChanged()
@@ -196,7 +168,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Decodes enqueued buffers before Start: `frames` frames (queue rate), or all if 0.
     /// Returns the frames ready to play.
     public func prime(frames: Int) throws -> Int {
-        _ = try lock.withLock { try life.handle(.prime) }
+        _ = try lock.withLock { try $0.life.handle(.prime) }
         let targetDevice = frames == 0 ? Int.max : Int((Double(frames) / rateRatio).rounded(.up))
         let ready = try primeRing(deviceFrames: targetDevice, timeout: 10)
         return Int((Double(ready) * rateRatio).rounded(.down))
@@ -204,26 +176,28 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
 
     /// Has the queue thread fill the ring up to `deviceFrames` (or the capacity, or the data); returns frames ready.
     private func primeRing(deviceFrames: Int, timeout: Double) throws -> Int {
-        if thread?.isCurrent == true {
-            lock.withLock { priming = true; primeTarget = deviceFrames }
+        if onQueueThread {
+            lock.withLock { $0.output.priming = true; $0.output.primeTarget = deviceFrames }
             serviceQueue()
-            lock.withLock { priming = false }
+            lock.withLock { $0.output.priming = false }
             return realtime.pointee.ring.readableFrames()
         }
+        if runsInline {
+            let ready = asQueueThread { try? primeRing(deviceFrames: deviceFrames, timeout: timeout) } ?? 0
+            lock.withLock { $0.primedFrames = ready }
+            return ready
+        }
         let ticket: Int = lock.withLock {
-            priming = true
-            primeTarget = deviceFrames
-            return primeTickets.request()
+            $0.output.priming = true
+            $0.output.primeTarget = deviceFrames
+            return $0.output.primeTickets.request()
         }
         wake.post()
-        let done: Bool = lock.withLock {
-            let finished = lock.wait(timeout: timeout) { primeTickets.isDone(ticket) || disposed || invalidated }
-            priming = false
-            return finished
-        }
+        let done = lock.waitUntil(timeout: timeout) { $0.output.primeTickets.isDone(ticket) || $0.disposed || $0.invalidated }
+        lock.withLock { $0.output.priming = false }
         if !done { throw QueueError.primeTimedOut }
         let ready = realtime.pointee.ring.readableFrames()
-        lock.withLock { primedFrames = ready }
+        lock.withLock { $0.primedFrames = ready }
         return ready
     }
 
@@ -233,9 +207,6 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         case .beginPlayOut:
             producerStateChanged()
             wake.post()
-        case .endTimeline:
-            primedFrames = 0
-            beginTimeline()
         default: break
         }
     }
@@ -243,12 +214,13 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// Decodes the first periods before the device starts, so the first cycle plays audio
     /// (unless called from a callback, where waiting for the queue thread would stall it).
     private func decodeFirstPeriods() {
-        guard thread?.isCurrent != true, !lock.withLock({ isInCallback }) else { return }
+        guard !onQueueThread, !lock.withLock({ isInCallback($0) }) else { return }
+        if runsInline { return runInlineWork() }
         let target = 2 * device.periodFrames
         var waited = 0.0
         while waited < 2 {
             if realtime.pointee.ring.readableFrames() >= target { return }
-            let idle = lock.withLock { fifo.isEmpty && callbacksInFlight == 0 || (runState != .starting && runState != .stopping) }
+            let idle = lock.withLock { $0.fifo.isEmpty && $0.callbacksInFlight == 0 || ($0.runState != .starting && $0.runState != .stopping) }
             if idle { return }
             HostClock.sleep(seconds: 0.001)
             waited += 0.001
@@ -259,7 +231,7 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// queue decodes as it plays, and a queue whose callback keeps enqueueing has no end to wait for.
     override func flushQueued() throws {
         lock.withLock {
-            if let last = fifo.last { last.drainsDecoderAfter = true } else { drainPending = true }
+            if let last = $0.fifo.last { last.drainsDecoderAfter = true } else { $0.output.drainPending = true }
         }
         wake.post()
     }
@@ -278,8 +250,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
         }
         try lock.withLock {
             let stoppedAndEmpty = "the decode buffer size can change only while stopped and empty"
-            _ = try life.handle(.reconfigure(stoppedAndEmpty))
-            guard fifo.isEmpty, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
+            _ = try $0.life.handle(.reconfigure(stoppedAndEmpty))
+            guard $0.fifo.isEmpty, $0.output.awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
                 throw QueueError.invalidRunState(stoppedAndEmpty)
             }
         }
@@ -304,10 +276,9 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
                           to: OutputRealtimeContext(state: replacement, queueWake: wake.raw, realtimeWake: realtimeWake.raw),
                           entry: outputRealtimeEntry, freeing: old)
         lock.withLock {
-            seenStartCount = 0
-            seenFinishCount = 0
-            lostBaseline = 0
-            ringFrames = deviceFrames
+            $0.seenStartCount = 0
+            $0.seenFinishCount = 0
+            $0.output.lostBaseline = 0
         }
     }
 
@@ -316,9 +287,9 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
     /// nothing decoded; the decode buffer keeps its length and the volume ramp its seconds.
     func adoptDeviceRate(decodeFrames: Int, rampSeconds: Float) throws {
         let deviceRate = device.sampleRate
-        guard deviceRate != converterRate else { return }
+        guard deviceRate != lock.withLock({ $0.converterRate }) else { return }
         try lock.withLock {
-            guard runState == .stopped, awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
+            guard $0.runState == .stopped, $0.output.awaitingPlayout.isEmpty, realtime.pointee.ring.readableFrames() == 0 else {
                 throw QueueError.invalidRunState("the rendering rate can change only while stopped with nothing decoded (Reset first)")
             }
         }
@@ -332,8 +303,8 @@ public final class OutputQueueEngine: QueueEngine, @unchecked Sendable {
             resamplePlanes = nil
         }
         lock.withLock {
-            converterRate = deviceRate
-            resamplerHasInput = false
+            $0.converterRate = deviceRate
+            $0.output.resamplerHasInput = false
         }
         replaceRealtimeState(ringFrames: Int((Double(decodeFrames) / rateRatio).rounded(.up)),
                              rampFrames: Int((Double(rampSeconds) * deviceRate).rounded()))

@@ -8,31 +8,31 @@ extension QueueEngine {
     /// Registers a buffer the API layer allocated.
     public func addBuffer(_ buffer: QueueBuffer) throws {
         try lock.withLock {
-            try checkUsable()
-            buffers[buffer.handle] = buffer
+            try $0.life.checkUsable()
+            $0.buffers[buffer.handle] = buffer
         }
     }
 
     /// The buffer with `handle`, if it belongs to this queue.
     public func buffer(for handle: UnsafeMutableRawPointer) -> QueueBuffer? {
-        lock.withLock { buffers[handle] }
+        lock.withLock { $0.buffers[handle] }
     }
 
     /// Forgets a buffer before the API layer frees it; throws `.bufferInQueue` while enqueued.
     public func removeBuffer(_ handle: UnsafeMutableRawPointer) throws {
-        try lock.withLock {
-            guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
+        try lock.withLock { state in
+            guard let buffer = state.buffers[handle] else { throw QueueError.invalidBuffer }
             guard buffer.ownership == .application else { throw QueueError.bufferInQueue }
             // A buffer being handed to its callback is the callback's to free, no other thread's.
-            guard buffer.callbacksHolding == 0 || isInCallback else { throw QueueError.bufferInQueue }
-            buffers[handle] = nil
+            guard buffer.callbacksHolding == 0 || isInCallback(state) else { throw QueueError.bufferInQueue }
+            state.buffers[handle] = nil
         }
     }
 
-    /// Checks that a buffer may be enqueued now (lock held).
-    func checkEnqueue(_ handle: UnsafeMutableRawPointer) throws -> QueueBuffer {
-        _ = try life.handle(.enqueue)
-        guard let buffer = buffers[handle] else { throw QueueError.invalidBuffer }
+    /// Checks that a buffer may be enqueued now (`state`: the lock's).
+    func checkEnqueue(_ handle: UnsafeMutableRawPointer, _ state: inout EngineState) throws -> QueueBuffer {
+        _ = try state.life.handle(.enqueue)
+        guard let buffer = state.buffers[handle] else { throw QueueError.invalidBuffer }
         guard buffer.ownership == .application else { throw QueueError.bufferEnqueuedTwice }
         return buffer
     }
@@ -43,28 +43,28 @@ extension QueueEngine {
     /// disposed of by then. `resetBatch` marks buffers Reset/Stop return: enqueueing
     /// is refused until they have all been delivered.
     func deliver(resetBatch: Bool = false, _ work: @escaping @Sendable () -> Void) {
-        lock.withLock {
-            callbacksInFlight += 1
-            if resetBatch { _ = life.note(.resetDeliveryPosted) }
+        lock.withLock { state in
+            state.callbacksInFlight += 1
+            if resetBatch { _ = state.life.note(.resetDeliveryPosted) }
         }
         producerStateChanged()
         let job: @Sendable () -> Void = { [self] in
-            let proceed: Bool = lock.withLock {
-                guard !disposed else { return false }
-                callbacksRunning += 1
-                callbackThreads.append(pthread_self())
+            let proceed: Bool = lock.withLock { state in
+                guard !state.disposed else { return false }
+                state.callbacksRunning += 1
+                state.callbackThreads.append(pthread_self())
                 return true
             }
             if proceed { work() }
-            lock.withLock {
+            lock.withLock { state in
                 if proceed {
-                    callbacksRunning -= 1
-                    if let i = callbackThreads.firstIndex(where: { pthread_equal($0, pthread_self()) != 0 }) {
-                        callbackThreads.remove(at: i)
+                    state.callbacksRunning -= 1
+                    if let i = state.callbackThreads.firstIndex(where: { pthread_equal($0, pthread_self()) != 0 }) {
+                        state.callbackThreads.remove(at: i)
                     }
                 }
-                callbacksInFlight -= 1
-                if resetBatch { _ = life.note(.resetDeliveryRan) }
+                state.callbacksInFlight -= 1
+                if resetBatch { _ = state.life.note(.resetDeliveryRan) }
                 lock.broadcast()
             }
             producerStateChanged()
@@ -72,10 +72,10 @@ extension QueueEngine {
         }
         switch executor {
         case .queueThread:
-            if thread?.isCurrent == true {
+            if onQueueThread {
                 job()
             } else {
-                lock.withLock { deliveries.append(job) }
+                lock.withLock { $0.deliveries.append(job) }
                 wake.post()
             }
         case .custom(let post):
@@ -97,15 +97,15 @@ extension QueueEngine {
         }
     }
 
-    /// True if the calling thread is running one of this queue's callbacks (lock held).
-    var isInCallback: Bool {
-        callbackThreads.contains { pthread_equal($0, pthread_self()) != 0 } || thread?.isCurrent == true
+    /// True if the calling thread is running one of this queue's callbacks (`state`: the lock's).
+    func isInCallback(_ state: EngineState) -> Bool {
+        state.isRunningCallbackOnThisThread || onQueueThread
     }
 
     /// Runs pending queue-thread deliveries (queue thread only, lock not held).
     func runDeliveries() {
         while true {
-            let next: (@Sendable () -> Void)? = lock.withLock { deliveries.isEmpty ? nil : deliveries.removeFirst() }
+            let next: (@Sendable () -> Void)? = lock.withLock { $0.deliveries.isEmpty ? nil : $0.deliveries.removeFirst() }
             guard let next else { return }
             next()
         }
@@ -115,25 +115,33 @@ extension QueueEngine {
     /// and returns its ticket, `isDone(ticket)` (lock held) says it was done. Runs the queue's
     /// work here when called on the queue thread. Returns false if the queue thread did not do
     /// it within `controlTimeout` (a callback holds it); otherwise waits for the callbacks it posted.
-    func runOnQueueThread(request: () -> Int, isDone: (Int) -> Bool) -> Bool {
-        if thread?.isCurrent == true {
-            _ = lock.withLock { request() }
+    func runOnQueueThread(request: (inout EngineState) -> Int, isDone: (inout EngineState, Int) -> Bool) -> Bool {
+        if onQueueThread {
+            _ = lock.withLock { request(&$0) }
             serviceQueue()
             return true
         }
-        let ticket = lock.withLock { request() }
+        if runsInline {
+            // No thread to wait for: the caller does the queue thread's work, callbacks included.
+            asQueueThread {
+                _ = lock.withLock { request(&$0) }
+                serviceQueue()
+                runDeliveries()
+            }
+            return true
+        }
+        let ticket = lock.withLock { request(&$0) }
         wake.post()
         let timeout = controlTimeout
-        let done = lock.withLock { lock.wait(timeout: timeout) { isDone(ticket) || life.isShutDown } }
+        let done = lock.waitUntil(timeout: timeout) { isDone(&$0, ticket) || $0.life.isShutDown }
         if done { waitForDeliveries(timeout: timeout) }
         return done
     }
 
     /// Waits until every queue-thread delivery posted so far has run (not from the queue thread).
     func waitForDeliveries(timeout: Double = 10) {
-        guard case .queueThread = executor, thread?.isCurrent != true else { return }
-        lock.withLock {
-            _ = lock.wait(timeout: timeout) { deliveries.isEmpty && callbacksRunning == 0 || disposed }
-        }
+        guard case .queueThread = executor, !onQueueThread else { return }
+        if runsInline { return asQueueThread { runDeliveries() } }
+        lock.waitUntil(timeout: timeout) { $0.deliveries.isEmpty && $0.callbacksRunning == 0 || $0.disposed }
     }
 }

@@ -7,12 +7,12 @@ extension QueueEngine {
 
     /// Starts (or resumes) at device frame `deviceFrame`, or as soon as possible.
     public func start(atDeviceFrame deviceFrame: Int64?) throws {
-        let actions: [LifecycleAction] = try lock.withLock {
+        let actions: [LifecycleAction] = try lock.withLock { state in
             // A server that changed its rate since cannot start (the lifecycle says so).
             let paused = withPublication { $0.mode.load(ordering: .relaxed) } == RealtimeMode.paused.rawValue
-            let actions = try life.handle(.start(deviceRate: device.sampleRate, converterRate: converterRate,
+            let actions = try state.life.handle(.start(deviceRate: device.sampleRate, converterRate: state.converterRate,
                                                  realtimePaused: paused))
-            if actions.contains(.prepareTimeline) { perform(.prepareTimeline) }
+            if actions.contains(.prepareTimeline) { prepareTimeline(&state) }
             return actions
         }
         for action in actions {
@@ -33,7 +33,7 @@ extension QueueEngine {
     /// callback that blocks) for `controlTimeout`.
     public func stop(immediate: Bool) throws {
         let actions = try lock.withLock {
-            try life.handle(.stop(immediate: immediate, hasQueuedData: !fifo.isEmpty || realtimeLink.bufferedFrames > 0))
+            try $0.life.handle(.stop(immediate: immediate, hasQueuedData: !$0.fifo.isEmpty || realtimeLink.bufferedFrames > 0))
         }
         for action in actions {
             if action == .halt { try halt() } else { perform(action) }
@@ -45,12 +45,12 @@ extension QueueEngine {
     private func halt() throws {
         send(.stop, synchronous: true)
         observeRealtime()
-        let reports = lock.withLock { life.note(.halted) }
+        let reports = lock.withLock { $0.life.note(.halted) }
         let finished = resetOnQueueThread()
         lock.withLock {
-            _ = life.note(.resetFinished)
-            primedFrames = 0
-            perform(.endTimeline)
+            _ = $0.life.note(.resetFinished)
+            $0.primedFrames = 0
+            endTimeline(&$0)
             lock.broadcast()
         }
         report(reports)
@@ -61,11 +61,11 @@ extension QueueEngine {
     /// (input), returning every queued buffer through the callback once (an input queue's
     /// partly filled one with its data).
     public func reset() throws {
-        _ = try lock.withLock { try life.handle(.reset) }
+        _ = try lock.withLock { try $0.life.handle(.reset) }
         let finished = resetOnQueueThread()
         lock.withLock {
-            _ = life.note(.resetFinished)
-            primedFrames = 0
+            _ = $0.life.note(.resetFinished)
+            $0.primedFrames = 0
             lock.broadcast()
         }
         if !finished { throw QueueError.queueThreadTimedOut("Reset", controlTimeout) }
@@ -73,7 +73,7 @@ extension QueueEngine {
 
     /// Has the queue thread reset the queue; false if it did not within `controlTimeout`.
     func resetOnQueueThread() -> Bool {
-        runOnQueueThread(request: { resetTickets.request() }, isDone: { resetTickets.isDone($0) })
+        runOnQueueThread(request: { $0.resetTickets.request() }, isDone: { $0.resetTickets.isDone($1) })
     }
 
     /// Flush. Output: what is enqueued now plays to its last frame, the resampler's tail
@@ -82,22 +82,22 @@ extension QueueEngine {
     /// returns once those callbacks have run (unless called from one), or throws
     /// `.queueThreadTimedOut` after `controlTimeout`.
     public func flush() throws {
-        _ = try lock.withLock { try life.handle(.flush) }
+        _ = try lock.withLock { try $0.life.handle(.flush) }
         try flushQueued()
     }
 
     /// Pauses; queue time and buffers are kept. An output queue playing out after Stop(false)
     /// pauses too, and stays stopping: Start resumes it, and it stops once played out.
     public func pause() throws {
-        let actions = try lock.withLock { try life.handle(.pause) }
+        let actions = try lock.withLock { try $0.life.handle(.pause) }
         if actions.contains(.sendPause) { send(.pause, synchronous: true) }
     }
 
     /// True between the device's first frame and the stop.
-    public var isRunningValue: Bool { lock.withLock { isRunning } }
+    public var isRunningValue: Bool { lock.withLock { $0.isRunning } }
 
     /// The run state.
-    public var state: QueueRunState { lock.withLock { runState } }
+    public var state: QueueRunState { lock.withLock { $0.runState } }
 
     /// Frames lost so far (device rate): played as silence because the decode ring ran dry
     /// (output), or captured while the capture ring was full (input).
@@ -120,5 +120,5 @@ extension QueueEngine {
     }
 
     /// Counts discontinuities (xruns, lost recorded frames, rate changes) so far.
-    public var discontinuityCount: Int { lock.withLock { discontinuities } }
+    public var discontinuityCount: Int { lock.withLock { $0.discontinuities } }
 }

@@ -12,7 +12,7 @@ extension QueueEngine {
 
     /// The earliest device frame at or after `requested` at which a start can be honoured.
     public func nearestStartFrame(atOrAfter requested: Int64) throws -> Int64 {
-        _ = try lock.withLock { try life.handle(.nearestStartTime(primed: primedFrames > 0 || !fifo.isEmpty)) }
+        _ = try lock.withLock { try $0.life.handle(.nearestStartTime(primed: $0.primedFrames > 0 || !$0.fifo.isEmpty)) }
         let time = withPublication { $0.time.read() } ?? PublishedTime()
         let (cycleFrame, cycleCount) = (time.cycleFrame, time.cycleFrameCount)
         let period = Int64(max(cycleCount, device.periodFrames))
@@ -27,7 +27,7 @@ extension QueueEngine {
 
     /// The host time at which queue time `sampleTime` (queue rate) plays, while the queue runs.
     public func hostTime(forQueueTime sampleTime: Double) -> UInt64? {
-        let active = lock.withLock { runState == .running || runState == .starting || runState == .stopping }
+        let active = lock.withLock { $0.life.isActive }
         guard active else { return nil }
         let deviceQueueFrames = Int64((sampleTime / rateRatio).rounded())
         guard let time = withPublication({ $0.time.read() }) else { return nil }

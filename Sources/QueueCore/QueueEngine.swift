@@ -19,7 +19,7 @@ public enum QueueRunState: Sendable, Equatable {
 /// `InputQueueEngine`) those only it has work for (`perform(_:)`).
 ///
 /// Thread safety: every public method may be called from any thread, including
-/// from the queue's own callbacks. State is guarded by `lock`; user code
+/// from the queue's own callbacks. State is in `lock`'s value (`EngineState`); user code
 /// (callbacks, listeners) never runs with the lock held.
 public class QueueEngine: @unchecked Sendable {
     public let direction: DeviceDirection
@@ -29,7 +29,8 @@ public class QueueEngine: @unchecked Sendable {
     public let device: AudioDevice
     let deviceSwitch: DeviceSwitch
     let executor: CallbackExecutor
-    let lock = ConditionLock()
+    /// The engine's lock and what it guards (`EngineState`).
+    let lock: Locked<EngineState>
     /// Held by each connection pass with the bookkeeping of what it connected (`currentTarget`,
     /// `connectionTarget`, `connectedPorts`): passes asked for from several threads take turns,
     /// and what the queue reports is what the last one connected. Taken before `lock`.
@@ -38,68 +39,33 @@ public class QueueEngine: @unchecked Sendable {
     let wake = Semaphore()
     /// Wakes a realtime entry that waits (freewheel, ManualDriver).
     let realtimeWake = Semaphore()
+    /// The queue thread; nil when the queue's work runs inline (`ManualDriver(queueWork: .inline)`).
     var thread: QueueThread?
+    /// The queue thread's work runs on whoever calls `ManualDriver.runQueueWork()` (or a control
+    /// call that needs it done), not on a thread of its own.
+    let runsInline: Bool
+    /// The thread running the queue's work inline now (`pthread_t` as a number), or 0.
+    let inlineWorker = Atomic<UInt>(0)
 
     /// Seconds Reset, Stop(true) and an input queue's Flush wait for the queue thread (held by a
     /// callback that blocks) before they fail with `.queueThreadTimedOut`.
     public var controlTimeout: Double {
-        get { lock.withLock { _controlTimeout } }
-        set { lock.withLock { _controlTimeout = max(0, newValue) } }
+        get { lock.withLock { $0.controlTimeout } }
+        set { lock.withLock { $0.controlTimeout = max(0, newValue) } }
     }
-    private var _controlTimeout = 10.0
 
     /// Listener dispatch, set by the API layer; runs through the callback executor.
     public var eventSink: (@Sendable (QueueEvent) -> Void)? {
-        get { lock.withLock { _eventSink } }
-        set { lock.withLock { _eventSink = newValue } }
+        get { lock.withLock { $0.eventSink } }
+        set { lock.withLock { $0.eventSink = newValue } }
     }
-    private var _eventSink: (@Sendable (QueueEvent) -> Void)?
 
     /// The direction's realtime state (publication, command ring, meters).
     let realtimeLink: any RealtimeLink
 
-    // Guarded by `lock`.
-    /// Run state, IsRunning, resets, disposal and invalidation: which call is legal when, and
-    /// what it makes the engine do, is decided there.
-    var life: QueueLifecycle
-    /// Resets the queue thread is asked to carry out.
-    var resetTickets = QueueTickets()
-    var buffers: [UnsafeMutableRawPointer: QueueBuffer] = [:]
-    var fifo: [QueueBuffer] = []
-    var deliveries: [@Sendable () -> Void] = []
-    var callbacksInFlight = 0
-    var callbacksRunning = 0
-    var callbackThreads: [pthread_t] = []
-    var commandSequence = 0
-    var seenStartCount = 0
-    var seenFinishCount = 0
-    var discontinuities = 0
-    var currentTarget: String
-    /// What the ports are connected to when it is not `currentTarget` itself.
-    var connectionTarget: String?
-    var connectedPorts: [String] = []
-    var primedFrames = 0
-    var clientNameStorage: String
-
-    /// The run state (lock held).
-    var runState: QueueRunState { life.state }
-    /// IsRunning (lock held).
-    var isRunning: Bool { life.isRunning }
-    /// Dispose has run or is running (lock held).
-    var disposed: Bool { life.disposed }
-    /// The JACK server went away (lock held).
-    var invalidated: Bool { life.invalidated }
-
-    /// The device rate the queue's converter and ring were made for (guarded by `lock`).
-    var converterRate: Double {
-        didSet { converterMismatch = false }
-    }
-    /// The server changed its rate away from `converterRate` (guarded by `lock`).
-    var converterMismatch = false
-
     /// True once the server runs at a rate the queue's converter was not made for
     /// (kAudioQueueProperty_ConverterError reports it; Start fails with `.cannotStart`).
-    public var converterFailed: Bool { lock.withLock { converterMismatch } }
+    public var converterFailed: Bool { lock.withLock { $0.converterMismatch } }
 
     /// Where the device came from, kept as long as the queue: a provider made for one queue
     /// (`AudioQueueDevices.offline(...)` passed inline) would otherwise go with the call, and its
@@ -112,9 +78,9 @@ public class QueueEngine: @unchecked Sendable {
     init(direction: DeviceDirection, format: StreamFormat, provider: DeviceProvider, clientName: String,
          executor: CallbackExecutor, realtimeLink: any RealtimeLink) throws {
         self.provider = provider
+        runsInline = (provider as? ManualDriver)?.queueWork == .inline
         self.direction = direction
         self.realtimeLink = realtimeLink
-        life = QueueLifecycle(direction: direction)
         self.executor = executor
         let layout = PortLayout.forQueue(direction: direction, channelCount: format.channelCount)
         deviceSwitch = DeviceSwitch(try provider.openDevice(name: clientName, direction: direction, layout: layout))
@@ -122,9 +88,8 @@ public class QueueEngine: @unchecked Sendable {
         var resolved = format
         if resolved.sampleRate == 0 { resolved.sampleRate = device.sampleRate }
         self.format = resolved
-        converterRate = device.sampleRate
-        currentTarget = provider.defaultTarget(for: direction)
-        clientNameStorage = device.clientName
+        lock = Locked(EngineState(direction: direction, converterRate: device.sampleRate, clientName: device.clientName,
+                                  target: provider.defaultTarget(for: direction)))
     }
 
     deinit {
@@ -136,23 +101,33 @@ public class QueueEngine: @unchecked Sendable {
     /// Connects to the default target and starts the queue thread; called once the subclass is ready.
     func finishSetup(threadName: String) {
         connectionLock.withLock {
-            if !currentTarget.isEmpty {
-                connectedPorts = (try? device.connect(to: currentTarget)) ?? []
-                if connectedPorts.isEmpty { currentTarget = "" }
+            let target = lock.withLock { $0.currentTarget }
+            guard !target.isEmpty else { return }
+            let ports = (try? device.connect(to: target)) ?? []
+            lock.withLock { state in
+                state.connectedPorts = ports
+                if ports.isEmpty { state.currentTarget = "" }
             }
         }
         device.setEventHandler { [weak self] event in self?.handleDeviceEvent(event) }
-        thread = QueueThread(name: threadName) { [self] in self.threadMain() }
+        if runsInline, let driver = provider as? ManualDriver {
+            driver.adopt(self)
+        } else {
+            thread = QueueThread(name: threadName) { [self] in self.threadMain() }
+        }
     }
 
     // MARK: What each direction does
 
     /// The queue thread's work between waits (conversion, delivery). Called without the lock.
     func serviceQueue() {}
-    /// Carries out the lifecycle actions that only one direction has work for: prepareTimeline
-    /// and endTimeline (lock held), prepareToStart, beginPlayOut, beginCaptureDrain and
-    /// deliverInvalidation (lock not held). Every other action the engine carries out itself.
+    /// Carries out the lifecycle actions that only one direction has work for: prepareToStart,
+    /// beginPlayOut, beginCaptureDrain and deliverInvalidation (lock not held). Every other
+    /// action the engine carries out itself, or through the two methods below.
     func perform(_ action: LifecycleAction) {}
+    /// The lifecycle actions prepareTimeline and endTimeline (`state`: the lock's).
+    func prepareTimeline(_ state: inout EngineState) {}
+    func endTimeline(_ state: inout EngineState) {}
     /// Flush's work, once the queue is known to be usable (lock not held).
     func flushQueued() throws {}
     /// Output queues recompute whether the realtime side should wait for them.
@@ -165,11 +140,6 @@ public class QueueEngine: @unchecked Sendable {
 
     // MARK: State checks
 
-    /// Throws the error any call on a disposed, disposing or invalidated queue gets (lock held).
-    func checkUsable() throws {
-        try life.checkUsable()
-    }
-
     /// Tells IsRunning listeners what `actions` report (lock not held).
     func report(_ actions: [LifecycleAction]) {
         for case .notifyIsRunning(let running) in actions { notify(.isRunningChanged(running)) }
@@ -177,7 +147,7 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Tells listeners about `event` (through the executor).
     func notify(_ event: QueueEvent) {
-        guard let sink = lock.withLock({ _eventSink }) else { return }
+        guard let sink = lock.withLock({ $0.eventSink }) else { return }
         deliver { sink(event) }
     }
 
@@ -185,16 +155,17 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Sends a command and, if `synchronous`, waits until the realtime side applied it.
     func send(_ kind: RealtimeCommand.Kind, frame: Int64 = .min, position: Int = 0, synchronous: Bool) {
-        let sequence: Int = lock.withLock {
-            commandSequence += 1
-            let command = RealtimeCommand(kind, frame: frame, position: position, sequence: commandSequence)
-            while !realtimeLink.push(command) {
-                // The command ring is full only if the realtime side is not running: apply here.
-                lock.unlock()
-                device.synchronize(isApplied: { false }, applyDirectly: { self.realtimeLink.applyCommandsDirectly() })
-                lock.lock()
+        // Pushed under the lock, so commands go in the order of their sequence numbers.
+        var sequence = 0
+        while !lock.withLock({ state in
+            if sequence == 0 {
+                state.commandSequence += 1
+                sequence = state.commandSequence
             }
-            return commandSequence
+            return realtimeLink.push(RealtimeCommand(kind, frame: frame, position: position, sequence: sequence))
+        }) {
+            // The command ring is full only if the realtime side is not running: apply here.
+            device.synchronize(isApplied: { false }, applyDirectly: { self.realtimeLink.applyCommandsDirectly() })
         }
         realtimeWake.post()
         if synchronous {
@@ -208,36 +179,44 @@ public class QueueEngine: @unchecked Sendable {
     private func threadMain() {
         while true {
             wake.wait(timeout: 0.05)
-            let shouldExit = lock.withLock { life.exiting }
-            if shouldExit { break }
-            observeRealtime()
-            runDeliveries()
-            serviceQueue()
-            runDeliveries()
+            if !queueThreadPass() { break }
         }
         runDeliveries()
     }
 
+    /// One pass of the queue thread's work between waits; false once the queue thread is to exit.
+    func queueThreadPass() -> Bool {
+        if lock.withLock({ $0.life.exiting }) { return false }
+        observeRealtime()
+        runDeliveries()
+        serviceQueue()
+        runDeliveries()
+        return true
+    }
+
     /// Turns what the realtime side published into run-state changes and listener calls.
     func observeRealtime() {
-        let actions: [LifecycleAction] = lock.withLock {
+        let actions: [LifecycleAction] = lock.withLock { state in
             var actions: [LifecycleAction] = []
             let started = withPublication { $0.startCount.load(ordering: .acquiring) }
-            if started != seenStartCount {
-                seenStartCount = started
-                actions += life.note(.realtimeStarted)
+            if started != state.seenStartCount {
+                state.seenStartCount = started
+                actions += state.life.note(.realtimeStarted)
             }
             let finished = withPublication { $0.finishCount.load(ordering: .acquiring) }
-            if finished != seenFinishCount {
-                seenFinishCount = finished
-                let news = life.note(.realtimeFinished)
-                if news.contains(.endTimeline) { perform(.endTimeline) }
+            if finished != state.seenFinishCount {
+                state.seenFinishCount = finished
+                let news = state.life.note(.realtimeFinished)
+                if news.contains(.endTimeline) {
+                    state.primedFrames = 0
+                    endTimeline(&state)
+                }
                 actions += news
             }
             return actions
         }
         report(actions)
-        if lock.withLock({ life.note(.realtimeObserved) }).contains(.disposeNow) {
+        if lock.withLock({ $0.life.note(.realtimeObserved) }).contains(.disposeNow) {
             disposeNow()
         }
     }
@@ -261,9 +240,9 @@ public class QueueEngine: @unchecked Sendable {
     /// Otherwise once the enqueued buffers have played (output) or received what was captured
     /// (input: capture ends now), or at once for a stopped or paused queue.
     public func dispose(immediate: Bool) {
-        let (actions, inCallback) = lock.withLock {
+        let (actions, inCallback) = lock.withLock { state in
             defer { lock.broadcast() }
-            return (life.note(.dispose(immediate: immediate)), isInCallback)
+            return (state.life.note(.dispose(immediate: immediate)), isInCallback(state))
         }
         for action in actions {
             switch action {
@@ -276,9 +255,9 @@ public class QueueEngine: @unchecked Sendable {
 
     /// Disposes of the queue now (a pending disposal, once played out; on the queue thread).
     func disposeNow() {
-        let (actions, inCallback) = lock.withLock {
+        let (actions, inCallback) = lock.withLock { state in
             defer { lock.broadcast() }
-            return (life.note(.disposeNow), isInCallback)
+            return (state.life.note(.disposeNow), isInCallback(state))
         }
         if actions.contains(.tearDown) { tearDown(inCallback: inCallback) }
     }
@@ -289,9 +268,9 @@ public class QueueEngine: @unchecked Sendable {
         device.setProcessor(nil)
         device.close()
         lock.withLock {
-            _ = life.note(.tornDown)
-            for buffer in buffers.values { buffer.ownership = .application }
-            fifo.removeAll()
+            _ = $0.life.note(.tornDown)
+            for buffer in $0.buffers.values { buffer.ownership = .application }
+            $0.fifo.removeAll()
         }
         wake.post()
         realtimeWake.post()
@@ -301,22 +280,21 @@ public class QueueEngine: @unchecked Sendable {
         // Callbacks already running on other threads (a run loop, a dispatch queue) finish first.
         // Realtime memory is freed in the subclass's deinit, when the queue thread is gone too.
         if !inCallback {
-            lock.withLock { _ = lock.wait(timeout: 10) { callbacksRunning == 0 } }
+            lock.waitUntil(timeout: 10) { $0.callbacksRunning == 0 }
         }
-        let handler = lock.withLock { () -> (@Sendable () -> Void)? in
-            defer { _onDisposed = nil }
-            return _onDisposed
+        let handler = lock.withLock { state -> (@Sendable () -> Void)? in
+            defer { state.onDisposed = nil }
+            return state.onDisposed
         }
         handler?()
     }
 
     /// True once Dispose ran.
-    public var isDisposed: Bool { lock.withLock { disposed } }
+    public var isDisposed: Bool { lock.withLock { $0.disposed } }
 
     /// Called once, when the queue has been disposed of (immediately or after playing out).
     public var onDisposed: (@Sendable () -> Void)? {
-        get { lock.withLock { _onDisposed } }
-        set { lock.withLock { _onDisposed = newValue } }
+        get { lock.withLock { $0.onDisposed } }
+        set { lock.withLock { $0.onDisposed = newValue } }
     }
-    private var _onDisposed: (@Sendable () -> Void)?
 }

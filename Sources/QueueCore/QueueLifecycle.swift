@@ -90,43 +90,65 @@ enum LifecycleAction: Equatable, Sendable {
 /// in which state, and which error it gets, is made here; the engine holds one behind its
 /// lock and carries out the actions `handle` returns.
 ///
+/// Its parts are independent of each other (any run phase may be disposed of or invalidated
+/// while resets are in progress); what depends on the run state is inside `RunPhase`.
+///
 /// Thread safety: a value; the engine guards its copy with its lock.
 struct QueueLifecycle: Hashable, Sendable {
     let direction: DeviceDirection
-    /// The run state the API reports.
-    private(set) var state = QueueRunState.stopped
-    /// kAudioQueueProperty_IsRunning: true between the device's first frame and the stop.
-    private(set) var isRunning = false
-    /// Dispose ran (or is running): every call fails.
-    private(set) var disposed = false
-    /// Dispose(false) waits for the queue to play out or deliver what was captured.
-    private(set) var disposalPending = false
+    private(set) var run = RunPhase.stopped(playOutArmed: false)
+    private(set) var disposal = DisposalPhase.none
     /// The JACK server went away (kAudioQueueErr_QueueInvalidated).
     private(set) var invalidated = false
-    /// The queue thread is to exit (disposal has detached the device).
-    private(set) var exiting = false
-    /// Resets (Reset, Stop(true), Dispose) in progress: enqueueing is refused meanwhile.
-    private(set) var resetDepth = 0
-    /// Buffers a reset returned that have not been through their callbacks yet.
-    private(set) var resetDeliveriesPending = 0
-    /// Output Stop(false): once what is queued has played, stop (set before Start too, by a
-    /// callback at the end of the data while priming).
-    private(set) var playOutPending = false
-    /// Input Stop(false): what was captured is being delivered.
-    private(set) var captureDrainPending = false
+    private(set) var resets = ResetCounts()
 
     init(direction: DeviceDirection) {
         self.direction = direction
+    }
+
+    /// Any combination of the parts (tests enumerate them).
+    init(direction: DeviceDirection, run: RunPhase, disposal: DisposalPhase, invalidated: Bool, resets: ResetCounts) {
+        self.direction = direction
+        self.run = run
+        self.disposal = disposal
+        self.invalidated = invalidated
+        self.resets = resets
+    }
+
+    /// The run state the API reports.
+    var state: QueueRunState { run.state }
+    /// kAudioQueueProperty_IsRunning: true between the device's first frame and the stop.
+    var isRunning: Bool { run.isRunning }
+    /// Dispose ran (or is running): every call fails.
+    var disposed: Bool { disposal == .disposed || disposal == .tornDown }
+    /// Dispose(false) waits for the queue to play out or deliver what was captured.
+    var disposalPending: Bool { disposal == .pending }
+    /// The queue thread is to exit (disposal has detached the device).
+    var exiting: Bool { disposal == .tornDown }
+    /// Resets (Reset, Stop(true), Dispose) in progress.
+    var resetDepth: Int { resets.inProgress }
+    /// Buffers a reset returned that have not been through their callbacks yet.
+    var resetDeliveriesPending: Int { resets.deliveriesPending }
+
+    /// Output Stop(false): once what is queued has played, stop (armed before Start too).
+    var playOutPending: Bool {
+        switch run {
+        case .stopped(let armed): armed
+        case .stopping(.playingOut, _): true
+        default: false
+        }
     }
 
     /// The realtime side is running or about to (queue time advances; host times mean something).
     var isActive: Bool { state == .running || state == .starting || state == .stopping }
 
     /// An input queue is delivering what it captured before a Stop(false) completes.
-    var isDrainingCapture: Bool { captureDrainPending && state == .stopping }
+    var isDrainingCapture: Bool {
+        if case .stopping(.deliveringCapture, _) = run { true } else { false }
+    }
 
     /// Disposed of, or on the way to it: the queue thread does no more work.
-    var isShutDown: Bool { exiting || disposed }
+    var isShutDown: Bool { disposed }
 
     /// Throws the error any call on a disposed, disposing or invalidated queue gets.
     func checkUsable() throws(QueueError) {
@@ -184,26 +206,29 @@ struct QueueLifecycle: Hashable, Sendable {
         guard deviceRate == converterRate else {
             throw .cannotStart("the JACK server runs at \(Int(deviceRate)) Hz, the queue was made for \(Int(converterRate)) Hz")
         }
-        switch state {
+        let go: [LifecycleAction] = [.wakeQueueThread, .prepareToStart, .sendStart]
+        switch run {
         case .running, .starting:
             return []
         case .stopping:
             // Stopping after a pause: resume, and stop once played out.
-            return realtimePaused ? [.wakeQueueThread, .prepareToStart, .sendStart] : []
-        case .stopped, .paused:
-            let fresh = state == .stopped
+            return realtimePaused ? go : []
+        case .stopped(let playOutArmed):
             // A Stop(false) asked for before Start plays out what is queued, then stops.
-            state = playOutPending ? .stopping : .starting
-            return (fresh ? [.prepareTimeline] : []) + [.wakeQueueThread, .prepareToStart, .sendStart]
+            run = playOutArmed ? .stopping(.playingOut, isRunning: false) : .starting(isRunning: false)
+            return [.prepareTimeline] + go
+        case .paused(let running):
+            run = .starting(isRunning: running)
+            return go
         }
     }
 
     /// `LifecycleEvent.pause`: AudioQueuePause.
     private mutating func pause() throws(QueueError) -> [LifecycleAction] {
         try checkUsable()
-        switch state {
-        case .running, .starting:
-            state = .paused
+        switch run {
+        case .running(let running), .starting(let running):
+            run = .paused(isRunning: running)
             return [.sendPause]
         case .stopping:
             // An output queue playing out pauses too, and stays stopping: Start resumes it.
@@ -217,17 +242,14 @@ struct QueueLifecycle: Hashable, Sendable {
     private mutating func stop(immediate: Bool, hasQueuedData: Bool) throws(QueueError) -> [LifecycleAction] {
         try checkUsable()
         if !immediate, let actions = beginStopping(hasQueuedData: hasQueuedData) { return actions }
-        resetDepth += 1
+        resets.inProgress += 1
         return [.halt]
     }
 
     /// `LifecycleEvent.halted`: the realtime side applied a Stop(true).
     private mutating func halted() -> [LifecycleAction] {
         let wasRunning = isRunning
-        isRunning = false
-        state = .stopped
-        playOutPending = false
-        captureDrainPending = false
+        run = .stopped(playOutArmed: false)
         return wasRunning ? [.notifyIsRunning(false)] : []
     }
 
@@ -236,31 +258,35 @@ struct QueueLifecycle: Hashable, Sendable {
     /// `LifecycleEvent.reset`: AudioQueueReset.
     private mutating func reset() throws(QueueError) -> [LifecycleAction] {
         try checkUsable()
-        resetDepth += 1
+        resets.inProgress += 1
         return [.resetOnQueueThread]
     }
 
     /// `LifecycleEvent.resetFinished`: a reset has returned the buffers.
     private mutating func resetFinished() -> [LifecycleAction] {
-        resetDepth = max(0, resetDepth - 1)
+        resets.inProgress = max(0, resets.inProgress - 1)
         return []
     }
 
     /// `LifecycleEvent.queueDiscarded`: an output queue's queue thread discarded what was queued.
     private mutating func queueDiscarded() -> [LifecycleAction] {
-        playOutPending = false
+        switch run {
+        case .stopped(true): run = .stopped(playOutArmed: false)
+        case .stopping(.playingOut, let running): run = .stopping(.discarded, isRunning: running)
+        default: break
+        }
         return []
     }
 
     /// `LifecycleEvent.resetDeliveryPosted`: a buffer a reset returned was posted to its callback.
     private mutating func resetDeliveryPosted() -> [LifecycleAction] {
-        resetDeliveriesPending += 1
+        resets.deliveriesPending += 1
         return []
     }
 
     /// `LifecycleEvent.resetDeliveryRan`: the callback of a buffer a reset returned ran.
     private mutating func resetDeliveryRan() -> [LifecycleAction] {
-        resetDeliveriesPending = max(0, resetDeliveriesPending - 1)
+        resets.deliveriesPending = max(0, resets.deliveriesPending - 1)
         return []
     }
 
@@ -285,7 +311,7 @@ struct QueueLifecycle: Hashable, Sendable {
         if disposed { throw .invalidParameter("the queue was disposed of") }
         if invalidated { throw .queueInvalidated }
         // An input queue being stopped with Stop(false) still takes buffers for what it captured.
-        if resetDepth > 0 || resetDeliveriesPending > 0 || disposalPending || (state == .stopping && direction == .output) {
+        if resets != ResetCounts() || disposalPending || (state == .stopping && direction == .output) {
             throw .enqueueDuringReset
         }
         return []
@@ -296,29 +322,28 @@ struct QueueLifecycle: Hashable, Sendable {
     /// `LifecycleEvent.dispose`: AudioQueueDispose.
     private mutating func dispose(immediate: Bool) -> [LifecycleAction] {
         if immediate { return disposeNow() }
-        if disposed || disposalPending { return [] }
+        guard disposal == .none else { return [] }
         // Output: once what is enqueued has played. Input: once what was captured has been
         // delivered to the enqueued buffers ("until all enqueued buffers are processed").
         guard isActive && !invalidated else { return disposeNow() }
-        disposalPending = true
+        disposal = .pending
         return stopForDisposal() + [.wakeQueueThread]
     }
 
     /// `LifecycleEvent.disposeNow`: the disposal proper.
     private mutating func disposeNow() -> [LifecycleAction] {
         if disposed { return [] }
-        disposed = true
-        disposalPending = false
-        resetDepth += 1
+        disposal = .disposed
+        resets.inProgress += 1
         return [.tearDown]
     }
 
-    /// `LifecycleEvent.tornDown`: the disposal has detached the device.
+    /// `LifecycleEvent.tornDown`: the disposal has detached the device (the queue is disposed
+    /// of, whatever came before).
     private mutating func tornDown() -> [LifecycleAction] {
         // Not reported: no listener runs after Dispose.
-        exiting = true
-        isRunning = false
-        state = .stopped
+        disposal = .tornDown
+        run = .stopped(playOutArmed: playOutPending)
         return []
     }
 
@@ -326,37 +351,33 @@ struct QueueLifecycle: Hashable, Sendable {
 
     /// `LifecycleEvent.realtimeStarted`: the realtime side played or recorded its first frame.
     private mutating func realtimeStarted() -> [LifecycleAction] {
-        if state == .starting { state = .running }
+        if case .starting(let running) = run { run = .running(isRunning: running) }
         // A start the queue thread sees only after a Stop(true) is not reported, nor one
         // seen while disposing (no listener runs once Dispose has begun).
         guard !isRunning && state != .stopped && !disposed else { return [] }
-        isRunning = true
+        run = run.reporting(true)
         return [.notifyIsRunning(true)]
     }
 
     /// `LifecycleEvent.realtimeFinished`: the realtime side stopped at the end of a Stop(false) play-out.
     private mutating func realtimeFinished() -> [LifecycleAction] {
         guard state == .stopping else { return [] }
-        state = .stopped
-        playOutPending = false
-        guard isRunning else { return [.endTimeline] }
-        isRunning = false
-        return [.endTimeline, .notifyIsRunning(false)]
+        let wasRunning = isRunning
+        run = .stopped(playOutArmed: false)
+        return wasRunning ? [.endTimeline, .notifyIsRunning(false)] : [.endTimeline]
     }
 
     /// `LifecycleEvent.realtimeObserved`: the queue thread looked at the realtime side.
     private func realtimeObserved() -> [LifecycleAction] {
-        disposalPending && state == .stopped && !disposed ? [.disposeNow] : []
+        disposalPending && state == .stopped ? [.disposeNow] : []
     }
 
     /// `LifecycleEvent.captureDelivered`: an input queue's Stop(false) has delivered everything captured.
     private mutating func captureDelivered() -> [LifecycleAction] {
         guard isDrainingCapture else { return [] }
-        captureDrainPending = false
-        state = .stopped
-        resetDepth += 1
         let wasRunning = isRunning
-        isRunning = false
+        run = .stopped(playOutArmed: false)
+        resets.inProgress += 1
         return [.resetOnQueueThread] + (wasRunning ? [.notifyIsRunning(false)] : [])
     }
 
@@ -371,8 +392,7 @@ struct QueueLifecycle: Hashable, Sendable {
     /// the server went away.
     private mutating func invalidationDelivered() -> [LifecycleAction] {
         let wasRunning = isRunning
-        isRunning = false
-        state = .stopped
+        run = .stopped(playOutArmed: playOutPending)
         return wasRunning ? [.notifyIsRunning(false)] : []
     }
 
@@ -380,10 +400,9 @@ struct QueueLifecycle: Hashable, Sendable {
 
     /// Stop(false): the asynchronous stop, or nil where it is a Stop(true).
     private mutating func beginStopping(hasQueuedData: Bool) -> [LifecycleAction]? {
-        switch (direction, state) {
-        case (.output, .running), (.output, .starting), (.output, .paused):
-            state = .stopping
-            playOutPending = true
+        switch (direction, run) {
+        case (.output, .running(let running)), (.output, .starting(let running)), (.output, .paused(let running)):
+            run = .stopping(.playingOut, isRunning: running)
             return [.beginPlayOut]
         case (.output, .stopping):
             return []
@@ -391,16 +410,15 @@ struct QueueLifecycle: Hashable, Sendable {
             // Not started yet (a callback at the end of the data while priming): play what
             // is queued once started, then stop.
             guard hasQueuedData else { return nil }
-            playOutPending = true
+            run = .stopped(playOutArmed: true)
             return [.beginPlayOut]
         case (.input, .stopped):
             return []
         case (.input, .stopping):
             // A second Stop(false) stops at once.
             return nil
-        case (.input, _):
-            state = .stopping
-            captureDrainPending = true
+        case (.input, .running(let running)), (.input, .starting(let running)), (.input, .paused(let running)):
+            run = .stopping(.deliveringCapture, isRunning: running)
             return [.beginCaptureDrain]
         }
     }
@@ -408,14 +426,12 @@ struct QueueLifecycle: Hashable, Sendable {
     /// Dispose(false) of a busy queue: the Stop(false) it implies (a pending disposal refuses
     /// the API's own Stop).
     private mutating func stopForDisposal() -> [LifecycleAction] {
-        switch (direction, state) {
-        case (.output, .running), (.output, .starting):
-            state = .stopping
-            playOutPending = true
+        switch (direction, run) {
+        case (.output, .running(let running)), (.output, .starting(let running)):
+            run = .stopping(.playingOut, isRunning: running)
             return [.beginPlayOut]
-        case (.input, .running), (.input, .starting):
-            state = .stopping
-            captureDrainPending = true
+        case (.input, .running(let running)), (.input, .starting(let running)):
+            run = .stopping(.deliveringCapture, isRunning: running)
             return [.beginCaptureDrain]
         default:
             return []

@@ -56,17 +56,45 @@ public final class ConditionLock: @unchecked Sendable {
 }
 
 /// A value behind a mutex, for state shared between non-realtime threads where
-/// the standard library's `Mutex` would demand `Sendable` contents (raw pointers).
+/// the standard library's `Mutex` would demand `Sendable` contents (raw pointers). The
+/// value is reachable only inside `withLock`, so the compiler keeps the guard.
 public final class Locked<Value>: @unchecked Sendable {
-    private let lock = ConditionLock()
+    private let mutex = ConditionLock()
     private var value: Value
 
     public init(_ value: Value) { self.value = value }
 
     @inline(__always)
     public func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
+        mutex.lock()
+        defer { mutex.unlock() }
         return try body(&value)
+    }
+
+    /// Holds the lock without the value: for what the lock guards outside it (the queue
+    /// engine's `QueueBuffer` objects' fields), or to wait with `wait(timeout:until:)`.
+    @inline(__always)
+    public func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        mutex.lock()
+        defer { mutex.unlock() }
+        return try body()
+    }
+
+    /// Wakes every thread waiting in `wait`.
+    public func broadcast() { mutex.broadcast() }
+
+    /// Waits (lock held, value not in use) until `predicate` holds or `timeout` seconds pass.
+    @discardableResult
+    public func wait(timeout: Double, until predicate: () -> Bool) -> Bool {
+        mutex.wait(timeout: timeout, until: predicate)
+    }
+
+    /// Takes the lock and waits until `predicate` holds of the value or `timeout` seconds
+    /// pass; returns the predicate.
+    @discardableResult
+    public func waitUntil(timeout: Double, _ predicate: (inout Value) -> Bool) -> Bool {
+        mutex.lock()
+        defer { mutex.unlock() }
+        return mutex.wait(timeout: timeout) { predicate(&value) }
     }
 }

@@ -38,6 +38,16 @@ public final class Semaphore: @unchecked Sendable {
         while sem_wait(raw) != 0 && errno == EINTR {}
     }
 
+    /// Takes one pending post without blocking; false if there was none.
+    public func tryWait() -> Bool { sem_trywait(raw) == 0 }
+
+    /// True while a post is pending (taken by nobody yet).
+    public var isPosted: Bool {
+        var value: Int32 = 0
+        sem_getvalue(raw, &value)
+        return value > 0
+    }
+
     /// Takes every pending post without blocking.
     public func drain() {
         while sem_trywait(raw) == 0 {}

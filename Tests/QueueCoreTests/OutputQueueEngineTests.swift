@@ -1,4 +1,5 @@
 import Testing
+import Glibc
 import Synchronization
 @testable import QueueCore
 import JackTestSupport
@@ -73,24 +74,23 @@ import JackTestSupport
 
     /// Three 1000-frame buffers, all decoded into the ring before the start: none comes back
     /// until it has been played, and each comes back in the first cycle after the one that
-    /// rendered its last frame (its port buffers have gone out then).
+    /// rendered its last frame (its port buffers have gone out then). Inline: no queue thread,
+    /// so the counts are exact after each step, with no waiting, and the callbacks run here.
     @Test func aBufferComesBackOnceItHasBeenPlayedNotWhenDecoded() throws {
-        let driver = ManualDriver(periodFrames: 256)
-        driver.allowsWaiting = false
+        let driver = ManualDriver(periodFrames: 256, queueWork: .inline)
         let (engine, log, buffers) = try primedWithThreeBuffers(driver)
         defer { engine.dispose(immediate: true) }
-        // Decoded, not played: nothing comes back however long we wait.
-        HostClock.sleep(seconds: 0.1)
+        // Decoded, not played: nothing comes back, whatever work the queue does.
+        driver.runQueueWork()
         #expect(log.count == 0)
         try engine.start(atDeviceFrame: nil)
         // Buffer n ends at frame 1000 n: rendered in cycle (1000 n - 1) / 256, back in the next.
         for (cycles, expected) in [(4, 0), (1, 1), (3, 1), (1, 2), (3, 2), (1, 3)] {
             driver.run(cycles: cycles)
-            if expected > log.count { #expect(waitUntil { log.count == expected }, "after frame \(driver.frameTime)") }
-            HostClock.sleep(seconds: 0.05)
             #expect(log.count == expected, "after frame \(driver.frameTime)")
         }
         #expect(log.handles == buffers.storage.map { Int(bitPattern: $0) })
+        #expect(log.threads.allSatisfy { pthread_equal($0, pthread_self()) != 0 }, "callbacks ran on the test's thread")
     }
 
     /// Reset and Stop(true) return what the queue holds, played or not, at once.
@@ -107,8 +107,9 @@ import JackTestSupport
         #expect(log.count == 6)
     }
 
+    /// Inline: the stop is reported by the cycle's own queue work, with no waiting.
     @Test func playsEveryFrameBitExactInOrderThenStops() throws {
-        let driver = ManualDriver(periodFrames: 256)
+        let driver = ManualDriver(periodFrames: 256, queueWork: .inline)
         let player = try Player(driver: driver, frames: 48000, bufferFrames: 1000)
         try player.prepare(bufferCount: 3)
         driver.startRecordingPlayback()
@@ -118,7 +119,10 @@ import JackTestSupport
             driver.run(cycles: 1)
             cycles += 1
         }
-        #expect(waitUntil { !player.engine.isRunningValue })
+        #expect(!player.engine.isRunningValue)
+        // 48000 frames are 188 cycles of 256 (the last one partly): the queue work right after
+        // the cycle that played the last frame sees the end (with threads, some cycles later).
+        #expect(cycles == 188)
         let left = driver.recordedPlayback(port: 0).samples
         let right = driver.recordedPlayback(port: 1).samples
         let first = try #require(left.firstIndex { $0 != 0 })

@@ -292,9 +292,8 @@ import Testing
     /// a queue that reports IsRunning is not stopped.
     @Test func everyReachableStateKeepsTheInvariants() {
         for direction in Self.directions {
-            var seen: Set<QueueLifecycle> = [QueueLifecycle(direction: direction)]
-            var frontier = Array(seen)
-            while let life = frontier.popLast() {
+            let seen = Self.reachable(direction)
+            for life in seen {
                 for event in Self.allEvents {
                     var next = life
                     guard let actions = try? next.handle(event) else {
@@ -309,12 +308,77 @@ import Testing
                     #expect(notified == reported, "\(life) + \(event)")
                     #expect(!next.isRunning || next.state != .stopped, "\(life) + \(event)")
                     if life.disposed { #expect(notified == [] || notified == [false], "\(life) + \(event)") }
-                    guard next.resetDepth <= 2, next.resetDeliveriesPending <= 1, !seen.contains(next) else { continue }
-                    seen.insert(next)
-                    frontier.append(next)
                 }
             }
             #expect(seen.count > 100, "explored \(seen.count) states")
+        }
+    }
+
+    /// Every lifecycle reachable from a new queue of `direction`, resets nested at most twice.
+    static func reachable(_ direction: DeviceDirection) -> Set<QueueLifecycle> {
+        var seen: Set<QueueLifecycle> = [QueueLifecycle(direction: direction)]
+        var frontier = Array(seen)
+        while let life = frontier.popLast() {
+            for event in allEvents {
+                var next = life
+                guard (try? next.handle(event)) != nil, next.resetDepth <= 2, next.resetDeliveriesPending <= 1,
+                      !seen.contains(next) else { continue }
+                seen.insert(next)
+                frontier.append(next)
+            }
+        }
+        return seen
+    }
+    /// Every run phase with every value of what it carries.
+    static let runPhases: [RunPhase] = [false, true].flatMap { flag -> [RunPhase] in
+        [.stopped(playOutArmed: flag), .starting(isRunning: flag), .running(isRunning: flag), .paused(isRunning: flag)]
+            + [StopEnding.playingOut, .discarded, .deliveringCapture].map { .stopping($0, isRunning: flag) }
+    }
+    static let disposalPhases: [DisposalPhase] = [.none, .pending, .disposed, .tornDown]
+
+    /// What the flags the lifecycle was once made of could say and a queue never is: IsRunning
+    /// while stopped, disposed and still disposal-pending, exiting without being disposed of, a
+    /// play-out pending beside a capture drain. No value of the parts says any of it.
+    @Test func noValueOfThePartsIsAnIllegalCombination() {
+        var count = 0
+        for direction in Self.directions {
+            for run in Self.runPhases {
+                for disposal in Self.disposalPhases {
+                    for invalidated in [false, true] {
+                        let life = QueueLifecycle(direction: direction, run: run, disposal: disposal,
+                                                  invalidated: invalidated, resets: ResetCounts())
+                        #expect(!(life.isRunning && life.state == .stopped), "\(life)")
+                        #expect(!(life.disposed && life.disposalPending), "\(life)")
+                        #expect(!life.exiting || life.disposed, "\(life)")
+                        #expect(!(life.playOutPending && life.isDrainingCapture), "\(life)")
+                        #expect(!life.isDrainingCapture || life.state == .stopping, "\(life)")
+                        count += 1
+                    }
+                }
+            }
+        }
+        #expect(count == 2 * 14 * 4 * 2)
+    }
+
+    /// What depends on the direction is only ever reached in its direction: a play-out (armed or
+    /// in progress, or discarded by a reset) only by output queues, a capture drain only by input ones.
+    @Test func everyReachableStateKeepsItsDirection() {
+        for direction in Self.directions {
+            let seen = Self.reachable(direction)
+            for life in seen {
+                switch (direction, life.run) {
+                case (.input, .stopped(playOutArmed: true)), (.input, .stopping(.playingOut, _)),
+                     (.input, .stopping(.discarded, _)), (.output, .stopping(.deliveringCapture, _)):
+                    Issue.record("\(direction) reached \(life.run)")
+                default: break
+                }
+            }
+            // Each direction reaches every run phase its own Stop(false) has.
+            let phases = Set(seen.map(\.run))
+            let own: [RunPhase] = direction == .output
+                ? [.stopped(playOutArmed: true), .stopping(.playingOut, isRunning: true), .stopping(.discarded, isRunning: true)]
+                : [.stopping(.deliveringCapture, isRunning: true), .stopping(.deliveringCapture, isRunning: false)]
+            for phase in own { #expect(phases.contains(phase), "\(direction) never reaches \(phase)") }
         }
     }
 }

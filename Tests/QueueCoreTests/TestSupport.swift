@@ -1,11 +1,16 @@
+import Glibc
 import Synchronization
 @testable import QueueCore
 
 /// Collects what an output queue's callback returns, thread-safely.
 final class BufferLog: @unchecked Sendable {
-    private let state = Mutex<[Int]>([])
-    func append(_ handle: UnsafeMutableRawPointer) { state.withLock { $0.append(Int(bitPattern: handle)) } }
-    var handles: [Int] { state.withLock { $0 } }
+    private let state = Mutex<[(handle: Int, thread: UInt)]>([])
+    func append(_ handle: UnsafeMutableRawPointer) {
+        state.withLock { $0.append((Int(bitPattern: handle), UInt(pthread_self()))) }
+    }
+    var handles: [Int] { state.withLock { $0.map(\.handle) } }
+    /// The thread each callback ran on.
+    var threads: [pthread_t] { state.withLock { $0.map { pthread_t($0.thread) } } }
     var count: Int { state.withLock { $0.count } }
 }
 

@@ -13,7 +13,7 @@ extension OutputQueueEngine {
     /// Inserts or removes the time/pitch unit, or changes its algorithm. Only while stopped
     /// (`.invalidRunState` otherwise), as Apple's queue requires.
     public func setTimePitch(enabled: Bool, algorithm: TimePitchAlgorithm) throws {
-        _ = try lock.withLock { try life.handle(.reconfigure("time/pitch changes only while stopped")) }
+        _ = try lock.withLock { try $0.life.handle(.reconfigure("time/pitch changes only while stopped")) }
         try effects.setTimePitch(enabled: enabled, algorithm: algorithm)
     }
 

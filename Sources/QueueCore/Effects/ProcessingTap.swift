@@ -212,8 +212,8 @@ extension QueueEngine {
     func checkTapChange(removing tap: ProcessingTap? = nil) throws {
         if let tap, tap.isInCallback { throw QueueError.invalidTapContext }
         try lock.withLock {
-            if tap != nil && (disposed || invalidated) { return }
-            _ = try life.handle(.reconfigure("taps change only while the queue is stopped"))
+            if tap != nil && ($0.disposed || $0.invalidated) { return }
+            _ = try $0.life.handle(.reconfigure("taps change only while the queue is stopped"))
         }
     }
 }
