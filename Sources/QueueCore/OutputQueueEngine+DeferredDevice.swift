@@ -20,7 +20,7 @@ extension OutputQueueEngine {
     public func connectDeviceIfNeeded() throws -> Bool {
         guard let deferred = deviceSwitch.online as? DeferredDevice, !deferred.isAttached, !isOffline else { return false }
         return try deferred.connectionTurn.withLock {
-            try lock.withLock { try checkUsable() }
+            try lock.withLock { try $0.life.checkUsable() }
             // Read at the rate the queue runs at now, to be kept in seconds at the server's.
             let decodeFrames = decodeBufferFrames
             let rampSeconds = volumeRampTime
@@ -29,9 +29,9 @@ extension OutputQueueEngine {
             } catch QueueError.invalidDevice(let reason) {
                 throw QueueError.invalidDevice("the queue has no device: \(reason)")
             }
-            let rateChanged = lock.withLock { () -> Bool in
-                clientNameStorage = deferred.clientName
-                return device.sampleRate != converterRate
+            let rateChanged = lock.withLock { state -> Bool in
+                state.clientName = deferred.clientName
+                return device.sampleRate != state.converterRate
             }
             do {
                 try adoptDeviceRate(decodeFrames: decodeFrames, rampSeconds: rampSeconds)
