@@ -23,6 +23,7 @@ frames=$(soxi -s "$dir/in.wav")
 labels=(
     "jaq convert (soxr HQ, 20-bit: Quality High, the default)"
     "sox rate (-h, its default: 20-bit class, 125 dB)"
+    "jaq convert --src-quality 127 (soxr VHQ, 28-bit: Quality Max)"
     "sox rate -v (28-bit class, 175 dB)"
     "ffmpeg aresample=resampler=soxr (precision 20)"
     "ffmpeg -ar (swr, its default)"
@@ -31,9 +32,10 @@ run_tool() {  # index: the tool's command, writing $dir/out.wav
     case $1 in
     0) "$jaq" convert --force --quiet -d LEI16@48000 "$dir/in.wav" "$dir/out.wav" ;;
     1) sox -D "$dir/in.wav" -b 16 "$dir/out.wav" rate 48000 ;;
-    2) sox -D "$dir/in.wav" -b 16 "$dir/out.wav" rate -v 48000 ;;
-    3) ffmpeg -nostdin -v error -y -i "$dir/in.wav" -af aresample=48000:resampler=soxr -c:a pcm_s16le "$dir/out.wav" ;;
-    4) ffmpeg -nostdin -v error -y -i "$dir/in.wav" -ar 48000 -c:a pcm_s16le "$dir/out.wav" ;;
+    2) "$jaq" convert --force --quiet --src-quality 127 -d LEI16@48000 "$dir/in.wav" "$dir/out.wav" ;;
+    3) sox -D "$dir/in.wav" -b 16 "$dir/out.wav" rate -v 48000 ;;
+    4) ffmpeg -nostdin -v error -y -i "$dir/in.wav" -af aresample=48000:resampler=soxr -c:a pcm_s16le "$dir/out.wav" ;;
+    5) ffmpeg -nostdin -v error -y -i "$dir/in.wav" -ar 48000 -c:a pcm_s16le "$dir/out.wav" ;;
     esac
 }
 export -f run_tool
@@ -73,11 +75,13 @@ for round in $(seq "$rounds"); do
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-sox_cpu=$(tr ' ' '\n' <<<"${cpu[1]}" | grep . | median)
+# Each row against sox at its precision class: the 28-bit rows against rate -v, the others against rate (-h).
+peer=(1 1 3 3 1 1)
 rows=""
 for i in "${!labels[@]}"; do
     c=$(tr ' ' '\n' <<<"${cpu[$i]}" | grep . | median)
     w=$(tr ' ' '\n' <<<"${wall[$i]}" | grep . | median)
+    sox_cpu=$(tr ' ' '\n' <<<"${cpu[${peer[$i]}]}" | grep . | median)
     rows+=$(echo "$c $w $seconds $sox_cpu" | awk -v label="${labels[$i]}" \
         '{printf "| %s | %.2f | %.2f | %.0f× | %.2f |", label, $1, $2, $3 / $1, $1 / $4}')$'\n'
 done
@@ -97,11 +101,11 @@ resamples with libsoxr at \`kAudioConverterSampleRateConverterQuality\` High, th
 precision, linear phase) and writes 16-bit through a second ExtAudioFile. Like with like: ffmpeg's
 \`aresample=resampler=soxr\` (precision 20) is the same libsoxr recipe; sox's \`rate\` is its own code (the algorithm
 libsoxr grew out of; this libsox calls no soxr function) and its default \`-h\` is the same 20-bit class (125 dB
-rejection, 95 % band; soxr HQ keeps 91.3 %); \`rate -v\` (28-bit class, as jaq's Quality Max) and ffmpeg's own swr
-resampler (its default, a shorter filter) are there for scale. No tool dithers (\`sox -D\`; jaq and ffmpeg do not).
+rejection, 95 % band; soxr HQ keeps 91.3 %); \`jaq convert --src-quality 127\` (Quality Max: soxr's VHQ, 28-bit) against
+\`rate -v\` (28-bit class, 175 dB); ffmpeg's own swr resampler (its default, a shorter filter) is there for scale. No tool dithers (\`sox -D\`; jaq and ffmpeg do not).
 Every output is checked to have N·48000/44100 frames (±2).
 
-| tool | CPU s | wall s | × real time (CPU) | CPU ÷ sox rate |
+| tool | CPU s | wall s | × real time (CPU) | CPU ÷ sox of its class |
 |---|---:|---:|---:|---:|
 $rows
 Reproduce: \`make bench\` (or \`swift build -c release --product jaq && Sources/Benchmarks/convert-bench.sh 600 5\`).
