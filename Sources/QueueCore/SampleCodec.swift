@@ -184,6 +184,10 @@ public struct SampleCodec: Sendable {
                 for c in 0..<channels {
                     let input = planes[c]
                     let out = destination + c &* channelStep
+                    if bytes == 2 {
+                        Self.encodeInt16Plane(input, from: first, to: end, into: out, stride: stride, bigEndian: bigEndian)
+                        continue
+                    }
                     var from = first
                     if bytes == 3 && !bigEndian && stride == 3 {
                         // A plane of little-endian 24-bit samples: four at a time, rounded and

@@ -20,9 +20,12 @@ struct ConvertCommand: ParsableCommand {
             AAC for m4a/mp4/adts, IN's linear PCM (16-bit for compressed IN) for the others.
             -b BITRATE: the encoder's bit rate in bits per second (AAC, Opus).
             -c CHANNELS: the channel count of OUT (default IN's).
+            --src-quality Q: the sample-rate converter's quality, 0-127 as afconvert's \
+            (kAudioConverterSampleRateConverterQuality; default 96, High: libsoxr's 20-bit \
+            recipe; 127, Max: its 28-bit one).
 
-            A sample rate or channel count other than IN's needs the AudioConverter's sample-rate \
-            conversion and remixing; where it is missing, jaq convert says so and exits 1.
+            A sample rate or channel count other than IN's goes through the AudioConverter \
+            (libsoxr for the rate, at --src-quality); a rate libsoxr refuses is one line, exit 1.
 
             Examples:
               jaq convert -f m4af -d aac -b 256000 take.wav take.m4a
@@ -41,6 +44,9 @@ struct ConvertCommand: ParsableCommand {
 
     @Option(name: [.customShort("c"), .customLong("channels")], help: ArgumentHelp("The channel count of OUT.", valueName: "channels"))
     var channels: Int?
+
+    @Option(name: .customLong("src-quality"), help: ArgumentHelp("The sample-rate converter's quality, 0-127 (default 96, High).", valueName: "quality"))
+    var srcQuality: Int?
 
     @Flag(name: .long, help: "Replace OUT if it exists (without it, jaq convert refuses, as jaq record does).")
     var force = false
@@ -65,6 +71,7 @@ struct ConvertCommand: ParsableCommand {
         }
         if let channels, !(1...64).contains(channels) { throw ValidationError("-c \(channels): a channel count is 1 to 64") }
         if let bitRate, bitRate <= 0 { throw ValidationError("-b \(bitRate): a bit rate is bits per second") }
+        if let srcQuality, !(0...127).contains(srcQuality) { throw ValidationError("--src-quality \(srcQuality): a quality is 0 to 127") }
     }
 
     /// -f, else OUT's extension.
@@ -124,6 +131,7 @@ struct ConvertCommand: ParsableCommand {
         let (type, format) = try plan(source: reader.fileFormat)
         let client = packedPCMFormat(rate: format.mSampleRate, channels: Int(format.mChannelsPerFrame), bits: 32, float: true)
         try reader.setClient(client)
+        if let srcQuality { try reader.setRateConverterQuality(UInt32(srcQuality)) }
         let writer = try ConvertWriter(path: output, type: type, format: format, client: client, bitRate: bitRate)
         let progress = ProgressLine(enabled: stdoutIsTerminal && !quietOption.quiet && reader.length > Int64(client.mSampleRate * 10))
         var written: Int64 = 0

@@ -53,6 +53,19 @@ final class ConvertReader {
         buffer = .allocate(byteCount: chunkFrames * Int(format.mBytesPerFrame), alignment: 16)
     }
 
+    /// kAudioConverterSampleRateConverterQuality of the converter, when the client's rate is not the file's.
+    func setRateConverterQuality(_ quality: UInt32) throws {
+        guard client.mSampleRate != fileFormat.mSampleRate else { return }
+        var converter: AudioConverterRef?
+        var size = UInt32(MemoryLayout<AudioConverterRef?>.size)
+        var quality = quality
+        var status = ExtAudioFileGetProperty(file, kExtAudioFileProperty_AudioConverter, &size, &converter)
+        if status == noErr, let converter {
+            status = AudioConverterSetProperty(converter, kAudioConverterSampleRateConverterQuality, 4, &quality)
+        }
+        guard status == noErr else { throw CLIError("\(path): --src-quality \(quality): \(describe(status, file: false))") }
+    }
+
     /// The next frames, nil at the end.
     func next() throws -> ConvertChunk? {
         guard let buffer else { return nil }

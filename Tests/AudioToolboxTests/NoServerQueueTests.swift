@@ -272,8 +272,9 @@ import SoundFile
 
     /// Apple's AQOfflineRenderTest, ported (Sources/Examples/AQOfflineRenderTest), with no JACK
     /// server: one buffer refilled by a callback on the rendering thread's run loop, float
-    /// renders of half a buffer, ended by Flush and Stop(false). The render is the 16-bit file's
-    /// samples exactly (s / 32768), every frame, nothing more.
+    /// renders of half a buffer, ended by Flush and Stop(false), written as Apple's sample writes
+    /// them: ExtAudioFile, a 16-bit CAF whose client format is the float render format. 16-bit
+    /// in, float (s / 32768), 16-bit out: the file's samples exactly, every frame, nothing more.
     /// Also from an ALAC CAF, as Apple's sample renders its soundalac.caf (made here by ffmpeg):
     /// magic cookie and packet descriptions through the one buffer, lossless, so exact too.
     @Test(arguments: [(1, false), (2, false), (2, true)])
@@ -300,11 +301,14 @@ import SoundFile
         #expect(result.output.contains(alac ? "'alac'" : "'lpcm'"), "\(result.output.prefix(200))")
         #expect(result.output.contains("rendered \(frames) frames"), "\(result.output.suffix(400))")
         #expect(Date().timeIntervalSince(started) < 30)
-        let rendered = try readFloatCAF(output, channels: channels)
+        let format = try runReferee(try #require(tool("ffprobe")), ["-v", "error", "-show_entries", "stream=codec_name,sample_rate,channels",
+                                                                    "-of", "csv=p=0", output])
+        let probed = String(decoding: format.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(probed == "pcm_s16le,44100,\(channels)", "ffprobe: \(probed) \(format.stderr)")
+        let rendered = try readInt16CAF(output, channels: channels)
         #expect(rendered.count == samples.count, "\(rendered.count / channels) frames of \(frames)")
-        let expected = samples.map { Float($0) / 32768 }
-        let same = rendered == expected  // (not inside #expect: a failure would print every sample)
-        #expect(same, "first difference at sample \(zip(rendered, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)")
+        let same = rendered == samples  // (not inside #expect: a failure would print every sample)
+        #expect(same, "first difference at sample \(zip(rendered, samples).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)")
     }
 
     /// The C API with no server (CPrograms/no_server_start.c): NewOutput succeeds, Start, Prime
@@ -362,5 +366,4 @@ private func readAll<Sample: SoundFileSample & Numeric>(_ path: String, channels
     return Array(samples.prefix(transfer.count * channels))
 }
 
-private func readFloatCAF(_ path: String, channels: Int) throws -> [Float] { try readAll(path, channels: channels, as: Float.self) }
 private func readInt16CAF(_ path: String, channels: Int) throws -> [Int16] { try readAll(path, channels: channels, as: Int16.self) }

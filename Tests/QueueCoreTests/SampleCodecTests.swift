@@ -201,13 +201,17 @@ import Testing
     }
 
     /// The 16- and 24-bit encoders round and clip as x × 2^(n-1) in Double would, for values
-    /// between the integers, beyond full scale, infinities and NaN, in both byte orders.
+    /// between the integers, halfway between them, beyond full scale, infinities and NaN, in
+    /// both byte orders (through their SIMD loops and the scalar ends).
     @Test(arguments: [(16, false), (16, true), (24, false), (24, true)])
     func integerEncodingRoundsAndClipsAsSpecified(bits: Int, bigEndian: Bool) {
         let bytes = bits / 8
         let format = StreamFormat(sampleRate: 48000, encoding: .linearPCM, isBigEndian: bigEndian,
                                   bytesPerFrame: bytes, channelCount: 1, bitsPerChannel: bits)
         var values: [Float] = [0, 1, -1, 2, -2, .infinity, -.infinity, .nan, 0.5, -0.5, 1e-9, -1e-9]
+        // Halfway between two 16-bit integers (ties go to the even one), and next to the bounds.
+        values += [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 32766.5, 32767.5, -32767.5, -32768.5, 32767.49, -32768.49, 3.5, -3.5, 4.5].map { Float($0) / 32768 }
+        // (5027 values: blocks of 64, the last of 35: the 8-wide SIMD loop and a scalar end of 3.)
         var x: UInt32 = 99
         for _ in 0..<5000 {
             x = x &* 1_664_525 &+ 1_013_904_223

@@ -16,9 +16,9 @@
  * - AudioFileReadPacketData for the deprecated AudioFileReadPackets (cc -Werror refuses
  *   deprecated calls); it takes the buffer's capacity in ioNumBytes and reports the end of
  *   the file with kAudioFileEndOfFileError, which is the end of the data, not a failure.
- * - The capture file: Apple's writes 16-bit integers through ExtAudioFile with the render
- *   format as its client format. Until jaq has ExtAudioFile, the render format is written
- *   as is (32-bit float CAF) through AudioFile: the same samples, before the conversion.
+ * The capture file is Apple's: a 16-bit integer CAF made by ExtAudioFileCreateWithURL, the
+ * render format as its client format, written with ExtAudioFileWrite (which converts the
+ * floats to 16-bit) and closed by ExtAudioFileDispose.
  */
 #include <AudioToolbox/AudioToolbox.h>
 #include <stdio.h>
@@ -111,7 +111,7 @@ static SInt64 DoAQOfflineRender(CFURLRef sourceURL, CFURLRef destinationURL) {
     RenderState state;
     memset(&state, 0, sizeof state);
     AudioChannelLayout *layout = NULL;
-    AudioFileID captureFile = NULL;
+    ExtAudioFileRef captureFile = NULL;
     SInt64 written = -1;
 
     CHECK(AudioFileOpenURL(sourceURL, kAudioFileReadPermission, 0, &state.file), "AudioFileOpen failed");
@@ -171,14 +171,31 @@ static SInt64 DoAQOfflineRender(CFURLRef sourceURL, CFURLRef destinationURL) {
     captureFormat.mFramesPerPacket = 1;
     CHECK(AudioQueueSetOfflineRenderFormat(state.queue, &captureFormat, layout), "set offline render format");
 
-    /* (Apple's: ExtAudioFileCreateWithURL of a 16-bit CAF, client format captureFormat.) */
-    CHECK(AudioFileCreateWithURL(destinationURL, kAudioFileCAFType, &captureFormat, kAudioFileFlags_EraseFile, &captureFile),
-          "AudioFileCreateWithURL");
+    /* The file: 16-bit integers (little-endian), the file's rate and channels. */
+    AudioStreamBasicDescription dstFormat;
+    memset(&dstFormat, 0, sizeof dstFormat);
+    dstFormat.mSampleRate = state.dataFormat.mSampleRate;
+    dstFormat.mChannelsPerFrame = state.dataFormat.mChannelsPerFrame;
+    dstFormat.mFormatID = kAudioFormatLinearPCM;
+    dstFormat.mFormatFlags = kLinearPCMFormatFlagIsPacked | kLinearPCMFormatFlagIsSignedInteger;
+    dstFormat.mBitsPerChannel = 16;
+    dstFormat.mBytesPerPacket = dstFormat.mBytesPerFrame = 2 * dstFormat.mChannelsPerFrame;
+    dstFormat.mFramesPerPacket = 1;
+
+    /* Create the capture file; its client format is the canonical format from the queue. */
+    CHECK(ExtAudioFileCreateWithURL(destinationURL, kAudioFileCAFType, &dstFormat, layout, kAudioFileFlags_EraseFile,
+                                    &captureFile), "ExtAudioFileCreateWithURL");
+    CHECK(ExtAudioFileSetProperty(captureFile, kExtAudioFileProperty_ClientDataFormat, sizeof(AudioStreamBasicDescription),
+                                  &captureFormat), "set ExtAudioFile client format");
 
     /* Pull half a buffer at a time: never faster than the one buffer is refilled. */
     const UInt32 captureBufferByteSize = bufferByteSize / 2;
     AudioQueueBufferRef captureBuffer;
+    AudioBufferList captureABL;
     CHECK(AudioQueueAllocateBuffer(state.queue, captureBufferByteSize, &captureBuffer), "AudioQueueAllocateBuffer");
+    captureABL.mNumberBuffers = 1;
+    captureABL.mBuffers[0].mData = captureBuffer->mAudioData;
+    captureABL.mBuffers[0].mNumberChannels = captureFormat.mChannelsPerFrame;
 
     /* Stop comes from the callback once the file is read. */
     CHECK(AudioQueueStart(state.queue, NULL), "AudioQueueStart failed");
@@ -196,15 +213,13 @@ static SInt64 DoAQOfflineRender(CFURLRef sourceURL, CFURLRef destinationURL) {
     for (;;) {
         UInt32 requestFrames = captureBufferByteSize / captureFormat.mBytesPerFrame;
         CHECK(AudioQueueOfflineRender(state.queue, &ts, captureBuffer, requestFrames), "AudioQueueOfflineRender");
-        UInt32 writeFrames = captureBuffer->mAudioDataByteSize / captureFormat.mBytesPerFrame;
+        captureABL.mBuffers[0].mData = captureBuffer->mAudioData;
+        captureABL.mBuffers[0].mDataByteSize = captureBuffer->mAudioDataByteSize;
+        UInt32 writeFrames = captureABL.mBuffers[0].mDataByteSize / captureFormat.mBytesPerFrame;
         printf("t = %.f: AudioQueueOfflineRender:  req %u fr/%u bytes, got %u fr/%u bytes\n", ts.mSampleTime,
                (unsigned)requestFrames, (unsigned)captureBufferByteSize, (unsigned)writeFrames,
-               (unsigned)captureBuffer->mAudioDataByteSize);
-        UInt32 packets = writeFrames;
-        if (writeFrames > 0) {
-            CHECK(AudioFileWritePackets(captureFile, false, captureBuffer->mAudioDataByteSize, NULL, written, &packets,
-                                        captureBuffer->mAudioData), "AudioFileWritePackets");
-        }
+               (unsigned)captureABL.mBuffers[0].mDataByteSize);
+        CHECK(ExtAudioFileWrite(captureFile, writeFrames, &captureABL), "ExtAudioFileWrite");
         written += writeFrames;
         if (state.flushed) break;
         ts.mSampleTime += writeFrames;
@@ -215,7 +230,7 @@ static SInt64 DoAQOfflineRender(CFURLRef sourceURL, CFURLRef destinationURL) {
 cleanUp:
     if (state.queue != NULL && AudioQueueDispose(state.queue, true) != noErr) written = -1;
     if (state.file != NULL) AudioFileClose(state.file);
-    if (captureFile != NULL && AudioFileClose(captureFile) != noErr) written = -1;
+    if (captureFile != NULL && ExtAudioFileDispose(captureFile) != noErr) written = -1;
     free(state.packetDescriptions);
     free(layout);
     return written;
