@@ -27,36 +27,9 @@ struct HeldBuffer {
     var end: Int64 { queueFrame + Int64(frames) }
 }
 
-/// A first-in first-out list of fixed capacity that never reallocates.
-struct FixedQueue<Element> {
-    private var slots: [Element?]
-    private var head = 0
-    private(set) var count = 0
-
-    init(capacity: Int) { slots = Array(repeating: nil, count: max(capacity, 1)) }
-
-    var capacity: Int { slots.count }
-    var isEmpty: Bool { count == 0 }
-    var first: Element? { count > 0 ? slots[head] : nil }
-    var last: Element? { count > 0 ? slots[(head + count - 1) % slots.count] : nil }
-
-    /// The i-th element from the front.
-    subscript(i: Int) -> Element { slots[(head + i) % slots.count]! }
-
-    /// False (and nothing added) when full.
-    mutating func append(_ element: Element) -> Bool {
-        guard count < slots.count else { return false }
-        slots[(head + count) % slots.count] = element
-        count += 1
-        return true
-    }
-
-    mutating func removeFirst() -> Element? {
-        guard count > 0 else { return nil }
-        let element = slots[head]
-        slots[head] = nil
-        head = (head + 1) % slots.count
-        count -= 1
-        return element
-    }
+extension Array {
+    /// Removes and returns the first element, nil when empty. The writer's lists of buffers
+    /// are Arrays whose capacity (every buffer the take has) is reserved when they are made:
+    /// appending never reallocates, and taking the first moves at most that many plain values.
+    mutating func takeFirst() -> Element? { isEmpty ? nil : removeFirst() }
 }

@@ -15,7 +15,7 @@ extension TakeWriter {
             // (everything, for a take that starts on a known frame).
             guard !keepsAll else { return }
             let keep = preroll + maxSkip + Int64(TakeWriter.triggerSlackSeconds * rate)
-            while let first = held.first, first.end <= last - keep { release(held.removeFirst()!.buffer) }
+            while let first = held.first, first.end <= last - keep { release(held.removeFirst().buffer) }
             return
         }
         // Take frame t of track c is queue frame takeStart + skip[c] + t.
@@ -41,7 +41,7 @@ extension TakeWriter {
         // tape machine keeps the last pre-roll's worth too, for a take that follows at once.
         var needed = takeStart + minSkip + written
         if state.withLock({ $0.takesFollow }) { needed = min(needed, last - preroll - maxSkip - Int64(TakeWriter.triggerSlackSeconds * rate)) }
-        while let first = held.first, first.end <= needed { release(held.removeFirst()!.buffer) }
+        while let first = held.first, first.end <= needed { release(held.removeFirst().buffer) }
     }
 
     /// Writes each file's Broadcast Wave chunk (its place on the timeline), before its first

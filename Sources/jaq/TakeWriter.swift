@@ -44,7 +44,7 @@ final class TakeWriter: @unchecked Sendable {
 
     /// The queue's buffers that are not enqueued (input callback and writer).
     private struct Lists {
-        var filled: FixedQueue<HeldBuffer>
+        var filled: [HeldBuffer]
         var free: [AudioQueueBufferRef]
         /// Buffers the queue is short of: the callback found no free one to enqueue.
         var deficit = 0
@@ -92,7 +92,7 @@ final class TakeWriter: @unchecked Sendable {
     }
 
     // Writer thread only (here and in TakeWriter+Files.swift).
-    var held: FixedQueue<HeldBuffer>
+    var held: [HeldBuffer]
     var expectedQueueFrame: Int64?
     var written: Int64 = 0
     /// Take frames every file has disk space reserved for.
@@ -143,8 +143,11 @@ final class TakeWriter: @unchecked Sendable {
         self.enqueuedCount = enqueuedCount
         var free: [AudioQueueBufferRef] = []
         free.reserveCapacity(bufferCount)
-        lists = Locked(Lists(filled: FixedQueue(capacity: bufferCount), free: free))
-        held = FixedQueue(capacity: bufferCount)
+        var filled: [HeldBuffer] = []
+        filled.reserveCapacity(bufferCount)
+        lists = Locked(Lists(filled: filled, free: free))
+        held = []
+        held.reserveCapacity(bufferCount)
         let widest = files.map(\.channels.count).max() ?? 1
         scratch = .allocate(byteCount: Self.scratchFrames * widest * max(format.bytesPerSample, 4), alignment: 16)
         zeros = .allocate(byteCount: 64 << 10, alignment: 16)
@@ -191,7 +194,7 @@ final class TakeWriter: @unchecked Sendable {
         let next: AudioQueueBufferRef? = lists.withLock { lists in
             if frames > 0 {
                 // The list has room for every buffer there is: it is never full.
-                _ = lists.filled.append(HeldBuffer(buffer: buffer, queueFrame: queueFrame, frames: frames))
+                lists.filled.append(HeldBuffer(buffer: buffer, queueFrame: queueFrame, frames: frames))
             } else {
                 lists.free.append(buffer)
             }
@@ -288,7 +291,7 @@ final class TakeWriter: @unchecked Sendable {
             let (error, end, takeStart) = state.withLock { ($0.error, $0.end, $0.takeStart) }
             if error != nil {
                 // Nothing more is written: buffers go straight back.
-                while let buffer = held.removeFirst() { release(buffer.buffer) }
+                while let buffer = held.takeFirst() { release(buffer.buffer) }
                 if inputDone && lists.withLock({ $0.filled.isEmpty }) { break }
                 continue
             }
@@ -323,7 +326,7 @@ final class TakeWriter: @unchecked Sendable {
         for file in files {
             do { try file.take.close() } catch { if state.withLock({ $0.error }) == nil { fail(error) } }
         }
-        while let buffer = held.removeFirst() { release(buffer.buffer) }
+        while let buffer = held.takeFirst() { release(buffer.buffer) }
         state.withLock { $0.finished = true }
         progress.post()
     }
@@ -352,7 +355,7 @@ final class TakeWriter: @unchecked Sendable {
 
     /// Moves the filled list's buffers to the held ones, noting frames the queue lost before each.
     private func takeFilled() {
-        while let buffer = lists.withLock({ $0.filled.removeFirst() }) {
+        while let buffer = lists.withLock({ $0.filled.takeFirst() }) {
             if let expected = expectedQueueFrame, buffer.queueFrame > expected {
                 let lost = buffer.queueFrame - expected
                 state.withLock { state in
@@ -362,7 +365,7 @@ final class TakeWriter: @unchecked Sendable {
             expectedQueueFrame = buffer.end
             countClips(UnsafeRawBufferPointer(start: buffer.buffer.pointee.mAudioData,
                                               count: Int(buffer.buffer.pointee.mAudioDataByteSize)))
-            _ = held.append(buffer)
+            held.append(buffer)
         }
     }
 
