@@ -45,7 +45,7 @@ extension AudioTakeFile {
     ///   written already.
     public func setBroadcastWave(_ broadcast: BroadcastWave) throws(AudioTakeFileError) {
         guard carriesBroadcastWave else {
-            throw AudioTakeFileError(path: path, reason: "\(format.name) files carry no Broadcast Wave chunk")
+            throw AudioTakeFileError(path: path, reason: "\(format.container?.name ?? format.name) files carry no Broadcast Wave chunk")
         }
         guard framesWritten == 0, file?.setBroadcastInfo(broadcast.fields) == true else {
             throw AudioTakeFileError(path: path, reason: "cannot write its Broadcast Wave chunk once audio is written")

@@ -185,7 +185,7 @@ public final class AudioTakeFile {
         framesWritten += Int64(moved.count)
         if moved.count < count { throw failure(moved.error) }
         if count < frames {
-            throw AudioTakeFileError(path: path, reason: "\(format.name) files hold at most \(audioByteLimit ?? 0) bytes of audio (record wav, w64 or caf for longer takes)")
+            throw AudioTakeFileError(path: path, reason: "\(format.container?.name ?? format.name) files hold at most \(audioByteLimit ?? 0) bytes of audio (record wav, w64 or caf for longer takes)")
         }
     }
 
