@@ -126,6 +126,7 @@ struct ConvertCommand: ParsableCommand {
     }
 
     func convert() throws {
+        if sameFile(input, output) { throw CLIError("\(output): is IN itself (write to another file)", exitCode: CLIError.usage) }
         if FileManager.default.fileExists(atPath: output), !force { throw CLIError("\(output): exists (--force replaces it)") }
         let reader = try ConvertReader(path: input)
         let (type, format) = try plan(source: reader.fileFormat)
@@ -140,7 +141,7 @@ struct ConvertCommand: ParsableCommand {
             while let chunk = try reader.next() {
                 try writer.write(chunk)
                 written += Int64(chunk.frames)
-                progress.update("\(input): \(Int(Double(written) / Double(max(reader.length, 1)) * 100))%")
+                progress.update("\(input): \(Self.percent(written, of: reader.length, from: reader.fileFormat.mSampleRate, to: client.mSampleRate))%")
             }
         } catch {
             failure = error
@@ -151,6 +152,24 @@ struct ConvertCommand: ParsableCommand {
         if let failure { throw failure }
         Log.info("\(output): \(written) frames, \(format.mChannelsPerFrame) channels at \(Int(format.mSampleRate)) Hz, "
                  + "\(type.name) \(format.mFormatID == kAudioFormatLinearPCM ? FileReport.describe(format, fileType: 0) : fourCharacterCode(format.mFormatID))")
+    }
+}
+
+extension ConvertCommand {
+    /// The progress of `written` output frames (at `outputRate`) through IN's `length` frames
+    /// (at `inputRate`), in percent: IN's length is scaled to the output's rate.
+    static func percent(_ written: Int64, of length: Int64, from inputRate: Double, to outputRate: Double) -> Int {
+        let total = max(inputRate > 0 && outputRate > 0 ? Double(length) * outputRate / inputRate : Double(length), 1)
+        return min(Int(Double(written) / total * 100), 100)
+    }
+
+    /// Whether `a` and `b` name the same file (its device and inode; a path that is not there
+    /// is no file yet).
+    func sameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard stat(a, &first) == 0, stat(b, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 }
 

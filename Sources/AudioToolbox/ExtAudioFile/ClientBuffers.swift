@@ -28,6 +28,15 @@ enum ClientBuffers {
         return frames
     }
 
+    /// Whether `list` has the client format's buffers, each with data for `frames` frames
+    /// (ExtAudioFileWriteAsync's check: no error thrown, nothing allocated).
+    static func holds(_ list: UnsafePointer<AudioBufferList>, frames: Int, format: AudioStreamBasicDescription) -> Bool {
+        let all = buffers(list)
+        guard all.count == (format.isNonInterleaved ? Int(format.mChannelsPerFrame) : 1) else { return false }
+        for buffer in all where buffer.mData == nil || Int(buffer.mDataByteSize) / Int(format.mBytesPerFrame) < frames { return false }
+        return true
+    }
+
     static func setByteSizes(of list: UnsafeMutablePointer<AudioBufferList>, frames: Int, format: AudioStreamBasicDescription) {
         for i in buffers(list).indices { buffers(list)[i].mDataByteSize = UInt32(frames * Int(format.mBytesPerFrame)) }
     }

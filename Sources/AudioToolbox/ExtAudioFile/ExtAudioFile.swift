@@ -26,6 +26,9 @@ enum ExtAudioFileRegistry {
         return object
     }
 
+    /// The live object behind `ref`, nil if none (no Error made: ExtAudioFileWriteAsync's look-up).
+    static func lookUp(_ ref: ExtAudioFileRef) -> ExtAudioFileObject? { live.object(ref) }
+
     static func object(_ ref: ExtAudioFileRef?) throws -> ExtAudioFileObject {
         guard let ref, let object = live.object(ref) else {
             throw AudioToolboxError(kAudio_ParamError, "not a live ExtAudioFileRef")
@@ -133,7 +136,11 @@ public func extAudioFileWrite(_ inExtAudioFile: ExtAudioFileRef?, _ inNumberFram
 @_cdecl("ExtAudioFileWriteAsync")
 public func extAudioFileWriteAsync(_ inExtAudioFile: ExtAudioFileRef?, _ inNumberFrames: UInt32,
                                    _ ioData: UnsafePointer<AudioBufferList>?) -> OSStatus {
-    withStatus { try ExtAudioFileRegistry.object(inExtAudioFile).writeAsync(Int(inNumberFrames), from: ioData) }
+    // The realtime path: the registry's look-up (a dictionary read under its short lock, so a
+    // stale ref is kAudio_ParamError, not a crash), then no other lock and no throw (an Error
+    // allocates).
+    guard let ref = inExtAudioFile, let object = ExtAudioFileRegistry.lookUp(ref) else { return kAudio_ParamError }
+    return object.writeAsync(Int(inNumberFrames), from: ioData)
 }
 
 @_cdecl("ExtAudioFileSeek")
@@ -146,6 +153,7 @@ public func extAudioFileTell(_ inExtAudioFile: ExtAudioFileRef?, _ outFrameOffse
     withStatus {
         let object = try ExtAudioFileRegistry.object(inExtAudioFile)
         guard let outFrameOffset else { throw AudioToolboxError(kAudio_ParamError, "outFrameOffset is NULL") }
+        try object.settleAsyncWrites()
         outFrameOffset.pointee = object.currentFrame
     }
 }

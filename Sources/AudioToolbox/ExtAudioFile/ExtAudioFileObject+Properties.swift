@@ -25,12 +25,12 @@ extension ExtAudioFileObject {
         case kExtAudioFileProperty_ClientMaxPacketSize:
             return bytes(of: UInt32((clientFormat ?? fileFormat).mBytesPerPacket))
         case kExtAudioFileProperty_FileLengthFrames:
-            return bytes(of: mode == .reading ? packetTable.validFrames : writeState.framesTaken)
+            return bytes(of: mode == .reading ? packetTable.validFrames : validFileFrames)
         case kExtAudioFileProperty_IOBufferSizeBytes: return bytes(of: UInt32(clamping: ioBufferBytes))
         case kExtAudioFileProperty_PacketTable:
             guard !isPCMFile else { throw AudioToolboxError(kExtAudioFileError_InvalidProperty, "a linear PCM file has no packet table") }
             if mode == .writing {
-                return bytes(of: AudioFilePacketTableInfo(mNumberValidFrames: writeState.framesTaken,
+                return bytes(of: AudioFilePacketTableInfo(mNumberValidFrames: validFileFrames,
                                                           mPrimingFrames: Int32(clamping: writeState.primingFrames), mRemainderFrames: 0))
             }
             return bytes(of: packetTable.info)
@@ -75,6 +75,7 @@ extension ExtAudioFileObject {
     }
 
     func getProperty(_ id: ExtAudioFilePropertyID, _ ioSize: UnsafeMutablePointer<UInt32>, _ out: UnsafeMutableRawPointer) throws {
+        try settleAsyncWrites()
         let bytes = try value(of: id)
         guard Int(ioSize.pointee) >= bytes.count else {
             throw AudioToolboxError(kExtAudioFileError_InvalidPropertySize, "\(fourCharacterCode(id)) is \(bytes.count) bytes, not \(ioSize.pointee)")
@@ -84,6 +85,7 @@ extension ExtAudioFileObject {
     }
 
     func setProperty(_ id: ExtAudioFilePropertyID, _ size: UInt32, _ data: UnsafeRawPointer?) throws {
+        try settleAsyncWrites()
         func load<T: BitwiseCopyable>(_: T.Type) throws -> T {
             guard size == MemoryLayout<T>.size else {
                 throw AudioToolboxError(kExtAudioFileError_InvalidPropertySize, "\(fourCharacterCode(id)) is \(MemoryLayout<T>.size) bytes, not \(size)")
@@ -117,11 +119,12 @@ extension ExtAudioFileObject {
             }
             codecManufacturer = value
         case kExtAudioFileProperty_ConverterConfig:
+            // (0, NULL) or a NULL CFArrayRef, in either mode: "the converter's properties
+            // changed". jaq reads the converter's settings (cookie, priming, packet size) when it
+            // needs them, so there is nothing to re-apply.
+            if size == 0 || data == nil { break }
             guard try load(UnsafeRawPointer?.self) == nil else {
                 throw AudioToolboxError(kExtAudioFileError_InvalidProperty, "a converter configuration array (only NULL, resynchronise, is taken)")
-            }
-            guard mode == .writing, writeState.packetsWritten == 0 || isPCMFile else {
-                throw AudioToolboxError(kExtAudioFileError_InvalidOperationOrder, "the converter is reconfigured before writing")
             }
         case kExtAudioFileProperty_IOBufferSizeBytes:
             let value = try load(UInt32.self)

@@ -166,7 +166,7 @@ extension ExtAudioFileObject {
         let frameBytes = UInt32(converterClientFormat!.mBytesPerFrame)
         var packets = UInt32(clamping: frames)
         var list = AudioBufferList(mNumberBuffers: 1, mBuffers: AudioBuffer(mNumberChannels: clientFormat!.mChannelsPerFrame,
-                                                                            mDataByteSize: packets * frameBytes, mData: data))
+                                                                            mDataByteSize: UInt32(clamping: Int(packets) * Int(frameBytes)), mData: data))
         let status = audioConverterFillComplexBuffer(converter, extAudioFileReadInput, Unmanaged.passUnretained(self).toOpaque(),
                                                      &packets, &list, nil)
         if status != noErr {

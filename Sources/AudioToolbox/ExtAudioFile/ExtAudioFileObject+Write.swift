@@ -17,8 +17,6 @@ struct WriteState {
     var draining = false
     var primingFrames: Int64 = 0
     var started = false
-    /// An error of an earlier ExtAudioFileWriteAsync, returned by the next call.
-    var asyncError: OSStatus = noErr
 }
 
 /// The input proc's answer when a Write's frames are all taken: not the end of the stream.
@@ -28,6 +26,7 @@ extension ExtAudioFileObject {
     /// ExtAudioFileWrite: `frames` client frames from `list`.
     func write(_ frames: Int, from list: UnsafePointer<AudioBufferList>) throws {
         guard mode == .writing else { throw AudioToolboxError(kExtAudioFileError_InvalidOperationOrder, "the file is open for reading") }
+        try settleAsyncWrites()
         let converter = try readyConverter()
         guard let client = clientFormat else { throw AudioToolboxError(kExtAudioFileError_InvalidOperationOrder, "no client format") }
         guard frames > 0 else { return }
@@ -123,10 +122,9 @@ extension ExtAudioFileObject {
 
     /// Dispose's part: drains the encoder and records priming, valid frames and remainder.
     func finishWriting() throws {
-        if writeState.asyncError != noErr {
-            let error = writeState.asyncError
-            writeState.asyncError = noErr
-            throw AudioToolboxError(error, "an earlier ExtAudioFileWriteAsync")
+        if let asyncWriter {
+            self.asyncWriter = nil
+            try check(asyncWriter.stop(), "an earlier ExtAudioFileWriteAsync")
         }
         guard let converter, writeState.started, let file else { return }
         writeState.draining = true
@@ -138,29 +136,61 @@ extension ExtAudioFileObject {
         guard !isPCMFile else { return }
         // Whole packets, as the file's packet index counts them (and AAC's decoder gives a whole
         // packet's frames for the encoder's short last one).
+        // The valid frames are file frames: the client's scaled by the sample rates when the
+        // converter resamples (priming and the packets' frames are file frames already).
         let framesPerPacket = Int64(fileFormat.mFramesPerPacket)
         let total = writeState.packetsWritten * framesPerPacket
-        let remainder = max(total - writeState.primingFrames - writeState.framesTaken, 0)
-        try setFilePacketTable(file, AudioFilePacketTableInfo(mNumberValidFrames: writeState.framesTaken,
+        let valid = min(validFileFrames, max(total - writeState.primingFrames, 0))
+        let remainder = max(total - writeState.primingFrames - valid, 0)
+        try setFilePacketTable(file, AudioFilePacketTableInfo(mNumberValidFrames: valid,
                                                               mPrimingFrames: Int32(clamping: writeState.primingFrames),
                                                               mRemainderFrames: Int32(clamping: remainder)))
     }
 
-    /// ExtAudioFileWriteAsync: written on the caller's thread (nothing is lost or reordered);
-    /// (0, NULL) prepares nothing more. An error is returned by this call, as Apple's may be by
-    /// the next one.
-    func writeAsync(_ frames: Int, from list: UnsafePointer<AudioBufferList>?) throws {
-        if writeState.asyncError != noErr {
-            let error = writeState.asyncError
-            writeState.asyncError = noErr
-            throw AudioToolboxError(error, "an earlier ExtAudioFileWriteAsync")
+    /// The client frames written so far in file frames (N·file rate/client rate, rounded).
+    var validFileFrames: Int64 { scaled(writeState.framesTaken, toClient: false) }
+
+    /// ExtAudioFileWriteAsync: (0, NULL) makes the ring and the writer thread (not realtime);
+    /// then the frames are copied into the ring (realtime-safe) and written on that thread.
+    /// Returns a result code rather than throwing: nothing on the realtime path allocates.
+    func writeAsync(_ frames: Int, from list: UnsafePointer<AudioBufferList>?) -> OSStatus {
+        if frames > 0, list == nil { return kAudio_ParamError }
+        if asyncWriter == nil {
+            let status = withStatus { try startAsyncWrites() }
+            guard status == noErr else { return status }
         }
-        guard frames > 0 || list != nil else {
-            guard mode == .writing else { throw AudioToolboxError(kExtAudioFileError_InvalidOperationOrder, "the file is open for reading") }
-            return
+        guard let asyncWriter, let client = clientFormat else { return kExtAudioFileError_InvalidOperationOrder }
+        guard frames > 0 else { return asyncWriter.takeError() }
+        guard let list, ClientBuffers.holds(list, frames: frames, format: client) else { return kAudio_ParamError }
+        return asyncWriter.enqueue(frames, from: list)
+    }
+
+    /// The priming call's work: the ring and writer thread, once the client format is known.
+    private func startAsyncWrites() throws {
+        guard mode == .writing else { throw AudioToolboxError(kExtAudioFileError_InvalidOperationOrder, "the file is open for reading") }
+        let converter = try readyConverter()
+        guard let client = clientFormat, let interleaved = converterClientFormat else {
+            throw AudioToolboxError(kExtAudioFileError_InvalidOperationOrder, "no client format")
         }
-        guard let list else { throw AudioToolboxError(kAudio_ParamError, "ioData is NULL") }
-        try write(frames, from: list)
+        if !writeState.started { try startWriting(converter) }
+        asyncWriter = AsyncWriter(client: client, frameBytes: Int(interleaved.mBytesPerFrame)) { [unowned self] data, frames in
+            withStatus { try self.writeInterleaved(data, frames: frames) }
+        }
+    }
+
+    /// Before a synchronous call that touches the writing state: the writer thread finishes
+    /// what the ring holds (and its error is thrown). The ring stays for later async writes.
+    func settleAsyncWrites() throws {
+        guard let asyncWriter else { return }
+        asyncWriter.drain()
+        try check(asyncWriter.takeError(), "an earlier ExtAudioFileWriteAsync")
+    }
+
+    /// `frames` interleaved client frames at `data`, converted and written (the writer thread's work).
+    private func writeInterleaved(_ data: UnsafeRawPointer, frames: Int) throws {
+        let converter = try readyConverter()
+        try convert(converter, data, frames: frames)
+        writeState.framesTaken += Int64(frames)
     }
 
     /// The input proc's work: the rest of the Write's frames, then 'taken' (or the end when draining).

@@ -10,8 +10,9 @@ import QueueCore
 
 /// The object behind an ExtAudioFileRef.
 ///
-/// Thread safety: like Apple's, one thread at a time (ExtAudioFileWriteAsync included: it
-/// writes on the caller's thread).
+/// Thread safety: like Apple's, one thread at a time; after ExtAudioFileWriteAsync's priming
+/// call its writer thread converts and writes the ring's frames (AsyncWriter), and every other
+/// call on a file being written lets it finish first.
 final class ExtAudioFileObject: @unchecked Sendable {
     enum Mode { case reading, writing }
 
@@ -47,6 +48,8 @@ final class ExtAudioFileObject: @unchecked Sendable {
     var position: Int64 = 0
     var readState = ReadState()
     var writeState = WriteState()
+    /// ExtAudioFileWriteAsync's ring and writer thread, from its priming call until Dispose.
+    var asyncWriter: AsyncWriter?
     let io = ByteBuffer()
     let scratch = ByteBuffer()
     var descriptions: UnsafeMutablePointer<AudioStreamPacketDescription>
@@ -177,7 +180,7 @@ final class ExtAudioFileObject: @unchecked Sendable {
 
     /// Tell: in file frames after the priming, as Apple's header says.
     var currentFrame: Int64 {
-        mode == .reading ? position + scaled(readState.clientFramesRead, toClient: false) : scaled(writeState.framesTaken, toClient: false)
+        mode == .reading ? position + scaled(readState.clientFramesRead, toClient: false) : validFileFrames
     }
 
     // MARK: Client format and converter
@@ -186,11 +189,35 @@ final class ExtAudioFileObject: @unchecked Sendable {
     var converterClientFormat: AudioStreamBasicDescription? {
         guard var format = clientFormat else { return nil }
         if format.isNonInterleaved {
-            format.mBytesPerFrame *= format.mChannelsPerFrame
-            format.mBytesPerPacket *= format.mChannelsPerFrame
+            // In range: setClientFormat checked the sizes (a file's own format is not non-interleaved).
+            let (frameBytes, overflow) = format.mBytesPerFrame.multipliedReportingOverflow(by: format.mChannelsPerFrame)
+            guard !overflow else { return nil }
+            format.mBytesPerFrame = frameBytes
+            format.mBytesPerPacket = frameBytes
         }
         format.mFormatFlags &= ~kAudioFormatFlagIsNonInterleaved  // (mono: the same bytes either way)
         return format
+    }
+
+    /// The most channels and bytes per sample a client format may have (so frame sizes stay small).
+    static let maximumClientChannels: UInt32 = 64
+    static let maximumSampleBytes: UInt32 = 8
+
+    /// kExtAudioFileError_InvalidDataFormat unless the client's channels (1…64) and bytes per
+    /// sample (1…8) are in range and the interleaved frame's size is whole.
+    static func checkClientSizes(_ format: AudioStreamBasicDescription) throws {
+        let channels = format.mChannelsPerFrame
+        guard (1...maximumClientChannels).contains(channels) else {
+            throw AudioToolboxError(kExtAudioFileError_InvalidDataFormat, "\(channels) channels (1...\(maximumClientChannels))")
+        }
+        let perChannel = format.isNonInterleaved ? format.mBytesPerFrame : format.mBytesPerFrame / channels
+        guard (1...maximumSampleBytes).contains(perChannel), format.isNonInterleaved || format.mBytesPerFrame % channels == 0 else {
+            throw AudioToolboxError(kExtAudioFileError_InvalidDataFormat,
+                                    "\(format.mBytesPerFrame) bytes per frame for \(channels) channels (1...\(maximumSampleBytes) bytes a sample)")
+        }
+        guard format.mBitsPerChannel <= perChannel * 8 else {
+            throw AudioToolboxError(kExtAudioFileError_InvalidDataFormat, "\(format.mBitsPerChannel) bits in \(perChannel) bytes")
+        }
     }
 
     /// ClientDataFormat: linear PCM only; the converter is made now, so a format it cannot
@@ -203,6 +230,7 @@ final class ExtAudioFileObject: @unchecked Sendable {
               format.mBytesPerPacket == format.mBytesPerFrame, format.mSampleRate > 0, format.mSampleRate.isFinite else {
             throw AudioToolboxError(kExtAudioFileError_InvalidDataFormat, "an incomplete linear PCM description")
         }
+        try Self.checkClientSizes(format)
         if mode == .writing, writeState.packetsWritten > 0 || writeState.framesTaken > 0 {
             throw AudioToolboxError(kExtAudioFileError_InvalidOperationOrder, "the client format is set before writing")
         }

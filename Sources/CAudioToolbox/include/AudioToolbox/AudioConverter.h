@@ -58,7 +58,10 @@ CF_ENUM(AudioConverterPropertyID) {
      *  without channel layouts does for the others (callers fall back to the file's layout). */
     kAudioConverterPropertyCanResumeFromInterruption = 0x63726669, /* 'crfi' */
     kAudioConverterInputChannelLayout = 0x69636C20,              /* 'icl ' */
-    kAudioConverterOutputChannelLayout = 0x6F636C20              /* 'ocl ' */
+    kAudioConverterOutputChannelLayout = 0x6F636C20,             /* 'ocl ' */
+    /** CFArrayRef: declared for ported code (ExtAudioFile's ConverterConfig names it); jaq's
+     *  converters answer kAudioConverterErr_PropertyNotSupported. */
+    kAudioConverterPropertySettings = 0x61637073                 /* 'acps' */
 };
 
 /** Values of kAudioConverterSampleRateConverterQuality (and kAudioConverterCodecQuality). */

@@ -53,9 +53,12 @@ CF_ENUM(ExtAudioFilePropertyID) {
     kExtAudioFileProperty_FileMaxPacketSize = 0x666D7073,   /* 'fmps' */
     /** UInt32, r: the client format's largest packet in bytes. */
     kExtAudioFileProperty_ClientMaxPacketSize = 0x636D7073, /* 'cmps' */
-    /** SInt64, r (w for PCM files): frames in the file, priming and remainder excluded. */
+    /** SInt64, r: frames in the file, priming and remainder excluded (while writing: the file
+     *  frames written so far). Apple's is writable for PCM files (truncate/extend); jaq's is
+     *  read-only (kExtAudioFileError_InvalidProperty). */
     kExtAudioFileProperty_FileLengthFrames = 0x2366726D,    /* '#frm' */
-    /** CFArrayRef, w: set (to NULL) after changing the converter's properties. */
+    /** CFArrayRef, w: set (to NULL, or size 0 and NULL) after changing the converter's
+     *  properties, reading or writing; only NULL is taken here. */
     kExtAudioFileProperty_ConverterConfig = 0x61636366,     /* 'accf' */
     /** UInt32, r/w: the size of the buffer between converter and file. */
     kExtAudioFileProperty_IOBufferSizeBytes = 0x696F6273,   /* 'iobs' */
@@ -105,8 +108,12 @@ OSStatus ExtAudioFileRead(ExtAudioFileRef inExtAudioFile, UInt32 *ioNumberFrames
 OSStatus ExtAudioFileWrite(ExtAudioFileRef inExtAudioFile, UInt32 inNumberFrames, const AudioBufferList *ioData);
 
 /**
- * Writes inNumberFrames client frames later, on a writer thread; (0, NULL) prepares it.
- * Errors surface on a later call; Dispose writes everything pending.
+ * Writes inNumberFrames client frames later, on a writer thread. Call it with (0, NULL) first,
+ * off the realtime thread: that makes the ring (4 s of client frames) and starts the thread.
+ * After that it only copies into the ring (no allocation, no file I/O): safe on a realtime
+ * thread. kExtAudioFileError_AsyncWriteBufferOverflow: the ring is full, none of these frames
+ * was kept (_AsyncWriteTooLarge: more frames than the ring holds). An error of the writer
+ * thread is returned by a later call; Dispose writes everything pending first.
  */
 OSStatus ExtAudioFileWriteAsync(ExtAudioFileRef inExtAudioFile, UInt32 inNumberFrames, const AudioBufferList *JAQ_NULLABLE ioData);
 
