@@ -49,7 +49,7 @@ extension ExtAudioFileObject {
         return Int(size)
     }
 
-    private func fileLayout() throws -> [UInt8] {
+    func fileLayout() throws -> [UInt8] {
         if let file {
             var size: UInt32 = 0
             var writable: UInt32 = 0
@@ -103,6 +103,7 @@ extension ExtAudioFileObject {
                 throw AudioToolboxError(kExtAudioFileError_InvalidChannelMap, "the layout's channels are not the client format's \(clientFormat.mChannelsPerFrame)")
             }
             clientLayout = layout
+            try applyChannelLayouts()
         case kExtAudioFileProperty_FileChannelLayout:
             let layout = try layoutBytes(size, data)
             guard try channelCount(of: layout) == Int(fileFormat.mChannelsPerFrame) else {

@@ -264,6 +264,19 @@ final class ExtAudioFileObject: @unchecked Sendable {
         try check(status, "no converter from \(source.mFormatID == kAudioFormatLinearPCM ? "linear PCM" : fourCharacterCode(source.mFormatID)) to the \(mode == .reading ? "client" : "file") format")
         converter = result
         if mode == .reading, !isPCMFile, let file { try copyCookie(from: file, to: result) }
+        try applyChannelLayouts()
+    }
+
+    /// A client channel layout that orders the file's channels differently reorders them
+    /// through the converter's channel map (ExtAudioFileChannelMap); others leave its routing.
+    func applyChannelLayouts() throws {
+        guard let converter, let clientLayout,
+              let client = try? clientLayout.withUnsafeBytes({ bytes throws(AudioToolboxError) in try ChannelLayoutValue(bytes: bytes) }),
+              let fileBytes = try? fileLayout(),
+              let file = try? fileBytes.withUnsafeBytes({ bytes throws(AudioToolboxError) in try ChannelLayoutValue(bytes: bytes) }) else { return }
+        let (input, output) = mode == .reading ? (file, client) : (client, file)
+        guard var map = ExtAudioFileChannelMap.map(from: input, to: output) else { return }
+        try check(audioConverterSetProperty(converter, kAudioConverterChannelMap, UInt32(map.count * 4), &map), "the channel layout's map")
     }
 
     private func copyCookie(from file: AudioFileID, to converter: AudioConverterRef?) throws {
