@@ -74,9 +74,7 @@ public final class NetClockGenerator: @unchecked Sendable {
     public func close() {
         guard !closed else { return }
         closed = true
-        jack_client_close(state.pointee.client)
-        state.deinitialize(count: 1)
-        state.deallocate()
+        closeClockClient(state.pointee.client, state)
     }
 
     deinit { close() }
@@ -221,9 +219,7 @@ public final class NetClockReader: @unchecked Sendable {
     public func close() {
         guard !closed else { return }
         closed = true
-        jack_client_close(state.pointee.client)
-        state.deinitialize(count: 1)
-        state.deallocate()
+        closeClockClient(state.pointee.client, state)
     }
 
     deinit { close() }
@@ -237,4 +233,11 @@ func drainNetClockEvents(_ rt: UnsafeMutablePointer<NetClockReaderRealtime>) -> 
                                  : .gap(frame: raw.frame, frames: raw.value))
     }
     return result
+}
+
+/// Closes a clock client and then frees its realtime state (no callback runs after the close).
+private func closeClockClient<State: ~Copyable>(_ client: OpaquePointer, _ state: UnsafeMutablePointer<State>) {
+    jack_client_close(client)
+    state.deinitialize(count: 1)
+    state.deallocate()
 }

@@ -150,43 +150,21 @@ enum CAFPackets {
         guard pakt.size >= 24, pakt.size <= 1 << 31, let table = reader.bytes(at: pakt.offset, count: Int(pakt.size)) else {
             throw damaged("\(pakt.size) bytes")
         }
-        let packetCount = Int64(bitPattern: bigEndian(table, at: 0, as: UInt64.self))
-        let validFrames = Int64(bitPattern: bigEndian(table, at: 8, as: UInt64.self))
-        let priming = Int32(bitPattern: bigEndian(table, at: 16, as: UInt32.self))
-        let remainder = Int32(bitPattern: bigEndian(table, at: 20, as: UInt32.self))
-        // Each packet takes at least one byte of table.
-        guard packetCount >= 0, packetCount <= pakt.size - 24, priming >= 0, remainder >= 0 else {
-            throw damaged("\(packetCount) packets, \(priming) priming and \(remainder) remainder frames")
-        }
-        index.entries.reserveCapacity(Int(packetCount))
-        var cursor = 24
-        func varint() throws(AudioToolboxError) -> UInt32 {
-            var value: UInt64 = 0
-            for _ in 0..<5 {
-                guard cursor < table.count else { throw damaged("it ends inside packet \(index.entries.count)") }
-                let byte = table[cursor]
-                cursor += 1
-                value = value << 7 | UInt64(byte & 0x7F)
-                if byte & 0x80 == 0 {
-                    guard value <= UInt32.max else { break }
-                    return UInt32(value)
-                }
-            }
-            throw damaged("a size beyond 32 bits in packet \(index.entries.count)")
-        }
+        let decoded = try CAFPacketTable(table, format: format, damaged: damaged)
+        index.entries.reserveCapacity(decoded.sizes.count)
         var position = data.offset
-        for _ in 0..<packetCount {
-            let size = format.mBytesPerPacket > 0 ? format.mBytesPerPacket : try varint()
-            let frames = format.mFramesPerPacket > 0 ? format.mFramesPerPacket : try varint()
+        for (packet, size) in decoded.sizes.enumerated() {
+            let frames = decoded.frames?[packet] ?? format.mFramesPerPacket
             guard Int64(size) <= data.offset + data.size - position else {
                 throw damaged("packet \(index.entries.count) lies past the end of the data")
             }
             index.append(.init(offset: position, byteCount: size, frameCount: frames))
             position += Int64(size)
         }
+        let (priming, remainder) = (decoded.info.mPrimingFrames, decoded.info.mRemainderFrames)
         index.primingFrames = priming
         index.remainderFrames = remainder
-        guard Int64(priming) + Int64(remainder) <= index.frameCount, validFrames >= 0 else {
+        guard Int64(priming) + Int64(remainder) <= index.frameCount else {
             throw damaged("\(priming) priming and \(remainder) remainder frames in \(index.frameCount)")
         }
     }

@@ -7,7 +7,7 @@ final class CAFChunkSyntax: ChunkSyntax {
     private var format: AudioStreamBasicDescription?
     private var cookie: [UInt8]?
     private var layout: ChannelLayoutValue?
-    private var table: (sizes: [UInt32], frames: [UInt32]?, info: AudioFilePacketTableInfo)?
+    private var table: CAFPacketTable?
 
     var fileHeaderLength: Int { 8 }
     var padsToEven: Bool { false }
@@ -46,7 +46,7 @@ final class CAFChunkSyntax: ChunkSyntax {
             layout = ChannelLayoutValue(tag: body.be(0), bitmap: body.be(4), labels: labels)
         case "pakt":
             guard let format else { throw damaged("'pakt' before 'desc'") }
-            table = try Self.packetTable(body, format: format)
+            table = try CAFPacketTable(body, format: format) { AudioToolboxError(kAudioFileStreamError_InvalidFile, "damaged CAF 'pakt': \($0)") }
         default: break
         }
     }
@@ -71,41 +71,6 @@ final class CAFChunkSyntax: ChunkSyntax {
         }
         if format.mFramesPerPacket == 1 { format.mBytesPerFrame = format.mBytesPerPacket }
         return format
-    }
-
-    /// A 'pakt' body: the header, then a variable-length integer per packet for each of the
-    /// size and the frames the format does not fix.
-    static func packetTable(_ body: [UInt8], format: AudioStreamBasicDescription) throws(AudioToolboxError)
-        -> (sizes: [UInt32], frames: [UInt32]?, info: AudioFilePacketTableInfo) {
-        func damaged(_ reason: String) -> AudioToolboxError { AudioToolboxError(kAudioFileStreamError_InvalidFile, "damaged CAF 'pakt': \(reason)") }
-        guard body.count >= 24 else { throw damaged("\(body.count) bytes") }
-        let packets: Int64 = body.be(0)
-        let valid: Int64 = body.be(8)
-        let priming: Int32 = body.be(16)
-        let remainder: Int32 = body.be(20)
-        guard packets >= 0, packets <= Int64(body.count), valid >= 0, priming >= 0, remainder >= 0 else {
-            throw damaged("\(packets) packets, \(valid) frames")
-        }
-        var cursor = 24
-        func varint() throws(AudioToolboxError) -> UInt32 {
-            var value: UInt64 = 0
-            for _ in 0..<5 {
-                guard cursor < body.count else { throw damaged("the table ends early") }
-                let byte = body[cursor]
-                cursor += 1
-                value = value << 7 | UInt64(byte & 0x7F)
-                if byte & 0x80 == 0 { return UInt32(clamping: value) }
-            }
-            throw damaged("a packet entry longer than 5 bytes")
-        }
-        var sizes: [UInt32] = []
-        var frames: [UInt32]? = format.mFramesPerPacket == 0 ? [] : nil
-        sizes.reserveCapacity(Int(packets))
-        for _ in 0..<packets {
-            sizes.append(format.mBytesPerPacket > 0 ? format.mBytesPerPacket : try varint())
-            if frames != nil { frames?.append(try varint()) }
-        }
-        return (sizes, frames, AudioFilePacketTableInfo(mNumberValidFrames: valid, mPrimingFrames: priming, mRemainderFrames: remainder))
     }
 
     func finish(dataPrefix: [UInt8], dataStart: inout Int64, dataSize: inout Int64?,
