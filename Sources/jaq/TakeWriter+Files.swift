@@ -140,16 +140,24 @@ extension TakeWriter {
         while first < to, state.withLock({ $0.error }) == nil {
             let count = Int(min(to - first, Int64(Self.scratchFrames)))
             let destination = scratch.baseAddress!
+            // An encoded file takes its channels as planes (its encoder's layout); others interleaved.
+            let planar = file.take.takesPlanes
             for (slot, channel) in file.channels.enumerated() {
                 let start = takeStart + skip[channel] + first
                 var offset = 0
                 forEachRun(channel: channel, from: start, to: start + Int64(count)) { samples, run in
-                    Self.spread(samples, count: run, size: size, into: destination + (offset * width + slot) * size,
-                                stride: width * size)
+                    Self.spread(samples, count: run, size: size,
+                                into: destination + (planar ? slot * count + offset : offset * width + slot) * size,
+                                stride: planar ? size : width * size)
                     offset += run
                 }
             }
-            write(UnsafeRawBufferPointer(start: destination, count: count * width * size), frames: count, to: file)
+            let bytes = UnsafeRawBufferPointer(start: destination, count: count * width * size)
+            if planar {
+                do { try file.take.write(planes: bytes, frames: count) } catch { fail(error) }
+            } else {
+                write(bytes, frames: count, to: file)
+            }
             first += Int64(count)
         }
     }

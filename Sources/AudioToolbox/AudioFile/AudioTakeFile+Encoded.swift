@@ -80,6 +80,8 @@ final class EncodedTake {
 
     /// Encodes `frames` interleaved frames and writes the packets they complete.
     func write(_ samples: UnsafePointer<Float>, frames: Int) throws(AudioTakeFileError) {
+        // One channel is its own plane.
+        guard channelCount > 1 else { return try write(planes: samples, frames: frames) }
         if planeCapacity < frames * channelCount {
             planes.deallocate()
             planeCapacity = frames * channelCount
@@ -88,8 +90,13 @@ final class EncodedTake {
         for channel in 0..<channelCount {
             let plane = planes + channel * frames
             for t in 0..<frames { plane[t] = samples[t &* channelCount &+ channel] }
-            table[channel] = UnsafePointer(plane)
         }
+        try write(planes: UnsafePointer(planes), frames: frames)
+    }
+
+    /// Encodes `frames` frames given as `channelCount` planes one after another from `planes`.
+    func write(planes: UnsafePointer<Float>, frames: Int) throws(AudioTakeFileError) {
+        for channel in 0..<channelCount { table[channel] = planes + channel * frames }
         do { try encoder.encode(table, frames: frames) } catch {
             throw AudioTakeFileError(path: path, reason: "the encoder failed: \(error)")
         }

@@ -189,6 +189,21 @@ public final class AudioTakeFile {
         }
     }
 
+    /// Whether the file takes its channels as planes (`write(planes:frames:)`): an encoded take,
+    /// whose encoder works on planes, so a writer holding planes need not interleave them.
+    public var takesPlanes: Bool { encoded != nil }
+
+    /// Writes `frames` frames given as `channelCount` planes of float samples one after another
+    /// in `planes` (an encoded take; see `takesPlanes`).
+    /// - Throws: `AudioTakeFileError` (the encoder, the disk), or for a file that takes
+    ///   interleaved frames.
+    public func write(planes: UnsafeRawBufferPointer, frames: Int) throws(AudioTakeFileError) {
+        guard let encoded else { throw AudioTakeFileError(path: path, reason: "\(format.name) takes interleaved frames") }
+        guard frames > 0, let base = planes.baseAddress, planes.count >= frames * channelCount * 4 else { return }
+        try encoded.write(planes: base.assumingMemoryBound(to: Float.self), frames: frames)
+        framesWritten += Int64(frames)
+    }
+
     /// Reserves the disk space of the next `frames` frames (plus a little for a header that
     /// grows as it is updated). Compressed files, whose sizes are unknown, reserve nothing.
     /// - Throws: `AudioTakeFileError` if the file system is full.
