@@ -347,7 +347,7 @@ struct RecordCommand: ParsableCommand {
         if !oneFile && tracks.count > 1 && !pattern.contains("{track}") && !pattern.contains("{n}") {
             throw CLIError("--output \(pattern): several tracks need {track} or {n} in the name (or --interleaved)", exitCode: CLIError.usage)
         }
-        let date = ISO8601DateFormatter.string(from: Date(), timeZone: .current, formatOptions: [.withFullDate])
+        let date = LocalTime().date
         // Track names: the port's name, with its client's unless that is "system"; unique.
         var trackNames: [String] = []
         for port in tracks {

@@ -47,13 +47,8 @@ struct TakePlace: Equatable {
     /// and time `now` (seconds since 1970), and a coding history line.
     func broadcastWaves(files: [TakeFile], sources: [String], format: AudioTakeFile.Format, rate: Double,
                         now: time_t = time(nil)) -> [AudioTakeFile.BroadcastWave] {
-        var local = tm()
-        var clock = now
-        localtime_r(&clock, &local)
-        let date = String(format: "%04d-%02d-%02d", Int(local.tm_year) + 1900, Int(local.tm_mon) + 1, Int(local.tm_mday))
-        let time = String(format: "%02d:%02d:%02d", Int(local.tm_hour), Int(local.tm_min), Int(local.tm_sec))
-        let stamp = String(format: "%04d%02d%02d%02d%02d%02d", Int(local.tm_year) + 1900, Int(local.tm_mon) + 1,
-                           Int(local.tm_mday), Int(local.tm_hour), Int(local.tm_min), Int(local.tm_sec))
+        let local = LocalTime(now)
+        let date = local.date, time = local.time, stamp = local.stamp
         let bits = format.samples == .float32 ? "32F" : "\(format.bytesPerSample * 8)"
         let origin = timeline == .transport ? "JACK transport frame" : timeline == .masterFrames ? "the netjack2 master's JACK frame"
             : "JACK frame"
