@@ -1,7 +1,7 @@
 import Foundation
 import JackTestSupport
 
-// What one run of a tool measured, and how: /usr/bin/time, the cycle probe, /proc, the server's log.
+// What one run of a tool measured, and how: wait4's rusage, the cycle probe, /proc, the server's log.
 
 struct Measurement {
     var anonymousRSSKiB = 0
@@ -16,6 +16,8 @@ struct Measurement {
     var repeatedFrames = 0
     var exitStatus: Int32 = 0
     var xruns = 0
+    /// CPU seconds the hypervisor gave other guests while the tool ran (/proc/stat "steal").
+    var stealSeconds = 0.0
     var note = ""
 }
 
@@ -37,18 +39,10 @@ extension Measurement {
         droppedFrames += round.droppedFrames
         repeatedFrames += round.repeatedFrames
         xruns += round.xruns
+        stealSeconds += round.stealSeconds
         if exitStatus == 0 { exitStatus = round.exitStatus }
         if note.isEmpty { note = round.note }
     }
-}
-
-func readTime(_ path: String, into m: inout Measurement) {
-    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return }
-    let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Double($0) }
-    guard fields.count >= 4 else { return }
-    m.wallSeconds = fields[fields.count - 4]
-    m.cpuSeconds = fields[fields.count - 3] + fields[fields.count - 2]
-    m.peakRSSKiB = Int(fields[fields.count - 1])
 }
 
 func readCycles(_ path: String, into m: inout Measurement) {
@@ -61,11 +55,9 @@ func readCycles(_ path: String, into m: inout Measurement) {
     m.cycleMaxMicroseconds = busiest[3] / 1000
 }
 
-/// RssAnon (KiB) of the program /usr/bin/time runs (its child; env execs into the tool).
-func anonymousRSS(ofChildOf pid: Int32) -> Int {
-    guard let children = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8),
-          let child = children.split(separator: " ").first,
-          let status = try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8) else { return 0 }
+/// RssAnon (KiB) of a running process.
+func anonymousRSS(of pid: pid_t) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
     for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") {
         return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
     }
@@ -76,31 +68,35 @@ func xrunCount(_ server: JackServer) -> Int {
     server.logText.split(separator: "\n").filter { $0.localizedCaseInsensitiveContains("xrun") }.count
 }
 
-/// Runs a tool under /usr/bin/time (and the cycle probe, if `environment` preloads it) until it
-/// exits: CPU, wall time, peak RSS and RssAnon, callback time, exit status.
+/// Runs a tool (under the cycle probe, if `environment` preloads it) until it exits: CPU and
+/// peak RSS from wait4's rusage (CPU in microseconds), wall time, RssAnon, callback time, exit status.
 func runTimed(_ name: String, _ arguments: [String], environment: [String: String]) throws -> Measurement {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/time")
-    process.arguments = ["-f", "%e %U %S %M", "-o", "\(work)/\(name).time", "/usr/bin/env", "JAQ_CYCLE_LOG=\(work)/\(name).cycles"] + arguments
-    process.environment = environment
-    process.currentDirectoryURL = URL(fileURLWithPath: work)
-    let log = "\(work)/\(name).log"
-    _ = FileManager.default.createFile(atPath: log, contents: nil)
-    process.standardOutput = FileHandle(forWritingAtPath: log)
-    process.standardError = FileHandle(forWritingAtPath: log)
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
+    var environment = environment
+    environment["JAQ_CYCLE_LOG"] = "\(work)/\(name).cycles"
+    // The tools write their files relative to the work directory.
+    let stealBefore = stealSeconds()
+    let started = Date()
+    let previous = FileManager.default.currentDirectoryPath
+    _ = FileManager.default.changeCurrentDirectoryPath(work)
+    let pid = spawn(arguments, environment: environment, log: "\(work)/\(name).log")
+    _ = FileManager.default.changeCurrentDirectoryPath(previous)
+    guard let pid else { throw BenchError("cannot start \(arguments[0])") }
     var m = Measurement()
     // Peak anonymous memory (RssAnon): what the program allocates, without JACK's shared
-    // memory (about 105 MB mapped into every client, counted in the RSS /usr/bin/time reports).
-    while process.isRunning {
-        m.anonymousRSSKiB = max(m.anonymousRSSKiB, anonymousRSS(ofChildOf: process.processIdentifier))
-        usleep(100_000)
-    }
-    m.exitStatus = process.terminationStatus
-    readTime("\(work)/\(name).time", into: &m)
+    // memory (about 105 MB mapped into every client, counted in the peak RSS).
+    let ended = waitForExit(pid) { m.anonymousRSSKiB = max(m.anonymousRSSKiB, anonymousRSS(of: pid)) }
+    m.exitStatus = ended.status
+    m.cpuSeconds = ended.usage.cpuSeconds
+    m.peakRSSKiB = Int(ended.usage.ru_maxrss)
+    m.wallSeconds = Date().timeIntervalSince(started)
+    m.stealSeconds = stealSeconds() - stealBefore
     readCycles("\(work)/\(name).cycles", into: &m)
     return m
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// Xruns the server blamed on a client whose name starts with `client` ("client = NAME was not finished").

@@ -3,8 +3,8 @@
 // For each channel count, a private dummy JACK server runs in real time (256-frame
 // periods at 48 kHz, realtime scheduling when allowed); `jaq play --loop` plays a ramp on
 // N ports; `jaq record`, `jaq record --interleaved` and `jack_capture` record those N ports
-// one after the other, for the same duration, as 32-bit float files. Each runs under
-// /usr/bin/time (CPU seconds, peak RSS) and the cycletime LD_PRELOAD probe (time spent in
+// one after the other, for the same duration, as 32-bit float files. Each is measured by
+// wait4's rusage (CPU seconds to the microsecond, peak RSS) and the cycletime LD_PRELOAD probe (time spent in
 // its JACK process callback per cycle). The ramp lets the recordings be checked frame by
 // frame for dropped or repeated frames. The results go to Docs/benchmarks.md.
 // The referees `floor-record` and `floor-play` (Sources/Benchmarks/Floor) are the least a
@@ -43,7 +43,6 @@ for (program, libraries) in [(floorRecord, ["-ljack", "-lm"]), (floorPlay, ["-lj
     let result = try runProcess(["cc", "-O2", source, "-o", program] + libraries)
     guard result.status == 0 else { fail("cannot build \(source): \(result.error)") }
 }
-guard FileManager.default.isExecutableFile(atPath: "/usr/bin/time") else { fail("/usr/bin/time is missing (apt-get install time)") }
 
 // Realtime scheduling (as in a studio) when the privilege is there: fewer server xruns to
 // blur the comparison. Both tools get the same server, so the comparison is fair either way.
@@ -59,6 +58,8 @@ let realtime = options.realtime ?? {
 print("JACK server scheduling: \(realtime ? "realtime (jackd --realtime)" : "not realtime (jackd --no-realtime)")")
 
 var results: [(channels: Int, labels: [String], measurements: [Measurement], xruns: Int)] = []
+var setAside: [SetAsideRound] = []
+var startUp: StartUpCost?
 for channels in options.channels {
     print("== \(channels) channels, \(Int(options.seconds)) s")
     let server = try JackServer(periodFrames: options.period, capture: 2, playback: 2, realtime: realtime)
@@ -104,8 +105,13 @@ for channels in options.channels {
     // One after the other on the same server and player (three recorders of 64 tracks at once
     // on a small machine would measure the contention, not the tools), taking turns round by round.
     var measured = Array(repeating: Measurement(), count: labels.count)
-    for round in 1...options.rounds {
-        for (i, tool) in tools(round: round).enumerated() {
+    // A round whose floor-record takes are not contiguous measured the machine (SetAsideRound):
+    // it is run again, up to `rounds` extra times in all, and not added to the totals.
+    var round = 1, attempt = 0
+    while round <= options.rounds {
+        attempt += 1
+        var thisRound: [Measurement] = []
+        for tool in tools(round: attempt) {
             let before = xrunCount(server)
             var m = try runTimed(tool.name, tool.arguments, environment: environment)
             m.xruns = xrunCount(server) - before
@@ -115,13 +121,29 @@ for channels in options.channels {
             m.repeatedFrames = check.repeated
             let log = (try? String(contentsOfFile: "\(work)/\(tool.name).log", encoding: .utf8)) ?? ""
             if log.contains("dropped") || log.contains("lost") { m.note = "reported losses" }
-            print("   round \(round), \(tool.label): cpu \(String(format: "%.2f", m.cpuSeconds)) s, rss \(m.peakRSSKiB) KiB, cycle \(String(format: "%.1f", m.cycleMeanMicroseconds)) µs, frames \(m.frames), dropped \(m.droppedFrames), xruns \(m.xruns)")
-            measured[i].add(m)
+            print("   round \(round) (attempt \(attempt)), \(tool.label): cpu \(String(format: "%.2f", m.cpuSeconds)) s, rss \(m.peakRSSKiB) KiB, cycle \(String(format: "%.1f", m.cycleMeanMicroseconds)) µs, frames \(m.frames), dropped \(m.droppedFrames), xruns \(m.xruns), steal \(String(format: "%.2f", m.stealSeconds)) s")
+            thisRound.append(m)
             // The takes are checked; their disk space is needed for the next.
             for file in (try? FileManager.default.contentsOfDirectory(atPath: work)) ?? [] where file.hasSuffix(".wav") && !file.hasPrefix("ramp") {
                 try? FileManager.default.removeItem(atPath: "\(work)/\(file)")
             }
         }
+        let floors = zip(labels, thisRound).filter { $0.0.hasPrefix("floor-record") }.map(\.1)
+        let floorDropped = floors.map(\.droppedFrames).reduce(0, +), floorRepeated = floors.map(\.repeatedFrames).reduce(0, +)
+        if floorDropped + floorRepeated > 0 && attempt < 2 * options.rounds {
+            let aside = SetAsideRound(channels: channels, attempt: attempt, floorDropped: floorDropped, floorRepeated: floorRepeated,
+                                      serverXruns: thisRound.map(\.xruns).reduce(0, +), steal: thisRound.map(\.stealSeconds).reduce(0, +))
+            setAside.append(aside)
+            print("   round \(round) set aside: floor-record's takes are not contiguous (\(floorDropped) dropped, \(floorRepeated) repeated; server xruns \(aside.serverXruns), steal \(String(format: "%.2f", aside.steal)) s): run again")
+            continue
+        }
+        for (i, m) in thisRound.enumerated() { measured[i].add(m) }
+        round += 1
+    }
+    if channels == options.channels.first {
+        startUp = StartUpCost.measure(jaq: jaq, floorRecord: floorRecord, ports: Array(outputs.prefix(2)),
+                                      environment: server.environment, directory: work, runs: 9)
+        print("   start-up (median of 9, ms CPU): jaq --version \(String(format: "%.1f", startUp!.version)), 0.2 s take: jaq \(String(format: "%.1f", startUp!.jaqTake)), floor-record \(String(format: "%.1f", startUp!.floorTake))")
     }
     let xruns = xrunCount(server) - baseline
     player.terminate()
@@ -226,19 +248,24 @@ the least a realtime-safe libjack recorder can do (one copy per port and cycle i
 track every 0.5 s, nothing else), so its CPU is the floor under any recorder on this server and machine. Buffering at \
 the defaults: jaq allocates 10 s of buffers up front (`--buffer 10`) but touches only those the \
 disk needs; jack_capture starts with 8 s and grows to 40 s. \
-Each runs under `/usr/bin/time` (CPU = user + system seconds, peak RSS) and under the same \
+Each run's CPU (user + system seconds, to the microsecond) and peak RSS come from `wait4`'s rusage; each runs under the same \
 `LD_PRELOAD` probe (`Sources/Benchmarks/CycleTime/cycletime.c`), which times every call of the \
 program's JACK process callback. Dropped and repeated frames are counted by checking the ramp \
 in the files frame by frame. Xruns are the server's, during each tool's run.
 
-| channels | tool | CPU s per channel-minute | peak RSS MiB (with JACK shm) | peak RssAnon MiB | realtime callback µs/cycle (mean / max) | frames | dropped | repeated | server xruns | exit |
-|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+Every round's takes are checked, floor-record's too: floor-record cannot lose a cycle of its own, so a \
+round in which its files are not contiguous source frames measured the machine (the server skipped cycles \
+for every client), and is set aside and run again, not added in (below the tables). "Steal" is the CPU time \
+the hypervisor gave other guests during the tool's runs (`/proc/stat`), for reading a slow round.
+
+| channels | tool | CPU s per channel-minute | peak RSS MiB (with JACK shm) | peak RssAnon MiB | realtime callback µs/cycle (mean / max) | frames | dropped | repeated | server xruns | steal s | exit |
+|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 
 """
 for r in results {
     for (name, m) in zip(r.labels, r.measurements) {
         let perChannelMinute = m.cpuSeconds / Double(r.channels) / minutes
-        report += "| \(r.channels) | \(name) | \(String(format: "%.4f", perChannelMinute)) | \(String(format: "%.1f", Double(m.peakRSSKiB) / 1024)) | \(String(format: "%.1f", Double(m.anonymousRSSKiB) / 1024)) | \(String(format: "%.1f / %.0f", m.cycleMeanMicroseconds, m.cycleMaxMicroseconds)) | \(m.frames) | \(m.droppedFrames) | \(m.repeatedFrames) | \(m.xruns) | \(m.exitStatus) |\n"
+        report += "| \(r.channels) | \(name) | \(String(format: "%.4f", perChannelMinute)) | \(String(format: "%.1f", Double(m.peakRSSKiB) / 1024)) | \(String(format: "%.1f", Double(m.anonymousRSSKiB) / 1024)) | \(String(format: "%.1f / %.0f", m.cycleMeanMicroseconds, m.cycleMaxMicroseconds)) | \(m.frames) | \(m.droppedFrames) | \(m.repeatedFrames) | \(m.xruns) | \(String(format: "%.2f", m.stealSeconds)) | \(m.exitStatus) |\n"
     }
 }
 report += """
@@ -268,7 +295,7 @@ that runs late in such a cycle reads the player's *next* period (the player, whi
 nobody, has already run) and then that period again: the ramp check counts one period \
 "dropped" and one "repeated". Drops in a run without server xruns would be the tool's own.
 
-Reproduce: `make bench` (or `swift build -c release && .build/release/jaq-bench --seconds 60 --channels 2,16,64`).
+\(setAsideReport(setAside))\(startUpReport(startUp, channels: options.channels.first ?? 2))Reproduce: `make bench` (or `swift build -c release && .build/release/jaq-bench --seconds 60 --channels 2,16,64`).
 The frame counts include the frames before the first ramp sample reached each tool; `jaq record -d` \
 is exact to the frame (\(rate) × seconds), `jack_capture -d` stops after about that many seconds.
 
