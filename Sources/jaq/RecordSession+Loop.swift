@@ -21,10 +21,12 @@ extension RecordSession {
         while true {
             switch pass() {
             case .wait:
-                // A live display redraws 12 times a second; otherwise a slower pace costs less. The
+                // A live display redraws 12 times a second; a take waiting for its start or
+                // watching a transport or a clock is looked at 10 times a second; a take that
+                // only runs, 4 times (each look costs the queue's properties and locks). The
                 // sources are looked at right at the take's end.
-                let pace = min(showMeters ? 0.02 : 0.1,
-                               sourceWatch?.secondsToEnd(now: RecordCommand.deviceNow(queue), rate: deviceRate).map { $0 + 0.001 } ?? 1)
+                let quick = showMeters ? 0.02 : trigger.phase == .armed || command.transport || masterClock != nil ? 0.1 : 0.25
+                let pace = min(quick, sourceWatch?.secondsToEnd(now: RecordCommand.deviceNow(queue), rate: deviceRate).map { $0 + 0.001 } ?? 1)
                 usleep(UInt32(pace * 1_000_000))
             case .again: continue
             case .stop: return finish()
@@ -203,6 +205,9 @@ extension RecordSession {
 
     /// The live display on a terminal; a status line every 5 s for a pipe or a log.
     func showProgress(armed: Bool) {
+        // Nothing is shown (--quiet, or no terminal and no status line due): no look at the queue.
+        let statusDue = !stdoutIsTerminal && !command.quiet && Date().timeIntervalSince(lastStatus) >= 5 && !armed
+        guard display.enabled || statusDue else { return }
         var xruns: UInt32 = 0
         var size = UInt32(4)
         AudioQueueGetProperty(queue, kAudioQueueProperty_DiscontinuityCount, &xruns, &size)
@@ -214,7 +219,7 @@ extension RecordSession {
         let dropped = writer.state.withLock { $0.losses.lostEvents.reduce(0) { $0 + $1.frames } }
         display.update(written: writer.framesWritten, meters: meters, bufferFill: writer.bufferFill,
                        xruns: Int(xruns), dropped: dropped, armed: armed)
-        if !stdoutIsTerminal && !command.quiet && Date().timeIntervalSince(lastStatus) >= 5 && !armed {
+        if statusDue {
             lastStatus = Date()
             print("recording \(TimeSpec.clock(writer.framesWritten, rate: fileRate)), buffer \(Int(writer.bufferFill * 100))%, xruns \(xruns), dropped \(dropped)")
             fflush(nil)  // a log line for a pipe, a file or journald: now, not at exit
