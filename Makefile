@@ -33,8 +33,9 @@ INSTALL_PACKAGES := patchelf dpkg-dev
 DEB_PACKAGES := $(INSTALL_PACKAGES) debhelper
 # make demo: a JACK server to run on, sox to make the session.
 DEMO_PACKAGES := jackd2 sox
-# make bench and make soak: the peers they are compared with, /usr/bin/time (ffmpeg: the conversion bench).
-BENCH_PACKAGES := jackd2 time jack-capture sndfile-tools sox ffmpeg
+# make bench and make soak: the peers they are compared with, /usr/bin/time (ffmpeg: the conversion bench;
+# valgrind: the process callback's instructions per sample).
+BENCH_PACKAGES := jackd2 time jack-capture sndfile-tools sox ffmpeg valgrind
 # make test: the referees and neighbours. jack-tools, ecasound, sndfile-tools, jack-capture: the
 # peers; pipewire*: jaq on a private PipeWire through its libjack (pw-jack); iproute2, nftables: the
 # netjack2 tests (two network namespaces joined by a veth pair, packets dropped with nft);
@@ -138,13 +139,15 @@ demo: deps-demo build
 # jaq record against jack_capture (float and 24-bit), 2/16/64 channels, 60 s each in real time;
 # jaq play against sndfile-jackplay (64-channel 16-bit WAV); 10 takes of 64 tracks on a
 # non-realtime server, counting the xruns jackd blames on a jaq client. Writes Docs/benchmarks.md.
-# Then jaq convert (ExtAudioFile, 44.1 -> 48 kHz) against sox and ffmpeg: its section of Docs/benchmarks.md.
+# Then jaq convert (ExtAudioFile, 44.1 -> 48 kHz) against sox and ffmpeg, and the process callback's
+# instructions per sample (callgrind) beside floor-record's and jack_capture's: their sections of Docs/benchmarks.md.
 bench: deps-bench release
 	$(call release_build,--product jaq)
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
 	Sources/Benchmarks/render-bench.sh 60
 	.build/release/codec-bench --seconds 60
 	Sources/Benchmarks/convert-bench.sh 600 5
+	Sources/Benchmarks/callback-bench.sh 64 5
 
 # The soak (Docs/benchmarks.md, "Soak"): jaq play into jaq record in freewheel (SOAK_FREEWHEEL_SECONDS,
 # default 3600) and sndfile-jackplay into jaq record in real time (SOAK_REALTIME_SECONDS, default 600),

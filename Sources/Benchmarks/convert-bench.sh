@@ -114,13 +114,5 @@ DOC
 )
 
 # Replace the section between the markers, or append it.
-SECTION="$section" python3 - "$doc" <<'PY'
-import os, re, sys
-path = sys.argv[1]
-text = open(path).read()
-section = os.environ["SECTION"]
-pattern = re.compile(r"<!-- convert-bench:.*?<!-- /convert-bench -->", re.S)
-text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section + "\n"
-open(path, "w").write(text)
-PY
+echo "$section" | python3 Sources/Benchmarks/doc-section.py convert-bench "$doc"
 echo "$section"
