@@ -278,13 +278,19 @@ struct PlayCommand: ParsableCommand {
             }
             let done = players.allSatisfy { $0.runningEvents.load(ordering: .acquiring) >= 2 && !$0.isRunning.load(ordering: .relaxed) }
             if done { break }
+            let logDue = !stdoutIsTerminal && !quiet && Date().timeIntervalSince(lastLog) >= 10
+            // Nothing to show (--quiet, no terminal and no log line due): no look at the queue.
+            guard display.enabled || logDue else {
+                usleep(250_000)
+                continue
+            }
             var queueTime = AudioTimeStamp()
             AudioQueueGetCurrentTime(players[0].queue, nil, &queueTime, nil)
             let elapsed = max(0, queueTime.mSampleTime / players[0].format.mSampleRate)
             display.update(String(format: "▶ %@ / %@  %d file%@", TimeSpec.clock(Int64(elapsed * 1000), rate: 1000),
                                   loop ? "loop" : TimeSpec.clock(Int64(longest * 1000), rate: 1000), players.count,
                                   players.count == 1 ? "" : "s"))
-            if !stdoutIsTerminal && !quiet && Date().timeIntervalSince(lastLog) >= 10 {
+            if logDue {
                 lastLog = Date()
                 print("playing: \(TimeSpec.clock(Int64(elapsed * 1000), rate: 1000))")
                 fflush(nil)  // a log line for a pipe, a file or journald: now, not at exit

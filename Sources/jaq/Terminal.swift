@@ -3,8 +3,9 @@ import Glibc
 
 // What the live displays (play's progress line, record's meters) need of the terminal.
 
-/// True when standard output is a terminal (live display), false for scripts and logs.
-var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+/// True when standard output is a terminal (live display), false for scripts and logs. Asked
+/// once: the main loops look at it on every pass.
+let stdoutIsTerminal = isatty(STDOUT_FILENO) == 1
 
 /// A one-line progress display, redrawn in place on a terminal.
 final class ProgressLine {
