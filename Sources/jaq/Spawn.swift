@@ -46,7 +46,8 @@ func spawnProcess(_ arguments: [String], output: String?, newSession: Bool, clos
     defer { for word in argv { free(word) } }
     var pid: pid_t = 0
     guard !environment.isEmpty else {
-        return (pid, posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ))
+        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
+        return (pid, status)
     }
     var inherited: [String] = []
     var entry = environ
