@@ -53,8 +53,10 @@ static void jaq_cf_copy_constants(void *handle) {
     __atomic_store_n(&jaq_kCFRunLoopCommonModes_storage, *commonModes, __ATOMIC_RELEASE);
 }
 
+/* RTLD_LAZY: its functions are bound when first called, as when it was linked (the toolchain's
+ * libraries are not linked with -z now); RTLD_NOW would bind all of ICU's at once. */
 static void jaq_cf_load(void) {
-    void *handle = jaq_cf_open(RTLD_NOW | RTLD_GLOBAL);
+    void *handle = jaq_cf_open(RTLD_LAZY | RTLD_GLOBAL);
     if (!handle) jaq_cf_fail("cannot open", "CoreFoundation (libFoundation.so)");
     /* CoreFoundation takes the thread that opens it for the main thread (CFRunLoopGetMain):
      * opened from another, it is told which is. */
@@ -78,7 +80,7 @@ void *jaq_cf_resolve(void **slot, const char *name) {
  * run loop modes from the start. */
 __attribute__((constructor)) static void jaq_cf_constants_init(void) {
     jaq_cf_main_thread = pthread_self();
-    void *loaded = jaq_cf_open(RTLD_NOW | RTLD_NOLOAD);
+    void *loaded = jaq_cf_open(RTLD_LAZY | RTLD_NOLOAD);
     if (loaded) {
         jaq_cf_copy_constants(loaded);
         dlclose(loaded);
