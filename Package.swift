@@ -29,8 +29,10 @@ let package = Package(
                        providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev"])]),
         .target(name: "CFFmpegLoad"),
 
-        // The Apple-compatible C API: headers, layout checks, CoreFoundation forwarders.
-        .target(name: "CAudioToolbox", linkerSettings: [.linkedLibrary("Foundation")]),
+        // The Apple-compatible C API: headers, layout checks, CoreFoundation forwarders. The
+        // real CoreFoundation (libFoundation.so, with ICU) is opened when first called, not
+        // linked: a process that never calls it does not pay its start-up (CoreFoundationLoad.c).
+        .target(name: "CAudioToolbox"),
 
         // The queue engine: no JACK here. Rings, realtime kernels, conversion, ManualDriver.
         // The realtime kernels are `@_noLocks` in release builds (JAQ_CHECK_NOLOCKS): the

@@ -33,8 +33,12 @@ patchelf --set-rpath '$ORIGIN/jaq/swift' "$library"
 patchelf --set-rpath "\$ORIGIN/$(realpath -m --relative-to="$BINDIR" "$LIBDIR")/jaq/swift" "$DESTDIR$BINDIR/jaq"
 ln -sf "libAudioToolbox.so.$VERSION" "$lib/libAudioToolbox.so.$SOVERSION"
 ln -sf "libAudioToolbox.so.$SOVERSION" "$lib/libAudioToolbox.so"
-# The Swift runtime: the toolchain's libraries that jaq or the library load.
-ldd "$BUILT/jaq" "$BUILT/libAudioToolbox.so" | awk '$3 ~ /\/lib\/swift\/linux\// {print $3}' | sort -u | while read -r f; do
+# The Swift runtime: the toolchain's libraries that jaq or the library load, and CoreFoundation's
+# libFoundation.so with what it needs, which the library opens on its first CF call (not linked:
+# Sources/CAudioToolbox/CoreFoundationLoad.c).
+foundation=$(dirname "$(ldd "$BUILT/libAudioToolbox.so" | awk '$1 == "libswiftCore.so" {print $3}')")/libFoundation.so
+{ ldd "$BUILT/jaq" "$BUILT/libAudioToolbox.so" "$foundation" | awk '$3 ~ /\/lib\/swift\/linux\// {print $3}'; echo "$foundation"; } |
+    sort -u | while read -r f; do
     install -m 644 "$f" "$runtime/"
 done
 if [ -n "$STRIP" ]; then strip --strip-unneeded "$runtime"/*.so; fi

@@ -1,7 +1,7 @@
 /*
  * Forwarders from the CoreFoundation subset declared in
  * include/CoreFoundation/ to the real CoreFoundation inside the Swift
- * toolchain's libFoundation.so.
+ * toolchain's libFoundation.so, opened when first called (CoreFoundationLoad.c).
  *
  * Why a shim: the public headers give these functions `jaq_` symbol names
  * (asm labels) so that a C program links with -lAudioToolbox alone and so
@@ -9,8 +9,8 @@
  * file is the one place that names the real symbols.
  */
 #include "include/CoreFoundation/CoreFoundation.h"
+#include "CoreFoundationLoad.h"
 
-#define REAL(_sym) __asm__(#_sym)
 
 extern void real_CFRelease(CFTypeRef cf) REAL(CFRelease);
 extern CFTypeRef real_CFRetain(CFTypeRef cf) REAL(CFRetain);
@@ -43,47 +43,38 @@ extern const CFStringRef real_kCFRunLoopCommonModes REAL(kCFRunLoopCommonModes);
 /* PortingForwarders.c: CFSTR's strings are never freed, as on Apple platforms. */
 extern int jaq_cf_is_constant_string(CFTypeRef cf);
 
-void jaq_CFRelease(CFTypeRef cf) { if (cf && !jaq_cf_is_constant_string(cf)) real_CFRelease(cf); }
-CFTypeRef jaq_CFRetain(CFTypeRef cf) { return cf ? real_CFRetain(cf) : cf; }
+void jaq_CFRelease(CFTypeRef cf) { if (cf && !jaq_cf_is_constant_string(cf)) JAQ_CF(CFRelease)(cf); }
+CFTypeRef jaq_CFRetain(CFTypeRef cf) { return cf ? JAQ_CF(CFRetain)(cf) : cf; }
 CFStringRef jaq_CFStringCreateWithCString(CFAllocatorRef alloc, const char *cStr, CFStringEncoding encoding) {
-    return cStr ? real_CFStringCreateWithCString(alloc, cStr, encoding) : NULL;
+    return cStr ? JAQ_CF(CFStringCreateWithCString)(alloc, cStr, encoding) : NULL;
 }
 Boolean jaq_CFStringGetCString(CFStringRef s, char *buffer, CFIndex size, CFStringEncoding encoding) {
-    return (s && buffer && size > 0) ? real_CFStringGetCString(s, buffer, size, encoding) : 0;
+    return (s && buffer && size > 0) ? JAQ_CF(CFStringGetCString)(s, buffer, size, encoding) : 0;
 }
-CFIndex jaq_CFStringGetLength(CFStringRef s) { return s ? real_CFStringGetLength(s) : 0; }
-CFRunLoopRef jaq_CFRunLoopGetCurrent(void) { return real_CFRunLoopGetCurrent(); }
-CFRunLoopRef jaq_CFRunLoopGetMain(void) { return real_CFRunLoopGetMain(); }
+CFIndex jaq_CFStringGetLength(CFStringRef s) { return s ? JAQ_CF(CFStringGetLength)(s) : 0; }
+CFRunLoopRef jaq_CFRunLoopGetCurrent(void) { return JAQ_CF(CFRunLoopGetCurrent)(); }
+CFRunLoopRef jaq_CFRunLoopGetMain(void) { return JAQ_CF(CFRunLoopGetMain)(); }
 SInt32 jaq_CFRunLoopRunInMode(CFStringRef mode, CFTimeInterval seconds, Boolean returnAfterSourceHandled) {
-    return real_CFRunLoopRunInMode(mode ? mode : real_kCFRunLoopDefaultMode, seconds, returnAfterSourceHandled);
+    return JAQ_CF(CFRunLoopRunInMode)(mode ? mode : JAQ_CF(kCFRunLoopDefaultMode), seconds, returnAfterSourceHandled);
 }
-void jaq_CFRunLoopRun(void) { real_CFRunLoopRun(); }
-void jaq_CFRunLoopStop(CFRunLoopRef rl) { if (rl) real_CFRunLoopStop(rl); }
-void jaq_CFRunLoopWakeUp(CFRunLoopRef rl) { if (rl) real_CFRunLoopWakeUp(rl); }
+void jaq_CFRunLoopRun(void) { JAQ_CF(CFRunLoopRun)(); }
+void jaq_CFRunLoopStop(CFRunLoopRef rl) { if (rl) JAQ_CF(CFRunLoopStop)(rl); }
+void jaq_CFRunLoopWakeUp(CFRunLoopRef rl) { if (rl) JAQ_CF(CFRunLoopWakeUp)(rl); }
 CFURLRef jaq_CFURLCreateFromFileSystemRepresentation(CFAllocatorRef a, const UInt8 *b, CFIndex n, Boolean dir) {
-    return (b && n >= 0) ? real_CFURLCreateFromFileSystemRepresentation(a, b, n, dir) : NULL;
+    return (b && n >= 0) ? JAQ_CF(CFURLCreateFromFileSystemRepresentation)(a, b, n, dir) : NULL;
 }
 Boolean jaq_CFURLGetFileSystemRepresentation(CFURLRef url, Boolean resolve, UInt8 *buffer, CFIndex max) {
-    return (url && buffer && max > 0) ? real_CFURLGetFileSystemRepresentation(url, resolve, buffer, max) : 0;
+    return (url && buffer && max > 0) ? JAQ_CF(CFURLGetFileSystemRepresentation)(url, resolve, buffer, max) : 0;
 }
 
 CFRunLoopSourceRef jaq_CFRunLoopSourceCreate(CFAllocatorRef a, CFIndex order, CFRunLoopSourceContext *c) {
-    return c ? real_CFRunLoopSourceCreate(a, order, c) : NULL;
+    return c ? JAQ_CF(CFRunLoopSourceCreate)(a, order, c) : NULL;
 }
 void jaq_CFRunLoopAddSource(CFRunLoopRef rl, CFRunLoopSourceRef s, CFStringRef mode) {
-    if (rl && s) real_CFRunLoopAddSource(rl, s, mode ? mode : real_kCFRunLoopCommonModes);
+    if (rl && s) JAQ_CF(CFRunLoopAddSource)(rl, s, mode ? mode : JAQ_CF(kCFRunLoopCommonModes));
 }
 void jaq_CFRunLoopRemoveSource(CFRunLoopRef rl, CFRunLoopSourceRef s, CFStringRef mode) {
-    if (rl && s) real_CFRunLoopRemoveSource(rl, s, mode ? mode : real_kCFRunLoopCommonModes);
+    if (rl && s) JAQ_CF(CFRunLoopRemoveSource)(rl, s, mode ? mode : JAQ_CF(kCFRunLoopCommonModes));
 }
-void jaq_CFRunLoopSourceSignal(CFRunLoopSourceRef s) { if (s) real_CFRunLoopSourceSignal(s); }
-void jaq_CFRunLoopSourceInvalidate(CFRunLoopSourceRef s) { if (s) real_CFRunLoopSourceInvalidate(s); }
-
-/* The mode constants are data: copied from CoreFoundation when the library loads. */
-CFStringRef jaq_kCFRunLoopDefaultMode_storage __asm__("jaq_kCFRunLoopDefaultMode");
-CFStringRef jaq_kCFRunLoopCommonModes_storage __asm__("jaq_kCFRunLoopCommonModes");
-
-__attribute__((constructor)) static void jaq_cf_constants_init(void) {
-    jaq_kCFRunLoopDefaultMode_storage = real_kCFRunLoopDefaultMode;
-    jaq_kCFRunLoopCommonModes_storage = real_kCFRunLoopCommonModes;
-}
+void jaq_CFRunLoopSourceSignal(CFRunLoopSourceRef s) { if (s) JAQ_CF(CFRunLoopSourceSignal)(s); }
+void jaq_CFRunLoopSourceInvalidate(CFRunLoopSourceRef s) { if (s) JAQ_CF(CFRunLoopSourceInvalidate)(s); }

@@ -2,13 +2,14 @@
  * More of the CoreFoundation subset (include/CoreFoundation/) that ported code calls around
  * Audio Toolbox: CFSTR's constant strings, CFURLCreateWithFileSystemPath,
  * CFStringGetCStringPtr, CFGetTypeID and read access to CFDictionary. Forwarders to the real
- * CoreFoundation in libFoundation.so, as in CoreFoundationForwarders.c, with the checks for
+ * CoreFoundation in libFoundation.so (opened when first called: CoreFoundationLoad.c), as in
+ * CoreFoundationForwarders.c, with the checks for
  * NULL that CoreFoundation itself leaves to a crash.
  */
 #include "include/CoreFoundation/CoreFoundation.h"
+#include "CoreFoundationLoad.h"
 #include <pthread.h>
 
-#define REAL(_sym) __asm__(#_sym)
 
 extern CFStringRef real_CFStringCreateWithCString(CFAllocatorRef alloc, const char *cStr, CFStringEncoding encoding)
     REAL(CFStringCreateWithCString);
@@ -65,7 +66,7 @@ CFStringRef jaq___CFStringMakeConstantString(const char *cStr) {
     if (!found) {
         size_t length = strlen(cStr);
         struct jaq_constant_string *node = malloc(sizeof *node + length + 1);
-        CFStringRef string = node ? real_CFStringCreateWithCString(NULL, cStr, kCFStringEncodingUTF8) : NULL;
+        CFStringRef string = node ? JAQ_CF(CFStringCreateWithCString)(NULL, cStr, kCFStringEncodingUTF8) : NULL;
         if (string) {
             memcpy(node->text, cStr, length + 1);
             node->string = string;
@@ -82,40 +83,59 @@ CFStringRef jaq___CFStringMakeConstantString(const char *cStr) {
 
 /* ---- Strings, URLs, types ------------------------------------------------------------------ */
 const char *jaq_CFStringGetCStringPtr(CFStringRef s, CFStringEncoding encoding) {
-    return s ? real_CFStringGetCStringPtr(s, encoding) : NULL;
+    return s ? JAQ_CF(CFStringGetCStringPtr)(s, encoding) : NULL;
 }
-CFTypeID jaq_CFStringGetTypeID(void) { return real_CFStringGetTypeID(); }
-CFTypeID jaq_CFGetTypeID(CFTypeRef cf) { return cf ? real_CFGetTypeID(cf) : 0; }
+CFTypeID jaq_CFStringGetTypeID(void) { return JAQ_CF(CFStringGetTypeID)(); }
+CFTypeID jaq_CFGetTypeID(CFTypeRef cf) { return cf ? JAQ_CF(CFGetTypeID)(cf) : 0; }
 
 CFURLRef jaq_CFURLCreateWithFileSystemPath(CFAllocatorRef a, CFStringRef path, CFURLPathStyle style, Boolean dir) {
     if (!path || style != kCFURLPOSIXPathStyle) return NULL;
-    return real_CFURLCreateWithFileSystemPath(a, path, style, dir);
+    return JAQ_CF(CFURLCreateWithFileSystemPath)(a, path, style, dir);
 }
 
 /* ---- CFDictionary ---------------------------------------------------------------------------
- * kCFTypeDictionary*CallBacks are data: copied from CoreFoundation when the library loads. A
- * caller passing them (or a copy of them, as Swift does) gets CoreFoundation's own. */
-CFDictionaryKeyCallBacks jaq_kCFTypeDictionaryKeyCallBacks_storage __asm__("jaq_kCFTypeDictionaryKeyCallBacks");
-CFDictionaryValueCallBacks jaq_kCFTypeDictionaryValueCallBacks_storage __asm__("jaq_kCFTypeDictionaryValueCallBacks");
+ * kCFTypeDictionary*CallBacks are data, here callbacks of this library's own that call
+ * CoreFoundation's (CFRetain, CFRelease, CFCopyDescription, CFEqual, CFHash), so that they
+ * are whole before CoreFoundation is opened. A caller passing them (or a copy of them, as
+ * Swift does) gets CoreFoundation's own in the dictionary. */
+extern CFStringRef real_CFCopyDescription(CFTypeRef cf) REAL(CFCopyDescription);
+extern Boolean real_CFEqual(CFTypeRef cf1, CFTypeRef cf2) REAL(CFEqual);
+extern CFHashCode real_CFHash(CFTypeRef cf) REAL(CFHash);
+extern CFTypeRef real_CFRetain(CFTypeRef cf) REAL(CFRetain);
+extern void real_CFRelease(CFTypeRef cf) REAL(CFRelease);
 
-__attribute__((constructor)) static void jaq_cf_dictionary_constants_init(void) {
-    jaq_kCFTypeDictionaryKeyCallBacks_storage = real_kCFTypeDictionaryKeyCallBacks;
-    jaq_kCFTypeDictionaryValueCallBacks_storage = real_kCFTypeDictionaryValueCallBacks;
+static const void *jaq_cf_type_retain(CFAllocatorRef allocator, const void *value) {
+    (void)allocator;
+    return JAQ_CF(CFRetain)(value);
 }
+static void jaq_cf_type_release(CFAllocatorRef allocator, const void *value) {
+    (void)allocator;
+    JAQ_CF(CFRelease)(value);
+}
+static CFStringRef jaq_cf_type_copy_description(const void *value) { return JAQ_CF(CFCopyDescription)(value); }
+static Boolean jaq_cf_type_equal(const void *value1, const void *value2) { return JAQ_CF(CFEqual)(value1, value2); }
+static CFHashCode jaq_cf_type_hash(const void *value) { return JAQ_CF(CFHash)(value); }
+
+const CFDictionaryKeyCallBacks jaq_kCFTypeDictionaryKeyCallBacks_storage __asm__("jaq_kCFTypeDictionaryKeyCallBacks") = {
+    0, jaq_cf_type_retain, jaq_cf_type_release, jaq_cf_type_copy_description, jaq_cf_type_equal, jaq_cf_type_hash
+};
+const CFDictionaryValueCallBacks jaq_kCFTypeDictionaryValueCallBacks_storage __asm__("jaq_kCFTypeDictionaryValueCallBacks") = {
+    0, jaq_cf_type_retain, jaq_cf_type_release, jaq_cf_type_copy_description, jaq_cf_type_equal
+};
 
 CFDictionaryRef jaq_CFDictionaryCreate(CFAllocatorRef a, const void **keys, const void **values, CFIndex n,
                                        const CFDictionaryKeyCallBacks *k, const CFDictionaryValueCallBacks *v) {
     if (n < 0 || (n > 0 && (!keys || !values))) return NULL;
-    if (k && memcmp(k, &real_kCFTypeDictionaryKeyCallBacks, sizeof *k) == 0) k = &real_kCFTypeDictionaryKeyCallBacks;
-    if (v && memcmp(v, &real_kCFTypeDictionaryValueCallBacks, sizeof *v) == 0) v = &real_kCFTypeDictionaryValueCallBacks;
-    return real_CFDictionaryCreate(a, keys, values, n, k, v);
+    if (k && memcmp(k, &jaq_kCFTypeDictionaryKeyCallBacks_storage, sizeof *k) == 0) k = &JAQ_CF(kCFTypeDictionaryKeyCallBacks);
+    if (v && memcmp(v, &jaq_kCFTypeDictionaryValueCallBacks_storage, sizeof *v) == 0) v = &JAQ_CF(kCFTypeDictionaryValueCallBacks);
+    return JAQ_CF(CFDictionaryCreate)(a, keys, values, n, k, v);
 }
-CFTypeID jaq_CFDictionaryGetTypeID(void) { return real_CFDictionaryGetTypeID(); }
-CFIndex jaq_CFDictionaryGetCount(CFDictionaryRef d) { return d ? real_CFDictionaryGetCount(d) : 0; }
+CFTypeID jaq_CFDictionaryGetTypeID(void) { return JAQ_CF(CFDictionaryGetTypeID)(); }
+CFIndex jaq_CFDictionaryGetCount(CFDictionaryRef d) { return d ? JAQ_CF(CFDictionaryGetCount)(d) : 0; }
 const void *jaq_CFDictionaryGetValue(CFDictionaryRef d, const void *key) {
-    return d ? real_CFDictionaryGetValue(d, key) : NULL;
+    return d ? JAQ_CF(CFDictionaryGetValue)(d, key) : NULL;
 }
-Boolean jaq_CFDictionaryContainsKey(CFDictionaryRef d, const void *key) { return d ? real_CFDictionaryContainsKey(d, key) : 0; }
+Boolean jaq_CFDictionaryContainsKey(CFDictionaryRef d, const void *key) { return d ? JAQ_CF(CFDictionaryContainsKey)(d, key) : 0; }
 void jaq_CFDictionaryGetKeysAndValues(CFDictionaryRef d, const void **keys, const void **values) {
-    if (d) real_CFDictionaryGetKeysAndValues(d, keys, values);
+    if (d) JAQ_CF(CFDictionaryGetKeysAndValues)(d, keys, values);
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import JackControl
 
 /// `jaq clock`: on a netjack2 master, send the master's frame clock to slaves as audio, so

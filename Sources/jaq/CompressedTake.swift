@@ -1,5 +1,6 @@
 import AudioToolbox
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `jaq record -f m4a` (AAC, or ALAC with --codec alac) and `-f caf --codec aac|alac`: what
 /// -f, --codec, -b and --bitrate ask for. An encoded take is recorded as every take is (the

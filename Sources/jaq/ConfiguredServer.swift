@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import JackControl
 
@@ -58,7 +58,7 @@ struct ConfiguredServer {
     /// Starts the server in a session of its own, its output to a new log file. Throws a
     /// CLIError if the program cannot be run at all.
     func start(serverName: String?) throws -> Started {
-        let log = NSTemporaryDirectory() + "jaq-jackd-\(getpid()).log"
+        let log = FileManager.default.temporaryDirectory.path() + "jaq-jackd-\(getpid()).log"
         let words = arguments(serverName: serverName)
         // A session of its own: the Ctrl-C that ends a take must not stop the server it records from.
         let spawned = spawnProcess(words, output: log, newSession: true, closeOthers: true)
@@ -74,7 +74,7 @@ struct ConfiguredServer {
     /// jackd's banner or its generic farewell.
     static func lastWords(_ log: String) -> String? {
         guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return nil }
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let lines = text.split(whereSeparator: \.isNewline).map { String($0).trimmingWhitespace() }.filter { !$0.isEmpty }
         let generic = ["Failed to start server", "Failed to open server", "JackServer::Open failed", "Cannot initialize driver",
                        "JackTemporaryException", "jackdmp", "Copyright", "comes with ABSOLUTELY", "This is free software",
                        "under certain conditions", "JACK server starting", "self-connect-mode", "Cleaning up",

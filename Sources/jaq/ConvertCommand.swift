@@ -1,6 +1,7 @@
 import ArgumentParser
 import AudioToolbox
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `jaq convert IN OUT`: macOS's afconvert for JACK users, on Extended Audio File Services.
 struct ConvertCommand: ParsableCommand {

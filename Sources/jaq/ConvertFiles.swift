@@ -1,5 +1,6 @@
 import AudioToolbox
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // The two ends of `jaq convert`: an ExtAudioFile read in a float client format and one
 // written from it. Every failure is one line naming the file.

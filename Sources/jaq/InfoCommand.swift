@@ -1,6 +1,7 @@
 import ArgumentParser
 import AudioToolbox
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `jaq info FILE...`: what a file holds, through Audio File Services.
 struct InfoCommand: ParsableCommand {
@@ -40,7 +41,7 @@ struct InfoCommand: ParsableCommand {
             do {
                 reports.append(try FileReport(path: path))
             } catch {
-                FileHandle.standardError.write(Data("jaq info: \(path): \(error.reason) (\(error.code))\n".utf8))
+                StandardStreams.error("jaq info: \(path): \(error.reason) (\(error.code))\n")
                 failed = true
             }
         }
@@ -147,8 +148,8 @@ struct FileReport: Encodable {
     /// The text `jaq info` prints.
     var text: String {
         let peakText = peaks.enumerated().map { index, peak in
-            let decibels = peak.dBFS.map { String(format: "%.2f dBFS", $0) } ?? "-inf dBFS"
-            return "ch\(index + 1) \(decibels) (\(String(format: "%.4f", peak.linear)))"
+            let decibels = peak.dBFS.map { String(cFormat: "%.2f dBFS", $0) } ?? "-inf dBFS"
+            return "ch\(index + 1) \(decibels) (\(String(cFormat: "%.4f", peak.linear)))"
         }.joined(separator: "  ")
         let rate = sampleRate == sampleRate.rounded() ? String(Int(sampleRate)) : String(sampleRate)
         return """
@@ -158,7 +159,7 @@ struct FileReport: Encodable {
               sample rate: \(rate) Hz
               channels:    \(channels)
               frames:      \(frames)
-              duration:    \(String(format: "%.3f", duration)) s (\(Self.clock(duration)))\(packetText)\(timeReferenceText)
+              duration:    \(String(cFormat: "%.3f", duration)) s (\(Self.clock(duration)))\(packetText)\(timeReferenceText)
               peak:        \(peakText)
             """
     }
@@ -238,7 +239,7 @@ struct FileReport: Encodable {
 
     private static func clock(_ seconds: Double) -> String {
         let milliseconds = Int((seconds * 1000).rounded())
-        return String(format: "%02d:%02d:%02d.%03d", milliseconds / 3_600_000, milliseconds / 60_000 % 60,
+        return String(cFormat: "%02d:%02d:%02d.%03d", milliseconds / 3_600_000, milliseconds / 60_000 % 60,
                       milliseconds / 1000 % 60, milliseconds % 1000)
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Messages to stderr, one line each, prefixed with the command.
 enum Log {
@@ -7,10 +8,10 @@ enum Log {
 
     static func info(_ message: String) {
         guard !quiet else { return }
-        FileHandle.standardError.write(Data("\(command): \(message)\n".utf8))
+        StandardStreams.error("\(command): \(message)\n")
     }
 
     static func error(_ message: String) {
-        FileHandle.standardError.write(Data("\(command): \(message)\n".utf8))
+        StandardStreams.error("\(command): \(message)\n")
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The record meters laid out for a terminal of `rows` × `columns`: the status line, then one
 /// meter a line while they fit; several narrower meters a line when tracks outnumber the rows;
@@ -37,7 +38,7 @@ struct MeterLayout {
         // name + " [" + bar + "] " + "-99.9 dB" + " CLIP"
         let width = max(10, min(40, columns - nameWidth - 19))
         return meters.map { meter in
-            let name = String(meter.name.suffix(nameWidth)).padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+            let name = String(meter.name.suffix(nameWidth)).padded(toWidth: nameWidth)
             let line = "\(name) [\(bar(meter, width: width))] \(decibels(meter.level)) dB\(meter.clipping ? " CLIP" : "     ")"
             return String(line.prefix(columns))
         }
@@ -54,7 +55,7 @@ struct MeterLayout {
         var index = 0
         while index < meters.count {
             let cells = meters[index..<min(index + perLine, meters.count)].map { meter in
-                let name = String(meter.name.suffix(nameWidth)).padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+                let name = String(meter.name.suffix(nameWidth)).padded(toWidth: nameWidth)
                 return "\(name) [\(bar(meter, width: barWidth))]\(decibels(meter.level))\(meter.clipping ? "!" : " ")"
             }
             lines.append(String(cells.joined(separator: "  ").prefix(columns)))
@@ -81,5 +82,5 @@ struct MeterLayout {
         return String(bar)
     }
 
-    private func decibels(_ level: Float) -> String { String(format: "%5.1f", max(level, -99.9)) }
+    private func decibels(_ level: Float) -> String { String(cFormat: "%5.1f", max(level, -99.9)) }
 }

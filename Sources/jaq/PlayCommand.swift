@@ -1,6 +1,7 @@
 import ArgumentParser
 import AudioToolbox
-import Foundation
+import FoundationEssentials
+import Glibc
 import JackControl
 import Synchronization
 
@@ -287,9 +288,8 @@ struct PlayCommand: ParsableCommand {
             var queueTime = AudioTimeStamp()
             AudioQueueGetCurrentTime(players[0].queue, nil, &queueTime, nil)
             let elapsed = max(0, queueTime.mSampleTime / players[0].format.mSampleRate)
-            display.update(String(format: "▶ %@ / %@  %d file%@", TimeSpec.clock(Int64(elapsed * 1000), rate: 1000),
-                                  loop ? "loop" : TimeSpec.clock(Int64(longest * 1000), rate: 1000), players.count,
-                                  players.count == 1 ? "" : "s"))
+            let total = loop ? "loop" : TimeSpec.clock(Int64(longest * 1000), rate: 1000)
+            display.update("▶ \(TimeSpec.clock(Int64(elapsed * 1000), rate: 1000)) / \(total)  \(players.count) file\(players.count == 1 ? "" : "s")")
             if logDue {
                 lastLog = Date()
                 print("playing: \(TimeSpec.clock(Int64(elapsed * 1000), rate: 1000))")

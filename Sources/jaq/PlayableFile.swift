@@ -1,6 +1,7 @@
 import ArgumentParser
 import AudioToolbox
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A file opened with Audio File Services to be played through a queue: its data format and length.
 struct PlayableFile {

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import JackControl
 
 struct PortsCommand: ParsableCommand {
@@ -50,16 +51,11 @@ struct PortsCommand: ParsableCommand {
         ports = ports.filter { !$0.name.hasPrefix("jaq-ports:") }
         let frame = try? session.frameTime
         if json {
-            let entries = ports.map { port -> [String: Any] in
-                ["name": port.name, "direction": port.isInput ? "input" : "output", "physical": port.isPhysical,
-                 "captureLatency": [port.captureLatency.lowerBound, port.captureLatency.upperBound],
-                 "playbackLatency": [port.playbackLatency.lowerBound, port.playbackLatency.upperBound],
-                 "connections": port.connections]
-            }
-            let object: [String: Any] = ["server": server.name ?? "default", "sampleRate": session.sampleRate,
-                                         "periodFrames": session.periodFrames, "frameTime": frame.map { $0 as Any } ?? NSNull(),
-                                         "ports": entries]
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+            let report = PortsReport(server: server.name ?? "default", sampleRate: session.sampleRate,
+                                     periodFrames: session.periodFrames, frameTime: frame, ports: ports.map(PortsReport.Port.init))
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            let data = try encoder.encode(report)
             print(String(decoding: data, as: UTF8.self))
             return
         }
@@ -69,7 +65,7 @@ struct PortsCommand: ParsableCommand {
             let kind = (port.isInput ? "in " : "out") + (port.isPhysical ? " physical" : "         ")
             let latency = "capture \(range(port.captureLatency)) playback \(range(port.playbackLatency))"
             let connections = port.connections.isEmpty ? "" : "  -> " + port.connections.joined(separator: ", ")
-            print(port.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + kind + "  " + latency + connections)
+            print(port.name.padded(toWidth: width) + "  " + kind + "  " + latency + connections)
         }
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AudioToolbox
-import Foundation
+import FoundationEssentials
+import Glibc
 import JackControl
 import Synchronization
 

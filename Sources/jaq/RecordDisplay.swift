@@ -1,5 +1,6 @@
 import AudioToolbox
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The live display: a meter per track with peak hold and clip marks, time, buffer, xruns,
 /// laid out to fit the terminal (MeterLayout).
@@ -25,7 +26,7 @@ final class RecordDisplay {
         let now = Date()
         last = now
         let status = armed ? "ARMED" : "● REC"
-        var layout = MeterLayout(status: "\(status) \(TimeSpec.clock(written, rate: rate))  buffer \(String(format: "%3d", Int(bufferFill * 100)))%  xruns \(xruns)  dropped \(dropped)")
+        var layout = MeterLayout(status: "\(status) \(TimeSpec.clock(written, rate: rate))  buffer \(String(cFormat: "%3d", Int(bufferFill * 100)))%  xruns \(xruns)  dropped \(dropped)")
         for (i, track) in tracks.enumerated() {
             let level = i < meters.count ? meters[i].mPeakPower : -120
             if level >= holds[i].level || now > holds[i].until { holds[i] = (level, now.addingTimeInterval(2)) }
@@ -41,7 +42,7 @@ final class RecordDisplay {
             text += "\u{1B}[J"
         }
         drawn = lines.count
-        FileHandle.standardOutput.write(Data(text.utf8))
+        StandardStreams.output(text)
     }
 
     /// The terminal's rows and columns (24 × 80 when it does not say).

@@ -1,8 +1,9 @@
 import AudioToolbox
-import Foundation
+import FoundationEssentials
 import Glibc
 import JackCommon
 import JackControl
+import Sync
 
 /// One `jaq record` of any kind of take (one file per track, interleaved, encoded; a single take or a tape
 /// machine's rolls), from the open queue to the last report: the queue's set-up and start,
@@ -208,10 +209,10 @@ final class RecordSession {
         case .now: break
         }
         if command.onEnter {
-            Thread.detachNewThread { [enterPressed] in
+            QueueThread(name: "jaq-enter") { [enterPressed] in
                 _ = readLine()
                 enterPressed.set(1)
-            }
+            }.detach()
         }
         display = RecordDisplay(enabled: !command.quiet && stdoutIsTerminal, tracks: sources, rate: fileRate)
         if command.transport { _ = session.transportRelocations() }  // those before the take are not its own

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AudioToolbox
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// One input of a render: a file played by its own output queue in offline mode.

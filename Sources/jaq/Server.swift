@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import AudioToolbox
 import JackCommon
 import JackControl
@@ -44,7 +45,7 @@ final class ServerContext: @unchecked Sendable {
     /// The command's control client (ports, time, transport), opened while finding the server:
     /// its opening is the check that a server runs, so no separate probe client is needed.
     private(set) var session: JackSession!
-    private var process: Process?
+    private var process: ChildProcess?
 
     /// For the control commands (ports, time, transport): opens the command's client under a
     /// watchdog that guards the whole command (the caller disarms it when done); a server that
@@ -113,16 +114,12 @@ final class ServerContext: @unchecked Sendable {
         let privateName = options.server ?? "jaq-\(getpid())"
         let jackd = ["/usr/bin/jackd", "/usr/local/bin/jackd"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let jackd else { throw CLIError("no JACK server is running and jackd is not installed (apt-get install jackd2)") }
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: jackd)
-        child.arguments = ["-n", privateName, "--no-realtime"] + arguments
-        var childEnvironment = ProcessInfo.processInfo.environment
-        childEnvironment["JACK_NO_AUDIO_RESERVATION"] = "1"
-        child.environment = childEnvironment
-        child.standardInput = FileHandle.nullDevice
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try child.run()
+        let spawned = spawnProcess([jackd, "-n", privateName, "--no-realtime"] + arguments, output: "/dev/null",
+                                   newSession: true, closeOthers: true, environment: ["JACK_NO_AUDIO_RESERVATION": "1"])
+        guard spawned.status == 0 else {
+            throw CLIError("could not start a private JACK server (\(jackd): \(String(cString: strerror(spawned.status))))")
+        }
+        let child = ChildProcess(pid: spawned.pid)
         process = child
         name = privateName
         setenv("JACK_DEFAULT_SERVER", privateName, 1)
@@ -247,13 +244,13 @@ final class ServerContext: @unchecked Sendable {
     func stop(closingSession: Bool = false) {
         guard let process, process.isRunning else { return }
         if closingSession { session = nil }
-        kill(process.processIdentifier, SIGTERM)
+        kill(process.pid, SIGTERM)
         var waited = 0.0
         while process.isRunning && waited < 5 {
             usleep(20_000)
             waited += 0.02
         }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { process.kill() }
         self.process = nil
     }
 

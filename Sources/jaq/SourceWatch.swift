@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import JackControl
 
 /// Watches the ports a take records from, from the main loop (never the realtime side).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Starts `arguments` (found on PATH) with standard input from /dev/null, and the signals jaq
@@ -11,8 +11,10 @@ import Glibc
 ///     reaches it too.
 ///   - closeOthers: every other descriptor open now is closed in it (pipes to whoever runs
 ///     jaq, sockets, files do not outlive jaq there).
+///   - environment: variables set for it on top of jaq's own.
 /// - Returns: its pid, and 0 or the `errno` of `posix_spawnp`.
-func spawnProcess(_ arguments: [String], output: String?, newSession: Bool, closeOthers: Bool) -> (pid: pid_t, status: Int32) {
+func spawnProcess(_ arguments: [String], output: String?, newSession: Bool, closeOthers: Bool,
+                  environment: [String: String] = [:]) -> (pid: pid_t, status: Int32) {
     var actions = posix_spawn_file_actions_t()
     var attributes = posix_spawnattr_t()
     posix_spawn_file_actions_init(&actions)
@@ -43,6 +45,38 @@ func spawnProcess(_ arguments: [String], output: String?, newSession: Bool, clos
     var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
     defer { for word in argv { free(word) } }
     var pid: pid_t = 0
-    let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
+    guard !environment.isEmpty else {
+        let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, environ)
+        return (pid, status)
+    }
+    var inherited: [String] = []
+    var entry = environ
+    while let variable = entry.pointee {
+        inherited.append(String(cString: variable))
+        entry += 1
+    }
+    let kept = inherited.filter { variable in !environment.keys.contains { variable.hasPrefix($0 + "=") } }
+    var envp: [UnsafeMutablePointer<CChar>?] = (kept + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
+        .map { strdup($0) } + [nil]
+    defer { for variable in envp { free(variable) } }
+    let status = posix_spawnp(&pid, arguments[0], &actions, &attributes, &argv, &envp)
     return (pid, status)
+}
+
+/// A child jaq started and stops (the private server): whether it still runs, reaping it once it ended.
+struct ChildProcess {
+    let pid: pid_t
+
+    /// False once it has ended (or was never jaq's to wait for).
+    var isRunning: Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == 0
+    }
+
+    /// SIGKILL, and waits for it to end.
+    func kill() {
+        _ = Glibc.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
 }

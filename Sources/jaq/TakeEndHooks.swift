@@ -1,5 +1,7 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Glibc
+import Sync
 
 /// `--on-take-end CMD` (jack_capture's --hook-close): once a take's files are complete and
 /// closed, `/bin/sh -c 'CMD "$@"' jaq FILE...` runs with their names as arguments, beside the
@@ -25,7 +27,7 @@ final class TakeEndHooks: @unchecked Sendable {
         }
         let pid = spawned.pid
         running.enter()
-        Thread.detachNewThread { [running] in
+        QueueThread(name: "jaq-take-end") { [running] in
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             let signal = status & 0x7f
@@ -35,7 +37,7 @@ final class TakeEndHooks: @unchecked Sendable {
                 Log.error("--on-take-end: `\(command)` \(how) for \(names) (the take is kept as it is)")
             }
             running.leave()
-        }
+        }.detach()
     }
 
     /// Waits for every command started (saying so when one is still running).

@@ -1,5 +1,5 @@
 import AudioToolbox
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 

@@ -1,5 +1,5 @@
 import AudioToolbox
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Where a take's first sample belongs on a timeline, as its Broadcast Wave chunk (`bext`)

@@ -1,5 +1,5 @@
 import AudioToolbox
-import Foundation
+import FoundationEssentials
 import Glibc
 import Sync
 import Synchronization
@@ -105,7 +105,6 @@ final class TakeWriter: @unchecked Sendable {
     static let scratchFrames = 4096
     /// Silence, for frames the queue lost.
     let zeros: UnsafeMutableRawBufferPointer
-    private var thread: Thread?
 
     /// Frames kept back from the files while the end is not known and may be found by
     /// polling (the transport stopping): a late-noticed stop can still cut on its frame.
@@ -181,10 +180,7 @@ final class TakeWriter: @unchecked Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in self.run() }
-        thread.name = "jaq-writer"
-        thread.start()
-        self.thread = thread
+        QueueThread(name: "jaq-writer") { [self] in self.run() }.detach()
     }
 
     /// From the input callback: a filled buffer, and the free buffer to enqueue in its place

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 // What the live displays (play's progress line, record's meters) need of the terminal.
@@ -18,11 +18,11 @@ final class ProgressLine {
     func update(_ text: @autoclosure () -> String) {
         guard enabled, Date().timeIntervalSince(last) > 0.1 else { return }
         last = Date()
-        FileHandle.standardOutput.write(Data("\r\u{1B}[K\(text())".utf8))
+        StandardStreams.output("\r\u{1B}[K\(text())")
     }
 
     func finish() {
         guard enabled else { return }
-        FileHandle.standardOutput.write(Data("\n".utf8))
+        StandardStreams.output("\n")
     }
 }

@@ -1,11 +1,12 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Parses durations and times: "90" or "1.5" seconds, "1:30", "1:02:03.5", "480000f" frames.
 /// "90s" is refused: sox reads it as samples, so it means two things (`problem` says so).
 enum TimeSpec {
     /// Frames at `rate` for `text`; nil if it does not parse.
     static func frames(_ text: String, rate: Double) -> Int64? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace()
         if trimmed.hasSuffix("f"), let frames = Int64(trimmed.dropLast()), frames >= 0 { return frames }
         var seconds = 0.0
         for part in trimmed.split(separator: ":", omittingEmptySubsequences: false) {
@@ -18,7 +19,7 @@ enum TimeSpec {
 
     /// Why `text` is not a time, in words a usage error prints after the option's name.
     static func problem(_ text: String) -> String {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace()
         if trimmed.hasSuffix("s"), let number = Double(trimmed.dropLast()), number >= 0 {
             let digits = String(trimmed.dropLast())
             return "a trailing s means samples to sox and seconds elsewhere: write \(digits) for seconds or \(digits)f for frames"
@@ -32,7 +33,7 @@ enum TimeSpec {
         let hours = Int(total) / 3600
         let minutes = (Int(total) / 60) % 60
         let seconds = total - Double(hours * 3600 + minutes * 60)
-        let tenths = String(format: "%04.1f", seconds)
-        return hours > 0 ? String(format: "%d:%02d:", hours, minutes) + tenths : String(format: "%02d:", minutes) + tenths
+        let tenths = String(cFormat: "%04.1f", seconds)
+        return hours > 0 ? String(cFormat: "%d:%02d:", hours, minutes) + tenths : String(cFormat: "%02d:", minutes) + tenths
     }
 }

@@ -23,7 +23,7 @@ struct TimeValue: Sendable, Equatable, ExpressibleByArgument, CustomStringConver
     /// Parses `text`; a ValidationError says why it is not a time (argument-parser prints it
     /// after the option's name, and exits with the usage status).
     static func parse(_ text: String) throws -> TimeValue {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace()
         if trimmed.hasSuffix("f"), let frames = Int64(trimmed.dropLast()), frames >= 0 { return TimeValue(amount: .frames(frames)) }
         // Seconds: at a rate of 1, TimeSpec's frames are seconds, to the microsecond at 10^6.
         guard !trimmed.hasSuffix("s"), !trimmed.hasSuffix("f"), let micro = TimeSpec.frames(trimmed, rate: 1_000_000) else {

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import Sync
 
@@ -18,15 +18,13 @@ final class Watchdog: @unchecked Sendable {
     init(seconds: Double, status: Int32 = 1, message: String) {
         let semaphore = self.semaphore
         let cleanups = self.cleanups
-        let thread = Thread {
+        QueueThread(name: "jaq-watchdog") {
             guard semaphore.wait(timeout: .now() + seconds) == .timedOut else { return }
             for cleanup in cleanups.withLock({ $0 }) { cleanup() }
             Log.error(message)
             ServerContext.running?.stop()
             _exit(status)
-        }
-        thread.name = "jaq-watchdog"
-        thread.start()
+        }.detach()
     }
 
     /// Something to undo if it fires (e.g. remove files created for a take that never began).

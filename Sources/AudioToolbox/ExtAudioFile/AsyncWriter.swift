@@ -1,5 +1,4 @@
 import CAudioToolbox
-import Foundation
 import Synchronization
 import QueueCore
 
@@ -40,9 +39,7 @@ final class AsyncWriter: @unchecked Sendable {
         let bytes = capacity * frameBytes
         storage = .allocate(byteCount: bytes, alignment: 16)
         storage.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)  // faulted in now, not in a callback
-        let thread = Thread { [self] in run(sink) }
-        thread.name = "ExtAudioFile async"
-        thread.start()
+        QueueThread(name: "ExtAudioFile async") { [self] in run(sink) }.detach()
     }
 
     deinit { storage.deallocate() }

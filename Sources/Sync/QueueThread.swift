@@ -1,7 +1,9 @@
 import Glibc
 
-/// A joinable POSIX thread running a closure: each audio queue's internal thread.
-final class QueueThread: @unchecked Sendable {
+/// A joinable POSIX thread running a closure: each audio queue's internal thread, and the
+/// command line tool's own (its writer, watchdog, hooks), which Foundation's `Thread` would
+/// cost the whole of Foundation to load.
+public final class QueueThread: @unchecked Sendable {
     private var thread = pthread_t()
     private var started = false
 
@@ -25,7 +27,7 @@ final class QueueThread: @unchecked Sendable {
     }
 
     /// Starts `body` on a new thread named `name`.
-    init(name: String, _ body: @escaping @Sendable () -> Void) {
+    public init(name: String, _ body: @escaping @Sendable () -> Void) {
         let box = Unmanaged.passRetained(Box(name, body)).toOpaque()
         let result = pthread_create(&thread, nil, { raw in
             let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
@@ -41,17 +43,17 @@ final class QueueThread: @unchecked Sendable {
     }
 
     /// True when the calling thread is this thread.
-    var isCurrent: Bool { started && pthread_equal(pthread_self(), thread) != 0 }
+    public var isCurrent: Bool { started && pthread_equal(pthread_self(), thread) != 0 }
 
     /// Waits for the thread to finish (never call from the thread itself).
-    func join() {
+    public func join() {
         guard started, !isCurrent else { return }
         pthread_join(thread, nil)
         started = false
     }
 
     /// Lets the thread finish on its own (when it disposes of its own queue).
-    func detach() {
+    public func detach() {
         guard started else { return }
         pthread_detach(thread)
         started = false
