@@ -144,7 +144,9 @@ extension AudioQueueObject {
         case kAudioQueueProperty_IsRunning: try out.put(UInt32(engine.isRunningValue ? 1 : 0))
         case kAudioQueueDeviceProperty_SampleRate: try out.put(Float64(engine.device.sampleRate))
         case kAudioQueueDeviceProperty_NumberChannels: try out.put(UInt32(engine.connectedDevicePorts.count))
-        case kAudioQueueProperty_CurrentDevice: try out.put(retainedCFString(engine.currentDevice))
+        case kAudioQueueProperty_CurrentDevice, kAudioQueueProperty_JACKClientName, kAudioQueueProperty_JACKPortNames,
+             kAudioQueueProperty_JACKConnectedPorts:
+            try out.put(retainedCFString(text(id)))
         case kAudioQueueProperty_MagicCookie: try out.put(bytes: magicCookie)
         case kAudioQueueProperty_MaximumOutputPacketSize: try out.put(UInt32(clamping: maximumPacketSize))
         case kAudioQueueProperty_StreamDescription, kAudioConverterCurrentInputStreamDescription: try out.put(format)
@@ -179,9 +181,6 @@ extension AudioQueueObject {
         case kAudioQueueProperty_TimePitchAlgorithm: try out.put(timePitchAlgorithmCode(output!.timePitchAlgorithm))
         case kAudioQueueProperty_TimePitchBypass: try out.put(UInt32(output!.timePitchBypass ? 1 : 0))
         case kAudioQueueProperty_HardwareCodecPolicy: try out.put(state.withLock { $0.codecPolicy })
-        case kAudioQueueProperty_JACKClientName: try out.put(retainedCFString(engine.clientName))
-        case kAudioQueueProperty_JACKPortNames: try out.put(retainedCFString(engine.device.portNames.joined(separator: ",")))
-        case kAudioQueueProperty_JACKConnectedPorts: try out.put(retainedCFString(engine.connectedDevicePorts.joined(separator: ",")))
         case kAudioQueueProperty_JACKPortLatency:
             let ranges = (0..<engine.device.portNames.count).map { i -> AudioValueRange in
                 let range = engine.device.portLatency(i)
@@ -209,15 +208,8 @@ extension AudioQueueObject {
     func setProperty(_ id: AudioQueuePropertyID, _ data: UnsafeRawPointer?, _ size: UInt32) throws {
         if Self.writingNeedsDevice(id) { try requireDevice() }
         switch id {
-        case kAudioQueueProperty_CurrentDevice:
-            let target = try string(fromCFString: value(data, size, as: OpaquePointer?.self))
-            try engine.setCurrentDevice(target)
-            state.withLock { $0.channelAssignments = nil }
-            applyChannelLayoutToPorts()
-        case kAudioQueueProperty_JACKClientName:
-            let name = try string(fromCFString: value(data, size, as: OpaquePointer?.self))
-            guard !name.isEmpty else { throw AudioToolboxError(kAudioQueueErr_InvalidPropertyValue, "an empty client name") }
-            try engine.setClientName(name)
+        case kAudioQueueProperty_CurrentDevice, kAudioQueueProperty_JACKClientName:
+            try setText(id, string(fromCFString: value(data, size, as: OpaquePointer?.self)))
         case kAudioQueueProperty_MagicCookie:
             guard size == 0 || data != nil else { throw AudioToolboxError(kAudio_ParamError, "NULL inData") }
             let bytes = size == 0 ? [] : Array(UnsafeRawBufferPointer(start: data, count: Int(size)))

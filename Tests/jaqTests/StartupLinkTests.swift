@@ -50,4 +50,27 @@ import Testing
             #expect(foundation.isEmpty, "jaq \(arguments.joined(separator: " ")) opens \(foundation.joined(separator: ", "))")
         }
     }
+
+    /// A take and a playback neither: jaq names its device and reads its ports through the Swift
+    /// extension (AudioQueueSetStringProperty), not CFStrings, so CoreFoundation stays closed.
+    @Test func aTakeAndAPlaybackOpenNoFoundation() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let scratch = scratchDirectory("startup-take")
+        defer { removeScratch(scratch) }
+        try writeRamp("\(scratch)/tone.wav", frames: 4800, step: 256)
+        var environment = server.environment
+        environment["LD_DEBUG"] = "files"
+        for arguments in [["play", "--quiet", "tone.wav"], ["record", "--quiet", "-d", "4800f", "-o", "take-{n}.wav", "system:capture_1"]] {
+            let run = try runProcess([jaqBinary] + arguments, environment: environment, timeout: 60, currentDirectory: scratch)
+            #expect(run.status == 0, "jaq \(arguments): \(run.error.suffix(400))")
+            let opened = run.error.split(separator: "\n").compactMap { line -> String? in
+                guard let start = line.range(of: "calling init: ") else { return nil }
+                return line[start.upperBound...].split(separator: "/").last.map(String.init)
+            }
+            #expect(opened.contains("libjack.so.0"), "LD_DEBUG=files names what is opened: \(opened)")
+            let foundation = opened.filter(Self.foundation.contains)
+            #expect(foundation.isEmpty, "jaq \(arguments[0]) opens \(foundation.joined(separator: ", "))")
+        }
+    }
 }
