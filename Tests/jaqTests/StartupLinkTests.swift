@@ -18,6 +18,19 @@ import Testing
         return ldd.output.split(separator: "\n").compactMap { $0.split(whereSeparator: \.isWhitespace).first.map(String.init) }
     }
 
+    /// The libraries whose initializers the dynamic loader calls while `jaq ARGUMENTS` runs
+    /// (LD_DEBUG=files), by file name; the run must succeed.
+    static func librariesOpened(by arguments: [String], environment: [String: String], directory: String? = nil) throws -> [String] {
+        var environment = environment
+        environment["LD_DEBUG"] = "files"
+        let run = try runProcess([jaqBinary] + arguments, environment: environment, timeout: 60, currentDirectory: directory)
+        #expect(run.status == 0, "jaq \(arguments): \(run.error.suffix(400))")
+        return run.error.split(separator: "\n").compactMap { line -> String? in
+            guard let start = line.range(of: "calling init: ") else { return nil }
+            return line[start.upperBound...].split(separator: "/").last.map(String.init)
+        }
+    }
+
     @Test(arguments: ["jaq", "libAudioToolbox.so"])
     func linksNoFoundationButItsEssentials(_ product: String) throws {
         let binary = URL(fileURLWithPath: jaqBinary).deletingLastPathComponent().appendingPathComponent(product).path
@@ -37,14 +50,7 @@ import Testing
         let file = "\(scratch)/tone.wav"
         try writeRamp(file, frames: 4800, step: 256)
         for arguments in [["--version"], ["info", file]] {
-            var environment = ProcessInfo.processInfo.environment
-            environment["LD_DEBUG"] = "files"
-            let run = try runProcess([jaqBinary] + arguments, environment: environment)
-            #expect(run.status == 0, "jaq \(arguments): \(run.error)")
-            let opened = run.error.split(separator: "\n").compactMap { line -> String? in
-                guard let start = line.range(of: "calling init: ") else { return nil }
-                return line[start.upperBound...].split(separator: "/").last.map(String.init)
-            }
+            let opened = try Self.librariesOpened(by: arguments, environment: ProcessInfo.processInfo.environment)
             #expect(opened.contains("libFoundationEssentials.so"), "LD_DEBUG=files names what is opened: \(opened)")
             let foundation = opened.filter(Self.foundation.contains)
             #expect(foundation.isEmpty, "jaq \(arguments.joined(separator: " ")) opens \(foundation.joined(separator: ", "))")
@@ -59,15 +65,8 @@ import Testing
         let scratch = scratchDirectory("startup-take")
         defer { removeScratch(scratch) }
         try writeRamp("\(scratch)/tone.wav", frames: 4800, step: 256)
-        var environment = server.environment
-        environment["LD_DEBUG"] = "files"
         for arguments in [["play", "--quiet", "tone.wav"], ["record", "--quiet", "-d", "4800f", "-o", "take-{n}.wav", "system:capture_1"]] {
-            let run = try runProcess([jaqBinary] + arguments, environment: environment, timeout: 60, currentDirectory: scratch)
-            #expect(run.status == 0, "jaq \(arguments): \(run.error.suffix(400))")
-            let opened = run.error.split(separator: "\n").compactMap { line -> String? in
-                guard let start = line.range(of: "calling init: ") else { return nil }
-                return line[start.upperBound...].split(separator: "/").last.map(String.init)
-            }
+            let opened = try Self.librariesOpened(by: arguments, environment: server.environment, directory: scratch)
             #expect(opened.contains("libjack.so.0"), "LD_DEBUG=files names what is opened: \(opened)")
             let foundation = opened.filter(Self.foundation.contains)
             #expect(foundation.isEmpty, "jaq \(arguments[0]) opens \(foundation.joined(separator: ", "))")
