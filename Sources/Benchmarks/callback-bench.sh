@@ -21,8 +21,10 @@ server=jaq-callback-$$
 jackd_pid=
 player_pid=
 cleanup() {
-    [ -n "$player_pid" ] && kill "$player_pid" 2>/dev/null && wait "$player_pid" 2>/dev/null
-    [ -n "$jackd_pid" ] && kill "$jackd_pid" 2>/dev/null && wait "$jackd_pid" 2>/dev/null
+    # Each step on its own: a killed process's status (143) must not stop the next (set -e).
+    set +e
+    if [ -n "$player_pid" ]; then kill "$player_pid" 2>/dev/null; wait "$player_pid" 2>/dev/null; fi
+    if [ -n "$jackd_pid" ]; then kill "$jackd_pid" 2>/dev/null; wait "$jackd_pid" 2>/dev/null; fi
     rm -rf "$dir"
 }
 trap cleanup EXIT

@@ -55,21 +55,26 @@ func readCycles(_ path: String, into m: inout Measurement) {
     m.cycleMaxMicroseconds = busiest[3] / 1000
 }
 
-/// RssAnon (KiB) of a running process.
-func anonymousRSS(of pid: pid_t) -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-    for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") {
-        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+/// RssAnon and VmHWM (peak RSS) of a running process, in KiB. (wait4's ru_maxrss is no use
+/// here: a child spawned with posix_spawn shares this process's memory until it execs, and its
+/// peak starts at this process's.)
+func memory(of pid: pid_t) -> (anonymous: Int, peak: Int) {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
+    var anonymous = 0, peak = 0
+    for line in status.split(separator: "\n") {
+        let value = Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+        if line.hasPrefix("RssAnon:") { anonymous = value }
+        if line.hasPrefix("VmHWM:") { peak = value }
     }
-    return 0
+    return (anonymous, peak)
 }
 
 func xrunCount(_ server: JackServer) -> Int {
     server.logText.split(separator: "\n").filter { $0.localizedCaseInsensitiveContains("xrun") }.count
 }
 
-/// Runs a tool (under the cycle probe, if `environment` preloads it) until it exits: CPU and
-/// peak RSS from wait4's rusage (CPU in microseconds), wall time, RssAnon, callback time, exit status.
+/// Runs a tool (under the cycle probe, if `environment` preloads it) until it exits: CPU from
+/// wait4's rusage (in microseconds), peak RSS and RssAnon from /proc, wall time, callback time, exit status.
 func runTimed(_ name: String, _ arguments: [String], environment: [String: String]) throws -> Measurement {
     var environment = environment
     environment["JAQ_CYCLE_LOG"] = "\(work)/\(name).cycles"
@@ -83,11 +88,14 @@ func runTimed(_ name: String, _ arguments: [String], environment: [String: Strin
     guard let pid else { throw BenchError("cannot start \(arguments[0])") }
     var m = Measurement()
     // Peak anonymous memory (RssAnon): what the program allocates, without JACK's shared
-    // memory (about 105 MB mapped into every client, counted in the peak RSS).
-    let ended = waitForExit(pid) { m.anonymousRSSKiB = max(m.anonymousRSSKiB, anonymousRSS(of: pid)) }
+    // memory (about 105 MB mapped into every client, counted in the peak RSS, VmHWM).
+    let ended = waitForExit(pid) {
+        let now = memory(of: pid)
+        m.anonymousRSSKiB = max(m.anonymousRSSKiB, now.anonymous)
+        m.peakRSSKiB = max(m.peakRSSKiB, now.peak)
+    }
     m.exitStatus = ended.status
     m.cpuSeconds = ended.usage.cpuSeconds
-    m.peakRSSKiB = Int(ended.usage.ru_maxrss)
     m.wallSeconds = Date().timeIntervalSince(started)
     m.stealSeconds = stealSeconds() - stealBefore
     readCycles("\(work)/\(name).cycles", into: &m)

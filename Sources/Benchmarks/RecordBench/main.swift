@@ -4,7 +4,7 @@
 // periods at 48 kHz, realtime scheduling when allowed); `jaq play --loop` plays a ramp on
 // N ports; `jaq record`, `jaq record --interleaved` and `jack_capture` record those N ports
 // one after the other, for the same duration, as 32-bit float files. Each is measured by
-// wait4's rusage (CPU seconds to the microsecond, peak RSS) and the cycletime LD_PRELOAD probe (time spent in
+// wait4's rusage (CPU seconds to the microsecond), /proc (peak RSS) and the cycletime LD_PRELOAD probe (time spent in
 // its JACK process callback per cycle). The ramp lets the recordings be checked frame by
 // frame for dropped or repeated frames. The results go to Docs/benchmarks.md.
 // The referees `floor-record` and `floor-play` (Sources/Benchmarks/Floor) are the least a
@@ -248,7 +248,7 @@ the least a realtime-safe libjack recorder can do (one copy per port and cycle i
 track every 0.5 s, nothing else), so its CPU is the floor under any recorder on this server and machine. Buffering at \
 the defaults: jaq allocates 10 s of buffers up front (`--buffer 10`) but touches only those the \
 disk needs; jack_capture starts with 8 s and grows to 40 s. \
-Each run's CPU (user + system seconds, to the microsecond) and peak RSS come from `wait4`'s rusage; each runs under the same \
+Each run's CPU (user + system seconds, to the microsecond) comes from `wait4`'s rusage, its peak RSS (VmHWM) and RssAnon from `/proc`; each runs under the same \
 `LD_PRELOAD` probe (`Sources/Benchmarks/CycleTime/cycletime.c`), which times every call of the \
 program's JACK process callback. Dropped and repeated frames are counted by checking the ramp \
 in the files frame by frame. Xruns are the server's, during each tool's run.
