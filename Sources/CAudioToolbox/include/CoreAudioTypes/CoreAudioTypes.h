@@ -11,7 +11,11 @@
 JAQ_EXTERN_C_BEGIN
 JAQ_ASSUME_NONNULL_BEGIN
 
-/* ---- Result codes shared by Core Audio APIs (CoreAudioBaseTypes.h) ----- */
+/* ---- Result codes shared by Core Audio APIs (CoreAudioBaseTypes.h) -----
+ * All of Apple's values, so that ported code comparing against them compiles. No jaq function
+ * returns kAudio_UnimplementedError: every function these headers declare is implemented, and
+ * what one of them does not support answers with that API's own code (e.g.
+ * kAudioFormatUnsupportedPropertyError, kExtAudioFileError_InvalidProperty). */
 CF_ENUM(OSStatus) {
     kAudio_NoError = 0,
     kAudio_UnimplementedError = -4,
