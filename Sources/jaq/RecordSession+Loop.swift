@@ -192,6 +192,7 @@ extension RecordSession {
             writer.state.withLock { [toQueueFrames] state in
                 if let start = state.takeStart { state.end = max(0, toQueueFrames(frame - origin) - start) }
             }
+            writer.poke()
         case nil:
             if trigger.start == .transport, trigger.phase == .running { reportRelocations(origin: origin) }
             // Armed: the relocations of a transport that moves before the roll are not the take's.

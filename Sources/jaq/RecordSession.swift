@@ -241,6 +241,7 @@ final class RecordSession {
             $0.broadcast = broadcast
             if let durationFrames { $0.end = durationFrames + prerollFrames - max(0, prerollFrames - offset) }
         }
+        writer.poke()
     }
 
     /// The transport jumped while rolling (a DAW's loop, a locate while playing): the take

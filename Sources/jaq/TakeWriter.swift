@@ -268,6 +268,9 @@ final class TakeWriter: @unchecked Sendable {
         }
     }
 
+    /// The take's start, end or error changed (`state`): the writer looks at once.
+    func poke() { wake.post() }
+
     func finishInput() {
         state.withLock { $0.inputFinished = true }
         wake.post()
@@ -281,7 +284,10 @@ final class TakeWriter: @unchecked Sendable {
 
     private func run() {
         while true {
-            wake.wait(timeout: 0.1)
+            // Buffers, files, the take's start and end and the end of input post `wake`; the
+            // clock is needed only for the next write and the next sync. (A wait of 0.1 s here
+            // woke the writer 10 times a second for nothing: issue #29.)
+            _ = wake.wait(until: state.withLock({ $0.error }) == nil ? min(nextFlush, nextSync) : .after(seconds: 0.1))
             let inputDone = state.withLock { $0.inputFinished }
             takeFilled()
             let (error, end, takeStart) = state.withLock { ($0.error, $0.end, $0.takeStart) }
