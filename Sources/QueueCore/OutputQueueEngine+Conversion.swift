@@ -3,11 +3,13 @@ import Synchronization
 // An output queue's queue thread: buffers decoded (and resampled) into the decode ring, returned once played.
 
 extension OutputQueueEngine {
-    /// Asks the realtime side to wake this thread once the ring has room for a chunk
-    /// (when there is something to convert), rather than every cycle.
+    /// Asks the realtime side to wake this thread once the ring has room for a quarter of it
+    /// (when there is something to convert), rather than every cycle: the ring stays at least
+    /// three quarters full, and the thread wakes about 12 times a second at the default size,
+    /// not 47 (a 1024-frame chunk each time; issue #29). An enqueue wakes it at once.
     func armWakeThreshold() {
         let waiting = lock.withLock { !$0.fifo.isEmpty || ($0.life.playOutPending && !$0.output.endOfStreamSent) || $0.output.drainPending }
-        let chunk = resampler == nil ? chunkFrames : resampleCapacity
+        let chunk = resampler == nil ? max(chunkFrames, realtime.pointee.ring.capacity / 4) : resampleCapacity
         var threshold = waiting ? min(chunk, realtime.pointee.ring.capacity / 2) : realtime.pointee.ring.capacity / 2
         if effects.isActive && waiting { threshold = realtime.pointee.ring.capacity - effectsFillLimit / 2 }
         realtime.pointee.wakeThreshold.store(threshold, ordering: .relaxed)
