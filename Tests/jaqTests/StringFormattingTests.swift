@@ -5,7 +5,8 @@ import Testing
 /// The tool formats numbers and columns without Foundation (StartupLinkTests): what it prints is
 /// what Foundation's `String(format:)` and `padding(toLength:withPad:startingAt:)` printed.
 struct StringFormattingTests {
-    static let doubles: [Double] = [0, 0.04, 0.05, 0.06, 1, 1.25, 9.95, 9.96, 59.95, 99.9, -0.04, -12.345, -99.9, -100, 123456.789, 0.00049]
+    static let doubles: [Double] = [0, -0.0, 0.04, 0.05, 0.06, 0.125, 0.15, 0.25, 0.375, 1, 1.005, 1.25, 9.95, 9.96, 9.995, 59.95, 59.96, 99.9, 99.95, -0.04, -0.05,
+                                    -12.345, -99.9, -100, 123456.789, 0.00049, 0.00005, 0.99995, 1e15 + 0.5]
     static let integers = [0, 1, 9, 10, 59, 99, 100, 999, 1000, 65535, -1, -42]
 
     @Test(arguments: ["%5.1f", "%.2f dBFS", "%.4f", "%.3f", "%04.1f"])
@@ -17,11 +18,13 @@ struct StringFormattingTests {
         }
     }
 
-    @Test(arguments: ["%d", "%02d", "%3d", "%d:%02d:", "%02d:%02d:%02d.%03d"])
+    @Test(arguments: ["%d", "%02d", "%3d", "%d:%02d:", "%02d:%02d:%02d.%03d", "buffer %3d%%"])
     func integersAreFoundations(_ format: String) {
         for value in Self.integers {
-            let arguments: [CVarArg] = Array(repeating: value, count: format.components(separatedBy: "%").count - 1)
-            #expect(String(cFormat: format, arguments: arguments) == String(format: format, arguments: arguments), "\(format) of \(value)")
+            let count = format.components(separatedBy: "%").count - 1
+            let arguments: [any CFormatArgument] = Array(repeating: value, count: count)
+            let foundations: [CVarArg] = Array(repeating: value, count: count)
+            #expect(String(cFormat: format, arguments: arguments) == String(format: format, arguments: foundations), "\(format) of \(value)")
         }
     }
 
