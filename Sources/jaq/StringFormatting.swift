@@ -35,7 +35,10 @@ extension Int: CFormatArgument {
 
 extension Double: CFormatArgument {
     func cFormatted(_ spec: CFormatSpec) -> String {
-        guard spec.conversion == "f", isFinite else { return isFinite ? Int(self).cFormatted(spec) : spec.padded(String(self)) }
+        guard spec.conversion == "f", isFinite else {
+            // %d of a Double: its whole part, as long as an Int holds it.
+            return Int(exactly: rounded(.towardZero)).map { $0.cFormatted(spec) } ?? spec.padded(String(self))
+        }
         return spec.padded(fixed(precision: spec.precision ?? 6))
     }
 

@@ -28,6 +28,16 @@ struct StringFormattingTests {
         }
     }
 
+    /// printf leaves `%d` of a double undefined; here it is the whole part, and a value no Int
+    /// holds (or not a number) is printed as Swift prints it, never a trap.
+    @Test func aDoubleUnderAnIntegerConversionIsItsWholePart() {
+        #expect(String(cFormat: "%3d", 42.7) == " 42")
+        #expect(String(cFormat: "%d", -3.9) == "-3")
+        #expect(String(cFormat: "%d", 1e300) == "1e+300")
+        #expect(String(cFormat: "%d", Double.nan) == "nan")
+        #expect(String(cFormat: "%5.1f", Double.infinity) == "  inf")
+    }
+
     @Test func columnsAreFoundations() {
         for text in ["", "a", "system:capture_1", "caf\u{E9}", "\u{1F3B5} music", String(repeating: "x", count: 40)] {
             for width in [0, 1, 5, 20, 30] {
