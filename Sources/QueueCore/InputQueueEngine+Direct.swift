@@ -1,0 +1,59 @@
+import Synchronization
+
+// Direct capture, the queue thread's side (issue #29; the realtime side: Realtime/DirectCapture.swift).
+// On the plain path the queue thread, once it has drained the ring, lends the head buffer to the
+// realtime side, which writes the ports straight into it and gives it back full, or before a
+// command, a jump in frame time, a start offset or a gap. While it is lent the queue thread
+// touches neither the head nor the ring; it takes the buffer back with what it holds and carries
+// on as if it had copied those frames from the ring.
+extension InputQueueEngine {
+    /// Lends the head buffer to the realtime side if the plain path allows it: the queue is
+    /// running, the ring is drained, no gap is due, no stage or tap, nothing being reset or flushed.
+    func lendHeadIfPlain() {
+        guard capturesDirectly, lentHead == nil, stageCount == 0, !hasTap else { return }
+        let r = realtime
+        // Read before looking for gaps: the lend is refused if one is recorded after this.
+        let gapsSeen = r.pointee.gapsRecorded.load(ordering: .acquiring)
+        guard r.pointee.gaps.peek() == nil else { return }
+        let position = r.pointee.ring.readIndex.load(ordering: .relaxed)
+        guard r.pointee.ring.writeIndex.load(ordering: .acquiring) == position else { return }
+        // Under the lock: a stop, pause or reset decided after this check sends its command after
+        // the lend, and the realtime side gives the buffer back before applying it.
+        lock.withLock { state in
+            guard state.runState == .running, state.resetTickets.isIdle, state.input.flushTickets.pending == nil,
+                  let head = state.fifo.first else { return }
+            let capacity = head.byteCapacity / format.bytesPerFrame
+            let filled = head.filledBytes / format.bytesPerFrame
+            guard filled < capacity, r.pointee.lendState.load(ordering: .relaxed) == LendCode.idle else { return }
+            if filled == 0 { head.firstQueueFrame = state.input.queueFrames }
+            r.pointee.lent = LentBuffer(planes: head.data.assumingMemoryBound(to: Float.self), planeStride: capacity,
+                                        capacity: capacity, filled: filled, ringPosition: position, gapsSeen: gapsSeen)
+            r.pointee.lendState.store(LendCode.lent, ordering: .releasing)
+            lentHead = head
+            lentFromFrames = filled
+        }
+    }
+
+    /// Takes the lent head buffer back if the realtime side gave it back (with `reclaiming`,
+    /// asks for it first, synchronously: it works when no cycle runs too) and counts what it
+    /// captured into it, delivering it if full. True if no buffer is lent now.
+    @discardableResult
+    func collectLentHead(reclaiming: Bool) -> Bool {
+        guard let head = lentHead else { return true }
+        let r = realtime
+        if reclaiming && r.pointee.lendState.load(ordering: .acquiring) == LendCode.lent {
+            send(.reclaim, synchronous: true)
+        }
+        guard r.pointee.lendState.load(ordering: .acquiring) == LendCode.returned else { return false }
+        let filled = r.pointee.lent.filled
+        let capacity = r.pointee.lent.capacity
+        r.pointee.lendState.store(LendCode.idle, ordering: .relaxed)
+        lentHead = nil
+        let added = filled - lentFromFrames
+        framesCapturedDirectly += added
+        head.filledBytes += added * format.bytesPerFrame
+        lock.withLock { $0.input.queueFrames += Double(added) }
+        if filled == capacity { deliverHead(head) }
+        return true
+    }
+}
