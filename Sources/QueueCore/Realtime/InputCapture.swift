@@ -57,7 +57,6 @@ public func captureInputCycle(
         outcome |= realtimeWakeQueueThread
     }
     let holding = c.pointee.skips.pending > 0
-    if holding, returnLentBuffer(s) { outcome |= realtimeWakeQueueThread }
 
     guard let offset = startOffset(c, frameTime: frameTime, frameCount: n, outcome: &outcome) else { return outcome }
 
