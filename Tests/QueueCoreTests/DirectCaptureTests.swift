@@ -168,6 +168,15 @@ import Synchronization
         }
     }
 
+    @Test func serverGoingAwayDeliversWhatWasCapturedIntoTheLentBuffer() throws {
+        let take = try Self.expectSameAsRingPath { driver, _ in
+            driver.run(cycles: 5)
+            try #require(driver.devices.last).simulateShutdown()
+            driver.runQueueWork()
+        }
+        #expect(take.sizes.reduce(0, +) == 5 * 256)
+    }
+
     @Test func skippedCyclesWhileLentBecomeTheSameGap() throws {
         let take = try Self.expectSameAsRingPath { driver, recorder in
             driver.run(cycles: 6)
