@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 // Direct capture, the queue thread's side (issue #29; the realtime side: Realtime/DirectCapture.swift).
@@ -17,6 +18,12 @@ extension InputQueueEngine {
         guard r.pointee.gaps.peek() == nil else { return }
         let position = r.pointee.ring.readIndex.load(ordering: .relaxed)
         guard r.pointee.ring.writeIndex.load(ordering: .acquiring) == position else { return }
+        // The realtime side must not fault the buffer's pages in (large buffers are pages not yet
+        // touched, BufferMemory): the first time, here. Enqueued, it cannot be freed meanwhile.
+        if let candidate = lock.withLock({ $0.fifo.first }), !candidate.pagesFaultedIn {
+            faultIn(candidate)
+            candidate.pagesFaultedIn = true
+        }
         // Under the lock: a stop, pause or reset decided after this check sends its command after
         // the lend, and the realtime side gives the buffer back before applying it.
         lock.withLock { state in
@@ -24,7 +31,7 @@ extension InputQueueEngine {
                   let head = state.fifo.first else { return }
             let capacity = head.byteCapacity / format.bytesPerFrame
             let filled = head.filledBytes / format.bytesPerFrame
-            guard filled < capacity, r.pointee.lendState.load(ordering: .relaxed) == LendCode.idle else { return }
+            guard filled < capacity, head.pagesFaultedIn, r.pointee.lendState.load(ordering: .relaxed) == LendCode.idle else { return }
             if filled == 0 { head.firstQueueFrame = state.input.queueFrames }
             r.pointee.lent = LentBuffer(planes: head.data.assumingMemoryBound(to: Float.self), planeStride: capacity,
                                         capacity: capacity, filled: filled, ringPosition: position, gapsSeen: gapsSeen)
@@ -32,6 +39,19 @@ extension InputQueueEngine {
             lentHead = head
             lentFromFrames = filled
         }
+    }
+
+    /// Faults a buffer's data pages in without changing what it holds: MADV_POPULATE_WRITE
+    /// (Linux 5.14), else the frames not yet filled are written with zeros, plane by plane.
+    private func faultIn(_ buffer: QueueBuffer) {
+        let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
+        let start = Int(bitPattern: buffer.data) & ~(page - 1)
+        let end = (Int(bitPattern: buffer.data) + buffer.byteCapacity + page - 1) & ~(page - 1)
+        if let base = UnsafeMutableRawPointer(bitPattern: start), madvise(base, end - start, MADV_POPULATE_WRITE) == 0 { return }
+        let capacity = buffer.byteCapacity / format.bytesPerFrame
+        let filled = buffer.filledBytes / format.bytesPerFrame
+        let planes = buffer.data.assumingMemoryBound(to: Float.self)
+        for c in 0..<format.channelCount { (planes + c * capacity + filled).update(repeating: 0, count: capacity - filled) }
     }
 
     /// Takes the lent head buffer back if the realtime side gave it back (with `reclaiming`,
