@@ -54,6 +54,15 @@ extension InputQueueEngine {
         for c in 0..<format.channelCount { (planes + c * capacity + filled).update(repeating: 0, count: capacity - filled) }
     }
 
+    /// At the start of a pass: a Reset, Flush, stop or pause needs the head buffer back now;
+    /// otherwise it is taken if the realtime side gave it back.
+    func collectLentHeadIfDue() {
+        let needsHead = lock.withLock {
+            $0.runState != .running || $0.resetTickets.pending != nil || $0.input.flushTickets.pending != nil
+        }
+        collectLentHead(reclaiming: needsHead)
+    }
+
     /// Takes the lent head buffer back if the realtime side gave it back (with `reclaiming`,
     /// asks for it first, synchronously: it works when no cycle runs too) and counts what it
     /// captured into it, delivering it if full. True if no buffer is lent now.

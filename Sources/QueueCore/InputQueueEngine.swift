@@ -35,15 +35,9 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     private var stageCapacity: Int { stagePlanes.capacity }
     var stageStart = 0
     var stageCount = 0
-    /// Direct capture (InputQueueEngine+Direct.swift): native Float32 planes at the device
-    /// rate, no encoder, so the realtime side may write straight into the head buffer.
+    /// Direct capture (+Direct.swift): format allows it; head lent, its frames then; frames so captured (tests).
     private(set) var capturesDirectly = false
-    /// The head buffer lent to the realtime side, and the frames it held then (queue thread).
-    var lentHead: QueueBuffer?
-    var lentFromFrames = 0
-    /// Frames the realtime side wrote straight into buffers (queue thread; for tests).
-    var framesCapturedDirectly = 0
-
+    var lentHead: QueueBuffer?, lentFromFrames = 0, framesCapturedDirectly = 0
 
     /// Seconds of audio the capture ring holds by default: what may be captured
     /// while no buffer is enqueued before frames are lost.
@@ -210,11 +204,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     // MARK: The queue thread's work
 
     override func serviceQueue() {
-        // A Reset, Flush or stop needs the head buffer back now; otherwise take it if given back.
-        let needsHead = lock.withLock {
-            $0.runState != .running || $0.resetTickets.pending != nil || $0.input.flushTickets.pending != nil
-        }
-        collectLentHead(reclaiming: needsHead)
+        collectLentHeadIfDue()
         handleResetRequest()
         handleFlushRequest()
         drain()
@@ -248,8 +238,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func drain(ignoringState: Bool = false) {
-        // While the head is lent the realtime side has it and the ring (direct capture).
-        guard collectLentHead(reclaiming: ignoringState) else { return }
+        guard collectLentHead(reclaiming: ignoringState) else { return }  // lent: the head and ring are the realtime side's
         while true {
             let head: QueueBuffer? = lock.withLock {
                 guard ignoringState || canDrain($0), $0.resetTickets.isIdle || ignoringState else { return nil }
