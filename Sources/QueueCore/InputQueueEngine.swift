@@ -35,7 +35,9 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     private var stageCapacity: Int { stagePlanes.capacity }
     var stageStart = 0
     var stageCount = 0
-
+    /// Direct capture (+Direct.swift): format allows it; head lent, its frames then; frames so captured (tests).
+    private(set) var capturesDirectly = false
+    var lentHead: QueueBuffer?, lentFromFrames = 0, framesCapturedDirectly = 0
 
     /// Seconds of audio the capture ring holds by default: what may be captured
     /// while no buffer is enqueued before frames are lost.
@@ -80,6 +82,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                 throw error
             }
         }
+        capturesDirectly = packetStage == nil && resampler == nil && codec.copiesNativeFloatPlanes
         readPlanes = PlaneBuffers(channelCount: format.channelCount, capacity: chunkFrames)
         stagePlanes = PlaneBuffers(
             channelCount: format.channelCount,
@@ -201,10 +204,12 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     // MARK: The queue thread's work
 
     override func serviceQueue() {
+        collectLentHeadIfDue()
         handleResetRequest()
         handleFlushRequest()
         drain()
         finishStopIfDone()
+        lendHeadIfPlain()
         armWakeThreshold()
     }
 
@@ -233,6 +238,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func drain(ignoringState: Bool = false) {
+        guard collectLentHead(reclaiming: ignoringState) else { return }  // lent: the head and ring are the realtime side's
         while true {
             let head: QueueBuffer? = lock.withLock {
                 guard ignoringState || canDrain($0), $0.resetTickets.isIdle || ignoringState else { return nil }

@@ -36,6 +36,9 @@ public final class QueueBuffer: @unchecked Sendable {
     // Input: bytes filled so far and the queue time of the first frame.
     var filledBytes = 0
     var firstQueueFrame: Double = 0
+    /// Input, direct capture: the data's pages were faulted in before its first lend, so that
+    /// the realtime side never takes a page fault on them (queue thread).
+    var pagesFaultedIn = false
 
     public init(handle: UnsafeMutableRawPointer, data: UnsafeMutableRawPointer, byteCapacity: Int, packetCapacity: Int = 0) {
         self.handle = handle

@@ -120,6 +120,12 @@ public struct SampleCodec: Sendable {
         }
     }
 
+    /// Whether client bytes are native Float32 planes, as the engine's: encoding is a copy.
+    public var copiesNativeFloatPlanes: Bool {
+        if format.isNonInterleaved, case .float32(bigEndian: false) = kind { return true }
+        return false
+    }
+
     /// Encodes `frames` frames of planar floats into client bytes (rounding, clipping).
     /// - Parameters:
     ///   - destination: where the first frame goes (channel 0's plane when non-interleaved).

@@ -39,6 +39,8 @@ public func captureInputCycle(
 ) -> UInt32 {
     var outcome: UInt32 = 0
     let c = s.pointee.core
+    // A lent buffer goes back before any command is applied (direct capture).
+    if c.pointee.commands.peek() != nil, returnLentBuffer(s) { outcome |= realtimeWakeQueueThread }
     if applyCommands(InputSide(s: s)) { outcome |= realtimeWakeQueueThread }
 
     // Cycles the server skipped (an xrun left this client out): their frames were never
@@ -64,16 +66,27 @@ public func captureInputCycle(
     }
 
     let queueFramesAtCycleStart = c.pointee.queueFrames - Int64(offset)
-    let wanted = n - offset
+    // Straight into the lent head buffer first (direct capture); the rest into the ring.
+    var returned = false
+    var direct = 0
+    if offset == 0 && !holding {
+        direct = captureIntoLentBuffer(s, ports: ports, offset: 0, count: n, returned: &returned)
+    } else {
+        returned = returnLentBuffer(s)
+    }
+    if returned { outcome |= realtimeWakeQueueThread }
+    let captured = n - offset
+    let ringOffset = offset + direct
+    let wanted = captured - direct
     let space = s.pointee.ring.writableFrames() - s.pointee.heldFrames
     let count = min(wanted, space)
     if count > 0 && holding {
         s.pointee.ring.writeUnpublished(UnsafeRawPointer(ports).assumingMemoryBound(to: UnsafePointer<Float>.self),
-                                        offset: offset, count: count, after: s.pointee.heldFrames)
+                                        offset: ringOffset, count: count, after: s.pointee.heldFrames)
         s.pointee.heldFrames += count
     } else if count > 0 {
         s.pointee.ring.write(UnsafeRawPointer(ports).assumingMemoryBound(to: UnsafePointer<Float>.self),
-                             offset: offset, count: count)
+                             offset: ringOffset, count: count)
     }
     if count < wanted {
         // (While holding, a full ring settles the jump as a loss first, so positions stay in order.)
@@ -86,12 +99,14 @@ public func captureInputCycle(
         gap.count += lost
         if s.pointee.gaps.push(gap) { gap.count = 0 }
         s.pointee.pendingGap = gap
+        s.pointee.gapsRecorded.wrappingAdd(1, ordering: .releasing)
         c.pointee.publication.lostFrames.wrappingAdd(lost, ordering: .relaxed)
         outcome |= realtimeWakeQueueThread
     } else if s.pointee.pendingGap.count > 0, s.pointee.gaps.push(s.pointee.pendingGap) {
         s.pointee.pendingGap.count = 0
+        s.pointee.gapsRecorded.wrappingAdd(1, ordering: .releasing)
     }
-    c.pointee.queueFrames += Int64(wanted)
+    c.pointee.queueFrames += Int64(captured)
     // Wake the queue thread only once there is enough to fill what it waits for.
     if s.pointee.ring.readableFrames() >= s.pointee.wakeThreshold.load(ordering: .relaxed) {
         s.pointee.wakeThreshold.store(.max, ordering: .relaxed)
@@ -99,8 +114,8 @@ public func captureInputCycle(
     }
 
     if s.pointee.meters.enabled.load(ordering: .relaxed) {
-        for c in 0..<s.pointee.channelCount { s.pointee.meters.accumulate(c, ports[c] + offset, count: wanted) }
-        s.pointee.meters.endCycle(frames: wanted)
+        for c in 0..<s.pointee.channelCount { s.pointee.meters.accumulate(c, ports[c] + offset, count: captured) }
+        s.pointee.meters.endCycle(frames: captured)
     }
     publishCycle(c, frameTime: frameTime, frameCount: n, queueFramesAtCycleStart: queueFramesAtCycleStart)
     return outcome
@@ -139,6 +154,7 @@ func publishHeldInput(_ s: UnsafeMutablePointer<InputRealtimeState>, loss: Int64
         gap.count += Int(loss)
         if s.pointee.gaps.push(gap) { gap.count = 0 }
         s.pointee.pendingGap = gap
+        s.pointee.gapsRecorded.wrappingAdd(1, ordering: .releasing)
         c.pointee.queueFrames += loss
         c.pointee.publication.lostFrames.wrappingAdd(Int(loss), ordering: .relaxed)
     }

@@ -21,6 +21,13 @@ public struct InputRealtimeState: RealtimeCoreHolder, ~Copyable {
     /// The queue thread wants waking once the ring holds this many frames (set by it,
     /// reset to .max by the realtime side when it wakes it). Gaps and commands always wake.
     public let wakeThreshold = Atomic<Int>(0)
+    /// Direct capture (DirectCapture.swift): a `LendCode`; who owns `lent`.
+    let lendState = Atomic<Int>(LendCode.idle)
+    /// Gaps recorded so far (stored by the process thread after each is queued).
+    let gapsRecorded = Atomic<Int>(0)
+    /// The buffer lent while `lendState` is `.lent` (or given back: `.returned`).
+    var lent = LentBuffer(planes: nil, planeStride: 0, capacity: 0, filled: 0,
+                          ringPosition: 0, gapsSeen: 0)
 
     // Realtime-owned.
     /// Frames written to the ring after `ring.writeIndex` but not yet published: the
@@ -29,6 +36,8 @@ public struct InputRealtimeState: RealtimeCoreHolder, ~Copyable {
     var heldFrames = 0
     /// A gap that could not be queued because the gap ring was full; merged into the next.
     var pendingGap = CaptureGap(position: 0, count: 0)
+    /// Whether the lent buffer was found usable (the ring had nothing new); realtime-owned.
+    var lendAccepted = false
 
     public init(channelCount: Int, ringFrames: Int, meterWindowFrames: Int) {
         self.channelCount = channelCount

@@ -194,7 +194,7 @@ struct OutputSide: RealtimeSide {
             }
         case .endOfStream:
             s.pointee.endOfStream = command.position
-        case .start, .pause, .stop:
+        case .start, .pause, .stop, .reclaim:
             break
         }
     }

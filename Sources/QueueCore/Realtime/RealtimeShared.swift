@@ -15,6 +15,9 @@ public struct RealtimeCommand: BitwiseCopyable, Sendable {
         case discard
         /// Output: stop once the ring has played up to `position` (Stop(false)).
         case endOfStream
+        /// Input: give back the head buffer lent for direct capture (nothing else: a lent
+        /// buffer goes back before any command is applied).
+        case reclaim
     }
 
     public var kind: Kind
@@ -138,7 +141,7 @@ func applyCommands<Side: RealtimeSide>(_ side: Side) -> Bool {
             side.willHalt()
             c.pointee.mode = ModeCode.stopped
             side.didStop()
-        case .discard, .endOfStream:
+        case .discard, .endOfStream, .reclaim:
             side.applyRingCommand(command)
         }
     }
