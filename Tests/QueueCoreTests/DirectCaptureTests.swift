@@ -89,6 +89,16 @@ import Synchronization
     }
 
     /// The plain take equals the ring path's, and was (mostly) captured directly.
+    /// Both paths: `cycles` cycles, `control` on the engine, `then` more, an immediate stop.
+    static func controlMidTake(cycles: Int, then more: Int, _ control: (InputQueueEngine) throws -> Void) throws -> Take {
+        try expectSameAsRingPath { driver, recorder in
+            driver.run(cycles: cycles)
+            try control(recorder.engine)
+            driver.run(cycles: more)
+            try recorder.engine.stop(immediate: true)
+        }
+    }
+
     static func expectSameAsRingPath(bufferFrames: Int = 1000, bufferCount: Int = 3,
                                      _ script: (ManualDriver, Recorder) throws -> Void) throws -> Take {
         let direct = try record(plain(), bufferFrames: bufferFrames, bufferCount: bufferCount, script: script)
@@ -150,22 +160,12 @@ import Synchronization
     }
 
     @Test func flushDeliversThePartlyFilledBuffer() throws {
-        let take = try Self.expectSameAsRingPath { driver, recorder in
-            driver.run(cycles: 5)
-            try recorder.engine.flush()
-            driver.run(cycles: 7)
-            try recorder.engine.stop(immediate: true)
-        }
+        let take = try Self.controlMidTake(cycles: 5, then: 7) { try $0.flush() }
         #expect(take.sizes.first == 1000 && take.sizes.dropFirst().first == 280, "flushed at 1280 frames: \(take.sizes)")
     }
 
     @Test func resetDeliversThePartlyFilledBufferAndCaptureGoesOn() throws {
-        _ = try Self.expectSameAsRingPath { driver, recorder in
-            driver.run(cycles: 6)
-            try recorder.engine.reset()
-            driver.run(cycles: 8)
-            try recorder.engine.stop(immediate: true)
-        }
+        _ = try Self.controlMidTake(cycles: 6, then: 8) { try $0.reset() }
     }
 
     @Test func serverGoingAwayDeliversWhatWasCapturedIntoTheLentBuffer() throws {
