@@ -56,6 +56,14 @@ static void jaq_cf_copy_constants(void *handle) {
 /* RTLD_LAZY: its functions are bound when first called, as when it was linked (the toolchain's
  * libraries are not linked with -z now); RTLD_NOW would bind all of ICU's at once. */
 static void jaq_cf_load(void) {
+    /* libFoundation.so needs the shared Swift runtime: a program with the runtime linked in
+     * (the jaq tool's release build) would get a second one beside its own. */
+    void *runtime = dlopen("libswiftCore.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (!runtime) {
+        fprintf(stderr, "libAudioToolbox: cannot open CoreFoundation: this program has the Swift runtime linked in statically\n");
+        abort();
+    }
+    dlclose(runtime);
     void *handle = jaq_cf_open(RTLD_LAZY | RTLD_GLOBAL);
     if (!handle) jaq_cf_fail("cannot open", "CoreFoundation (libFoundation.so)");
     /* CoreFoundation takes the thread that opens it for the main thread (CFRunLoopGetMain):
