@@ -32,9 +32,12 @@ final class JackEventWatcher: @unchecked Sendable {
         _ = devices.withLock { $0.removeValue(forKey: ObjectIdentifier(device)) }
     }
 
+    /// Sleeps until a callback posts: every flag they set comes with a post (JackCallbacks),
+    /// and the semaphore counts them, so no event is missed by not looking (issue #29: the
+    /// four looks a second it used to take cost a take about 2 ms of CPU per 10 s).
     private func run() {
         while true {
-            signal.wait(timeout: 0.25)
+            signal.wait()
             let live = devices.withLock { $0.values.compactMap { $0.device } }
             for device in live { device.reportEvents() }
         }
