@@ -187,19 +187,32 @@ final class TakeWriter: @unchecked Sendable {
     /// (nil if none is free: the writer enqueues the next it frees).
     func deliver(_ buffer: AudioQueueBufferRef, queueFrame: Int64) -> AudioQueueBufferRef? {
         let frames = Int(buffer.pointee.mAudioDataByteSize) / (channelCount * format.bytesPerSample)
-        let next: AudioQueueBufferRef? = lists.withLock { lists in
+        let (next, pressing): (AudioQueueBufferRef?, Bool) = lists.withLock { lists in
             if frames > 0 {
                 // The list has room for every buffer there is: it is never full.
                 lists.filled.append(HeldBuffer(buffer: buffer, queueFrame: queueFrame, frames: frames))
             } else {
                 lists.free.append(buffer)
             }
-            guard lists.enqueueing else { return nil }
-            if let next = lists.free.popLast() { return next }
-            lists.deficit += 1
-            return nil
+            guard lists.enqueueing else { return (nil, true) }
+            let next = lists.free.popLast()
+            if next == nil { lists.deficit += 1 }
+            // Half the buffers out of the queue (filled or held), or the queue short of one:
+            // the writer writes now to free some.
+            let out = bufferCount - enqueuedCount - lists.free.count + lists.deficit
+            return (next, lists.deficit > 0 || out * 2 >= bufferCount)
         }
-        wake.post()
+        // The writer takes a buffer at its next write anyway (every `flushInterval`); it is
+        // woken for one only when it must act now: buffers running short, the queue stopping,
+        // or the take's last frame here. (A wake-up per buffer cost a take about 1 ms per
+        // 10 s: issue #29.)
+        let last = queueFrame + Int64(frames)
+        if pressing || state.withLock({ state in
+            guard let end = state.end, let start = state.takeStart else { return false }
+            return last - start - maxSkip >= end
+        }) {
+            wake.post()
+        }
         return next
     }
 
@@ -303,11 +316,14 @@ final class TakeWriter: @unchecked Sendable {
             let endArrived = end.map { end in takeStart.map { last - $0 - maxSkip >= end } ?? false } ?? false
             let heldFrames = (0..<held.count).reduce(0) { $0 + held[$1].frames }
             let kept = keptFrames() + Int(TakeWriter.flushInterval * rate)
-            if nextFlush.hasPassed || endArrived || heldFrames >= kept || held.count * 2 >= bufferCount {
+            // A write or a sync due within half a write's interval is done now, with the other:
+            // the two clocks meet on one wake-up a second, not three (issue #29).
+            let soon = TakeWriter.flushInterval / 2
+            if nextFlush.remaining < soon || endArrived || heldFrames >= kept || held.count * 2 >= bufferCount {
                 nextFlush = .after(seconds: TakeWriter.flushInterval)
                 flushTake(final: false)
             }
-            if state.withLock({ $0.error }) == nil, nextSync.hasPassed {
+            if state.withLock({ $0.error }) == nil, nextSync.remaining < soon {
                 nextSync = .after(seconds: 1)
                 makeDurable()
             }
