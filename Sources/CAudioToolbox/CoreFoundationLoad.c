@@ -11,6 +11,7 @@
 #include "CoreFoundationLoad.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,17 +54,29 @@ static void jaq_cf_copy_constants(void *handle) {
     __atomic_store_n(&jaq_kCFRunLoopCommonModes_storage, *commonModes, __ATOMIC_RELEASE);
 }
 
+/* Whether a library whose file is named `name` is loaded: a look at the loaded objects
+ * (dl_iterate_phdr), where dlopen with RTLD_NOLOAD would first search every directory of the
+ * library path for it (some 40 failed opens at each start of a program without it). */
+static int jaq_cf_is_name_of(struct dl_phdr_info *info, size_t size, void *name) {
+    (void)size;
+    const char *path = info->dlpi_name;
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash && strcmp(slash + 1, name) == 0;
+}
+
+static int jaq_cf_is_loaded(const char *name) {
+    return dl_iterate_phdr(jaq_cf_is_name_of, (void *)name);
+}
+
 /* RTLD_LAZY: its functions are bound when first called, as when it was linked (the toolchain's
  * libraries are not linked with -z now); RTLD_NOW would bind all of ICU's at once. */
 static void jaq_cf_load(void) {
     /* libFoundation.so needs the shared Swift runtime: a program with the runtime linked in
      * (the jaq tool's release build) would get a second one beside its own. */
-    void *runtime = dlopen("libswiftCore.so", RTLD_LAZY | RTLD_NOLOAD);
-    if (!runtime) {
+    if (!jaq_cf_is_loaded("libswiftCore.so")) {
         fprintf(stderr, "libAudioToolbox: cannot open CoreFoundation: this program has the Swift runtime linked in statically\n");
         abort();
     }
-    dlclose(runtime);
     void *handle = jaq_cf_open(RTLD_LAZY | RTLD_GLOBAL);
     if (!handle) jaq_cf_fail("cannot open", "CoreFoundation (libFoundation.so)");
     /* CoreFoundation takes the thread that opens it for the main thread (CFRunLoopGetMain):
@@ -88,7 +101,7 @@ void *jaq_cf_resolve(void **slot, const char *name) {
  * run loop modes from the start. */
 __attribute__((constructor)) static void jaq_cf_constants_init(void) {
     jaq_cf_main_thread = pthread_self();
-    void *loaded = jaq_cf_open(RTLD_LAZY | RTLD_NOLOAD);
+    void *loaded = jaq_cf_is_loaded("libFoundation.so") ? jaq_cf_open(RTLD_LAZY | RTLD_NOLOAD) : NULL;
     if (loaded) {
         jaq_cf_copy_constants(loaded);
         dlclose(loaded);
