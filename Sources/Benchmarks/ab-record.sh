@@ -23,35 +23,13 @@ for tool in jackd jack_lsp perf sox cc; do
 done
 for binary in "$a" "$b"; do [ -x "$binary" ] || { echo "ab-record: $binary is not an executable" >&2; exit 1; }; done
 dir=$(mktemp -d /tmp/jaq-ab.XXXXXX)
-server=jaq-ab-$$
-jackd_pid=
-player_pid=
-cleanup() {
-    set +e
-    if [ -n "$player_pid" ]; then kill "$player_pid" 2>/dev/null; wait "$player_pid" 2>/dev/null; fi
-    if [ -n "$jackd_pid" ]; then kill "$jackd_pid" 2>/dev/null; wait "$jackd_pid" 2>/dev/null; fi
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+name=ab-record
+export JACK_DEFAULT_SERVER=jaq-ab-$$
+. "$(dirname "$0")/source-server.sh"
 cc -O2 Sources/Benchmarks/Floor/floor-record.c -o "$dir/floor-record" -ljack -lm
-export JACK_DEFAULT_SERVER=$server
-start_server() {
-    jackd -n "$server" "$@" -d dummy -r 48000 -p 256 -C "$tracks" -P "$tracks" >"$dir/jackd.log" 2>&1 &
-    jackd_pid=$!
-    for _ in $(seq 50); do jack_lsp >/dev/null 2>&1 && return 0; kill -0 "$jackd_pid" 2>/dev/null || break; sleep 0.1; done
-    kill "$jackd_pid" 2>/dev/null; wait "$jackd_pid" 2>/dev/null; jackd_pid=
-    return 1
-}
-start_server -R || start_server --no-realtime || { echo "ab-record: jackd did not start: $(tail -3 "$dir/jackd.log")" >&2; exit 1; }
-sox -n -r 48000 -c "$tracks" -b 32 -e floating-point "$dir/source.wav" synth 5 sine 440 vol 0.5 2>/dev/null
-"$b" play --quiet --loop "$dir/source.wav" >"$dir/play.log" 2>&1 &
-player_pid=$!
-for _ in $(seq 100); do
-    [ "$(jack_lsp 2>/dev/null | grep -c '^jaq-1-source:out')" -ge "$tracks" ] && break
-    sleep 0.1
-done
-mapfile -t ports < <(jack_lsp | grep '^jaq-1-source:out' | head -n "$tracks")
-[ "${#ports[@]}" -eq "$tracks" ] || { echo "ab-record: the player's ports did not appear" >&2; exit 1; }
+source_server -R "$tracks" || source_server --no-realtime "$tracks" \
+    || { echo "ab-record: jackd did not start: $(tail -3 "$dir/jackd.log")" >&2; exit 1; }
+source_player "$b" "$tracks"
 
 # The CPU milliseconds of one run of a recorder (its command follows).
 cpu() {

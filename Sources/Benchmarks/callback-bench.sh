@@ -17,17 +17,9 @@ seconds=${2:-5}
 jaq=${3:-.build/release/jaq}
 period=256
 dir=$(mktemp -d /tmp/jaq-callback-bench.XXXXXX)
-server=jaq-callback-$$
-jackd_pid=
-player_pid=
-cleanup() {
-    # Each step on its own: a killed process's status (143) must not stop the next (set -e).
-    set +e
-    if [ -n "$player_pid" ]; then kill "$player_pid" 2>/dev/null; wait "$player_pid" 2>/dev/null; fi
-    if [ -n "$jackd_pid" ]; then kill "$jackd_pid" 2>/dev/null; wait "$jackd_pid" 2>/dev/null; fi
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+name=callback-bench
+export JACK_DEFAULT_SERVER=jaq-callback-$$
+. "$(dirname "$0")/source-server.sh"
 for tool in valgrind callgrind_annotate jackd jack_lsp jack_capture sox objcopy; do
     command -v $tool >/dev/null || { echo "callback-bench: $tool is missing (make deps-bench)" >&2; exit 1; }
 done
@@ -37,19 +29,8 @@ cc -O2 Sources/Benchmarks/Floor/floor-record.c -o "$dir/floor-record" -ljack -lm
 # valgrind 3.19 cannot read the toolchain's DWARF 5; without it the symbol table is still there.
 objcopy --strip-debug "$jaq" "$dir/jaq"
 
-export JACK_DEFAULT_SERVER=$server
-jackd -n "$server" --no-realtime -d dummy -r 48000 -p $period -C 2 -P 2 >"$dir/jackd.log" 2>&1 &
-jackd_pid=$!
-for _ in $(seq 100); do jack_lsp >/dev/null 2>&1 && break; sleep 0.1; done
-sox -n -r 48000 -c "$channels" -b 32 -e floating-point "$dir/source.wav" synth 5 sine 440 vol 0.5 2>/dev/null
-"$jaq" play --quiet --loop "$dir/source.wav" >"$dir/play.log" 2>&1 &
-player_pid=$!
-for _ in $(seq 100); do
-    [ "$(jack_lsp 2>/dev/null | grep -c '^jaq-1-source:out')" -ge "$channels" ] && break
-    sleep 0.1
-done
-mapfile -t ports < <(jack_lsp | grep '^jaq-1-source:out')
-[ "${#ports[@]}" -ge "$channels" ] || { echo "callback-bench: the player's ports did not appear" >&2; exit 1; }
+source_server --no-realtime 2 || { echo "callback-bench: jackd did not start: $(tail -3 "$dir/jackd.log")" >&2; exit 1; }
+source_player "$jaq" "$channels"
 port_options=()
 for port in "${ports[@]}"; do port_options+=(--port "$port"); done
 
