@@ -1,16 +1,6 @@
 import Glibc
 import Synchronization
 
-/// Recorded-data loss information (kAudioQueueErr_RecordUnderrun).
-public struct RecordUnderrunInfo: Sendable, Equatable {
-    /// Times data was lost.
-    public var eventCount: Int
-    /// Frames lost in all (queue rate).
-    public var framesLost: Int64
-    /// Queue time of the first frame lost most recently.
-    public var lastLossSampleTime: Double
-}
-
 /// A recording audio queue: the realtime side captures into a ring with each
 /// cycle's frame time; the queue thread converts (and resamples) into the
 /// enqueued buffers and calls the input callback for each full buffer.
@@ -35,9 +25,14 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     private var stageCapacity: Int { stagePlanes.capacity }
     var stageStart = 0
     var stageCount = 0
-    /// Direct capture (+Direct.swift): format allows it; head lent, its frames then; frames so captured (tests).
+    /// Direct capture (InputQueueEngine+Direct.swift): native Float32 planes at the device
+    /// rate, no encoder, so the realtime side may write straight into the head buffer.
     private(set) var capturesDirectly = false
-    var lentHead: QueueBuffer?, lentFromFrames = 0, framesCapturedDirectly = 0
+    /// The head buffer lent to the realtime side, and the frames it held then (queue thread).
+    var lentHead: QueueBuffer?
+    var lentFromFrames = 0
+    /// Frames the realtime side wrote straight into buffers (queue thread; for tests).
+    var framesCapturedDirectly = 0
 
     /// Seconds of audio the capture ring holds by default: what may be captured
     /// while no buffer is enqueued before frames are lost.
@@ -238,7 +233,8 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     }
 
     private func drain(ignoringState: Bool = false) {
-        guard collectLentHead(reclaiming: ignoringState) else { return }  // lent: the head and ring are the realtime side's
+        // While the head is lent the realtime side has it and the ring (direct capture).
+        guard collectLentHead(reclaiming: ignoringState) else { return }
         while true {
             let head: QueueBuffer? = lock.withLock {
                 guard ignoringState || canDrain($0), $0.resetTickets.isIdle || ignoringState else { return nil }

@@ -88,7 +88,6 @@ import Synchronization
         return take
     }
 
-    /// The plain take equals the ring path's, and was (mostly) captured directly.
     /// Both paths: `cycles` cycles, `control` on the engine, `then` more, an immediate stop.
     static func controlMidTake(cycles: Int, then more: Int, _ control: (InputQueueEngine) throws -> Void) throws -> Take {
         try expectSameAsRingPath { driver, recorder in
@@ -99,6 +98,7 @@ import Synchronization
         }
     }
 
+    /// The plain take equals the ring path's, and was (mostly) captured directly.
     static func expectSameAsRingPath(bufferFrames: Int = 1000, bufferCount: Int = 3,
                                      _ script: (ManualDriver, Recorder) throws -> Void) throws -> Take {
         let direct = try record(plain(), bufferFrames: bufferFrames, bufferCount: bufferCount, script: script)
