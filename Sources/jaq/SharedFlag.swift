@@ -5,6 +5,4 @@ final class SharedFlag: Sendable {
     private let storage = Atomic<Int32>(0)
     var value: Int32 { storage.load(ordering: .relaxed) }
     func set(_ value: Int32) { storage.store(value, ordering: .relaxed) }
-    /// Sets the value unless one was set already.
-    func setOnce(_ value: Int32) { _ = storage.compareExchange(expected: 0, desired: value, ordering: .relaxed) }
 }
