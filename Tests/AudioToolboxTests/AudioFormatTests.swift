@@ -345,4 +345,23 @@ import AudioToolbox
                  kAudio_TooManyFilesOpenError, kAudio_BadFilePathError, kAudio_ParamError, kAudio_MemFullError]
                 == [0, -4, -43, -54, -42, 0x2170_7468, -50, -108])
     }
+
+    /// kAudio_UnimplementedError is declared so that ported code comparing against it compiles;
+    /// no jaq function answers with it (every function the headers declare is implemented, and
+    /// what one does not support gets that API's own code): outside the header that declares
+    /// it, no source names it or returns its value.
+    @Test func noFunctionAnswersUnimplemented() throws {
+        let sources = CProgram.packageRoot.appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        var naming: [String] = []
+        var scanned = 0
+        for case let url as URL in files where ["swift", "c", "h"].contains(url.pathExtension) {
+            scanned += 1
+            guard url.lastPathComponent != "CoreAudioTypes.h" else { continue }
+            let text = try String(contentsOf: url, encoding: .utf8)
+            if text.contains("kAudio_UnimplementedError") || text.contains("OSStatus(-4)") { naming.append(url.path) }
+        }
+        #expect(scanned > 100, "the sources were found under \(sources.path)")
+        #expect(naming.isEmpty, "these answer kAudio_UnimplementedError: \(naming)")
+    }
 }
