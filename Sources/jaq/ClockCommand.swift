@@ -8,6 +8,7 @@ import JackControl
 struct ClockCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clock",
+        _superCommandName: "jaq",
         abstract: "Send this server's frame clock to netjack2 slaves (what --clock reads there).",
         discussion: """
         Runs a JACK client, jaq-clock, whose port jaq-clock:clock plays the server's frame \

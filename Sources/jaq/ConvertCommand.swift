@@ -7,6 +7,7 @@ import Glibc
 struct ConvertCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
+        _superCommandName: "jaq",
         abstract: "Convert an audio file to another file type or data format (afconvert's options).",
         discussion: """
             Reads IN through ExtAudioFile and writes OUT in the file type and data format asked \

@@ -7,6 +7,7 @@ import Glibc
 struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
+        _superCommandName: "jaq",
         abstract: "Show the container, data format, length and peak levels of audio files.",
         discussion: """
             Opens each FILE with Audio File Services (libsndfile underneath) and prints its \

@@ -31,6 +31,34 @@ struct Jaq: ParsableCommand {
     /// a client opens is kept quiet (`JackMessages.quietOpens`; JAQ_JACK_VERBOSE shows it).
     static func main() {
         JackMessages.quietOpens()
-        main(nil)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard let command = directCommand(arguments) else { return main(nil) }
+        // Any error of the parse is jaq's to say: parsed again from the root, it reads word for
+        // word as it always has (the library's "See 'jaq record --help'" line names the root).
+        guard var parsed = try? command.parseAsRoot(Array(arguments.dropFirst())) else { return main(nil) }
+        do {
+            try parsed.run()
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    /// The subcommand that parses its own arguments, as its own root, or nil for jaq's parse.
+    ///
+    /// Parsed from the root, every command first builds jaq's whole command tree and runs the
+    /// library's two trial parses for `--generate-completion-script`: about 1.5 ms of each take's
+    /// start-up (issue #29). A subcommand parsed alone says "jaq record" in its usage and errors
+    /// as it does under jaq (its configuration names jaq as its `_superCommandName`, which also
+    /// skips those trial parses). Whatever the library answers itself (help, version,
+    /// completion scripts, its dumps) and every parse error stay with jaq's parse, so they read
+    /// as they always have.
+    static func directCommand(_ arguments: [String]) -> ParsableCommand.Type? {
+        guard let name = arguments.first,
+              let command = configuration.subcommands.first(where: { $0.configuration.commandName == name }) else { return nil }
+        let answeredByTheLibrary = arguments.dropFirst().contains { argument in
+            argument == "-h" || argument == "--version" || argument.hasPrefix("--help")
+                || argument.hasPrefix("--generate-completion-script") || argument.hasPrefix("--experimental")
+        }
+        return answeredByTheLibrary ? nil : command
     }
 }

@@ -28,6 +28,7 @@ private func playerRunningListener(_ userData: UnsafeMutableRawPointer?, _ queue
 struct PlayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "play",
+        _superCommandName: "jaq",
         abstract: "Play files in sync, each through its own JACK client.",
         discussion: """
         Every file gets its own audio queue (JACK client "jaq-<n>-<name>"), and all start on the \

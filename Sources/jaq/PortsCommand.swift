@@ -6,6 +6,7 @@ import JackControl
 struct PortsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ports",
+        _superCommandName: "jaq",
         abstract: "List JACK ports with their latency and connections.",
         discussion: """
         Lists every audio port (or those matching PATTERN, a regular expression), with its \

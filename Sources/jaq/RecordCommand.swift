@@ -24,6 +24,7 @@ private func recorderCallback(_ userData: UnsafeMutableRawPointer?, _ queue: Aud
 struct RecordCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
+        _superCommandName: "jaq",
         abstract: "Record JACK ports to files: one per track, aligned to the sample.",
         discussion: """
         PORT is a port name, a regular expression, or "system" (every physical capture port, \

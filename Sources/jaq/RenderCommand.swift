@@ -94,6 +94,7 @@ private func renderCallback(_ userData: UnsafeMutableRawPointer?, _ queue: Audio
 struct RenderCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "render",
+        _superCommandName: "jaq",
         abstract: "Mix files (volume, pan, offsets) offline into one file, through audio queues.",
         discussion: """
             Each file plays through its own audio queue, as `jaq play` plays it, but offline \

@@ -6,6 +6,7 @@ import JackControl
 struct TimeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "time",
+        _superCommandName: "jaq",
         abstract: "Print the JACK server's frame time now (for --at).",
         discussion: """
         Prints the current JACK frame time, which `jaq play --at` and `jaq record --at` take. \

@@ -6,6 +6,7 @@ import JackControl
 struct TransportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "transport",
+        _superCommandName: "jaq",
         abstract: "Start, stop or locate JACK transport (what `--transport` waits for).",
         discussion: """
         Examples:

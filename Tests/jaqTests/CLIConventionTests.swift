@@ -104,4 +104,27 @@ import JackTestSupport
             #expect(narrow.split(separator: "\n").allSatisfy { $0.count <= 80 || $0.hasPrefix("USAGE:") }, "\(command)")
         }
     }
+
+    /// A command's own arguments are parsed by the command alone (issue #29: jaq's whole tree and
+    /// the completion-script trial parses cost each take's start-up), and nothing a user reads
+    /// changes with it: errors name "jaq COMMAND", the library's flags answer after any command,
+    /// a command given nothing prints the short error, not the whole help.
+    @Test func aCommandParsedAloneReadsAsUnderJaq() throws {
+        let jaqVersion = try run(["--version"]).output
+        for command in ["record", "play", "ports", "time", "transport", "info", "render", "convert", "clock"] {
+            let unknown = try run([command, "--no-such-option"])
+            #expect(unknown.status == 64)
+            #expect(unknown.error.contains("Usage: jaq \(command)") && unknown.error.contains("See 'jaq \(command) --help'"),
+                    "jaq \(command) --no-such-option: \(unknown.error)")
+            let version = try run([command, "--version"])
+            #expect(version.status == 0 && version.output == jaqVersion, "jaq \(command) --version")
+            let completion = try run([command, "--generate-completion-script", "bash"])
+            #expect(completion.status == 0 && completion.output.hasPrefix("#!/bin/bash"), "jaq \(command) --generate-completion-script")
+        }
+        for command in ["play", "info"] {
+            let nothing = try run([command])
+            #expect(nothing.status == 64 && nothing.error.contains("Missing expected argument") && !nothing.output.contains("OVERVIEW:"),
+                    "jaq \(command): \(nothing.output)\(nothing.error)")
+        }
+    }
 }
