@@ -263,9 +263,14 @@ struct RecordCommand: ParsableCommand {
 
     /// Whether the queue's JACK server is still there (DeviceGetCurrentTime gives a sample
     /// time only while it is): a server that shut down or died ends the take.
-    static func serverIsAlive(_ queue: AudioQueueRef) -> Bool {
+    static func serverIsAlive(_ queue: AudioQueueRef) -> Bool { deviceClock(queue).alive }
+
+    /// The JACK frame now (0 when the server is gone), and whether the server answered: one
+    /// call for both, as the main loop's look needs them together.
+    static func deviceClock(_ queue: AudioQueueRef) -> (now: Int64, alive: Bool) {
         var now = AudioTimeStamp()
-        return AudioQueueDeviceGetCurrentTime(queue, &now) == noErr && now.mFlags.contains(.sampleTimeValid)
+        let alive = AudioQueueDeviceGetCurrentTime(queue, &now) == noErr && now.mFlags.contains(.sampleTimeValid)
+        return (Int64(now.mSampleTime), alive)
     }
 
     /// The check that the server runs the queue at all: the queue not started 10 s after its

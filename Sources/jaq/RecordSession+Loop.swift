@@ -7,8 +7,8 @@ import JackControl
 extension RecordSession {
     /// What one pass of the loop found.
     enum Pass {
-        /// Wait a moment and look again.
-        case wait
+        /// Wait a moment and look again (`now`: the JACK frame at the look).
+        case wait(now: Int64)
         /// Look again now (a take ended and the next was armed, or an error was set).
         case again
         /// The take is over.
@@ -20,13 +20,13 @@ extension RecordSession {
     func run() -> Int32 {
         while true {
             switch pass() {
-            case .wait:
+            case .wait(let now):
                 // A live display redraws 12 times a second; a take waiting for its start or
                 // watching a transport or a clock is looked at 10 times a second; a take that
                 // only runs, 4 times (each look costs the queue's properties and locks). The
                 // sources are looked at right at the take's end.
-                let quick = showMeters ? 0.02 : trigger.phase == .armed || command.transport || masterClock != nil ? 0.1 : 0.25
-                let pace = min(quick, sourceWatch?.secondsToEnd(now: RecordCommand.deviceNow(queue), rate: deviceRate).map { $0 + 0.001 } ?? 1)
+                let quick = showMeters ? 0.02 : trigger.phase == .armed || followsTransport || masterClock != nil ? 0.1 : 0.25
+                let pace = min(quick, sourceWatch?.secondsToEnd(now: now, rate: deviceRate).map { $0 + 0.001 } ?? 1)
                 usleep(UInt32(pace * 1_000_000))
             case .again: continue
             case .stop: return finish()
@@ -35,20 +35,23 @@ extension RecordSession {
     }
 
     /// One look at the take: its writer, the server, the sources, the clock, signals, triggers.
+    /// The device's clock and the queue's start are read once for the whole look.
     func pass() -> Pass {
         let (takeStart, end, error) = writer.state.withLock { ($0.takeStart, $0.end, $0.error) }
         if takeStart != nil && discontinuitiesAtTakeStart == nil {
             discontinuitiesAtTakeStart = RecordCommand.discontinuities(queue)
         }
+        let clock = RecordCommand.deviceClock(queue)
         // The writer's error, the server gone, the take's end (a tape machine's next take).
-        let look = TakeMachine.Look(writerError: error, serverAlive: RecordCommand.serverIsAlive(queue),
+        let look = TakeMachine.Look(writerError: error, serverAlive: clock.alive,
                                     framesWritten: writer.framesWritten, end: end, signal: interruption.signal)
         switch machine.look(look) {
         case .stop: return .stop
         case .nextTake(let end): return nextTake(afterEnd: end)
         case .carryOn: break
         }
-        if watchSources(takeStart: takeStart, end: end) { return .stop }
+        let origin = startedOrigin()
+        if watchSources(takeStart: takeStart, end: end, origin: origin, now: clock.now) { return .stop }
         followClock()
         if let signal = interruption.signal {
             machine.signalled(isInterrupt: signal == SIGINT)
@@ -56,14 +59,14 @@ extension RecordSession {
         }
         // A queue the server never runs (seen on a loaded netjack2 master) must not leave jaq
         // waiting for ever: say so and stop, 10 s after the start frame.
-        if startWatch.hasTimedOut(deviceNow: RecordCommand.deviceNow(queue), started: startedOrigin() != nil) {
+        if startWatch.hasTimedOut(deviceNow: clock.now, started: origin != nil) {
             writer.state.withLock { $0.error = $0.error ?? "the JACK server ran no cycles for jaq-record within 10 s of its start" }
             return .again
         }
         // Triggers are looked at once the queue runs: queue time 0 is its real start frame.
-        if let origin = startedOrigin() { stepTrigger(origin: origin) }
+        if let origin { stepTrigger(origin: origin) }
         showProgress(armed: takeStart == nil)
-        return .wait
+        return .wait(now: clock.now)
     }
 
     /// The tape machine's step from a take that reached its `end` to the next: new files, the
@@ -106,13 +109,14 @@ extension RecordSession {
 
     /// Looks at the sources up to the take's last frame (its tracks' last, latency compensation
     /// counted): a source leaving after it leaves a complete take. True if the take must end.
-    func watchSources(takeStart: Int64?, end: Int64?) -> Bool {
-        if let start = takeStart, let end, let origin = startedOrigin() {
+    func watchSources(takeStart: Int64?, end: Int64?, origin: Int64?, now: Int64) -> Bool {
+        if let start = takeStart, let end, let origin {
             sourceWatch?.end = origin + toDeviceFrames(start + end + (skip.max() ?? 0))
         }
-        guard let watched = sourceWatch?.poll(now: RecordCommand.deviceNow(queue)), !watched.isEmpty else { return false }
+        guard let watched = sourceWatch?.poll(now: now), !watched.isEmpty else { return false }
         guard let lost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames) else { return false }
-        // Every port goes when the whole server does: that is the server gone.
+        // Every port goes when the whole server does: that is the server gone (asked again:
+        // the server may have gone since the look began).
         machine.sourceLost(device: lost, serverAlive: RecordCommand.serverIsAlive(queue))
         return true
     }
@@ -207,7 +211,7 @@ extension RecordSession {
     /// The live display on a terminal; a status line every 5 s for a pipe or a log.
     func showProgress(armed: Bool) {
         // Nothing is shown (--quiet, or no terminal and no status line due): no look at the queue.
-        let statusDue = !stdoutIsTerminal && !command.quiet && Date().timeIntervalSince(lastStatus) >= 5 && !armed
+        let statusDue = !stdoutIsTerminal && !quiet && !armed && Date().timeIntervalSince(lastStatus) >= 5
         guard display.enabled || statusDue else { return }
         var xruns: UInt32 = 0
         var size = UInt32(4)

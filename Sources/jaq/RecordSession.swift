@@ -32,6 +32,10 @@ final class RecordSession {
     let prerollFrames: Int64
     let prerollDevice: Int64
     let trackCount: String
+    /// `--transport` and `--quiet`, read once: each read of an argument-parser property builds
+    /// its metadata again, and the main loop looks several times a second (issue #29).
+    let followsTransport: Bool
+    let quiet: Bool
 
     // The current take's files, and the last take number used.
     var files: [TakeFile]
@@ -95,6 +99,8 @@ final class RecordSession {
         self.prerollFrames = command.preRoll.frames(at: fileRate)
         self.prerollDevice = Int64((command.preRoll.seconds(at: fileRate) * server.session.sampleRate).rounded())
         self.trackCount = "\(sources.count) track\(sources.count == 1 ? "" : "s")"
+        self.followsTransport = command.transport
+        self.quiet = command.quiet
         let clockClient = masterClock.map { String($0.reader.source.prefix { $0 != ":" }) } ?? ""
         self.clockClient = clockClient
         self.networkTracks = Set(sources.indices.filter { masterClock != nil && sources[$0].hasPrefix(clockClient + ":") })
