@@ -295,8 +295,9 @@ extension SoundFile {
     /// Flushes what was written to the disk (`fsync`), so a power loss keeps it.
     /// - Throws: `SoundFileError` with `errno` (EIO, ENOSPC) if the disk refuses.
     public func synchronize() throws(SoundFileError) {
+        // Not sf_write_sync: it flushes nothing of libsndfile's own, only fsyncs the descriptor
+        // libsndfile opened, which under virtual I/O is -1 (issue #29 saw it fail each second).
         guard handle != nil else { return }
-        sf_write_sync(handle)
         if fsync(io.fileDescriptor) != 0 { throw .system(errno, "fsync") }
     }
 
@@ -318,7 +319,6 @@ extension SoundFile {
     /// - Throws: `SoundFileError` with `errno` if the disk refuses.
     public func synchronizeFileSystem() throws(SoundFileError) {
         guard handle != nil else { return }
-        sf_write_sync(handle)
         guard let syncfs = SoundFile.syncfs else { return try synchronize() }
         if syncfs(io.fileDescriptor) != 0 { throw .system(errno, "syncfs") }
     }
