@@ -128,7 +128,9 @@ extension TakeWriter {
             forEachRun(channel: channel, from: start, to: start + (to - from)) { samples, count in
                 guard state.withLock({ $0.error }) == nil else { return }
                 if let samples {
-                    write(UnsafeRawBufferPointer(start: samples, count: count * size), frames: count, to: file)
+                    let bytes = UnsafeRawBufferPointer(start: samples, count: count * size)
+                    countClips(bytes)
+                    write(bytes, frames: count, to: file)
                 } else {
                     writeSilence(frames: count, to: file)
                 }
@@ -153,6 +155,7 @@ extension TakeWriter {
                 }
             }
             let bytes = UnsafeRawBufferPointer(start: destination, count: count * width * size)
+            countClips(bytes)
             if planar {
                 do { try file.take.write(planes: bytes, frames: count) } catch { fail(error) }
             } else {

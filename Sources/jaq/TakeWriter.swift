@@ -381,8 +381,6 @@ final class TakeWriter: @unchecked Sendable {
                 }
             }
             expectedQueueFrame = buffer.end
-            countClips(UnsafeRawBufferPointer(start: buffer.buffer.pointee.mAudioData,
-                                              count: Int(buffer.buffer.pointee.mAudioDataByteSize)))
             held.append(buffer)
         }
     }
@@ -402,8 +400,11 @@ final class TakeWriter: @unchecked Sendable {
     /// that a float take and a 16-bit take of the same signal count the same clips.
     static let fullScale: Float = 32767 / 32768
 
-    /// Counts samples at full scale (clipped), with one tight loop per sample type.
-    private func countClips(_ raw: UnsafeRawBufferPointer) {
+    /// Counts samples at full scale (clipped), with one tight loop per sample type: the samples
+    /// of a take's file, just before they are written (`writeFile`), so that the write's copy
+    /// finds them in the cache this pass brought them into (issue #29: at 64 tracks the count,
+    /// made as buffers arrived, read every sample from memory a second time).
+    func countClips(_ raw: UnsafeRawBufferPointer) {
         var clipped: Int64 = 0
         do {
             switch format.samples {
