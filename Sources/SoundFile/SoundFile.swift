@@ -49,6 +49,8 @@ public final class SoundFile {
 
     private(set) var handle: OpaquePointer?
     private let io: DescriptorIO
+    /// Whether `reserveSpace` reserved blocks past the end, which `close` gives back.
+    private var reservedSpace = false
 
     /// Opens the file at `path`.
     ///
@@ -135,6 +137,15 @@ public final class SoundFile {
         io.resetError()
         let status = sf_close(handle)
         var failure = io.takeError()
+        // Space reserved past the last frame (`reserveSpace` keeps the size) is given back:
+        // truncating to the size it has frees the blocks past it, which a finished take would
+        // otherwise keep (a 2 s take of one track held 444 KiB on disk for 376 KiB of data).
+        if reservedSpace {
+            var status = stat()
+            if fstat(io.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG {
+                _ = ftruncate(io.fileDescriptor, status.st_size)
+            }
+        }
         if status != 0, failure == nil {
             failure = SoundFileError(code: SoundFileError.Code(rawValue: status), reason: String(cString: sf_error_number(status)))
         }
@@ -332,7 +343,8 @@ extension SoundFile {
     /// Reserves disk space for the next `byteCount` bytes written at the end of the file,
     /// without changing its size (`fallocate` with `FALLOC_FL_KEEP_SIZE`): once it succeeds,
     /// writing those bytes cannot fail for want of space. Several files written in step
-    /// reserve first, so that a full disk stops them all on the same frame.
+    /// reserve first, so that a full disk stops them all on the same frame. What is still
+    /// unused at `close` is given back.
     /// - Returns: false if the file system cannot reserve (then writes may still fail alone).
     /// - Throws: `SoundFileError` with `errno` (ENOSPC, EFBIG) if the space is not there.
     public func reserveSpace(byteCount: Int) throws(SoundFileError) -> Bool {
@@ -340,7 +352,10 @@ extension SoundFile {
         var status = stat()
         guard fstat(io.fileDescriptor, &status) == 0 else { return false }
         let keepSize: Int32 = 1  // FALLOC_FL_KEEP_SIZE
-        if fallocate(io.fileDescriptor, keepSize, Int64(status.st_size), Int64(byteCount)) == 0 { return true }
+        if fallocate(io.fileDescriptor, keepSize, Int64(status.st_size), Int64(byteCount)) == 0 {
+            reservedSpace = true
+            return true
+        }
         let code = errno
         if code == EOPNOTSUPP || code == ENOSYS || code == EINVAL { return false }
         throw .system(code, "fallocate")

@@ -77,6 +77,29 @@ final class TemporaryDirectory {
         try file.close()
     }
 
+    /// Space reserved ahead of a take's writes and not used by its end is given back at close:
+    /// a finished file holds on disk what its size says, not its last reservation too.
+    @Test func unusedReservedSpaceIsGivenBackAtClose() throws {
+        let path = directory.path("reserved.wav")
+        let file = try SoundFile(path: path, mode: .write,
+                                 format: .init(sampleRate: 48000, channelCount: 1, format: .init(.wav, .pcm16)))
+        let reserved = try file.reserveSpace(byteCount: 8 << 20)
+        let samples = ramp(frames: 48000, channels: 1)
+        _ = samples.withUnsafeBufferPointer { file.writeFrames($0) }
+        var open = stat()
+        #expect(stat(path, &open) == 0)
+        try file.close()
+        var closed = stat()
+        #expect(stat(path, &closed) == 0)
+        // The file system here (the test's temporary directory) reserves: this test means nothing where it cannot.
+        #expect(reserved, "fallocate is not supported where the test's files are")
+        #expect(Int64(open.st_blocks) * 512 >= 8 << 20, "the reservation was taken: \(open.st_blocks) blocks")
+        #expect(Int64(closed.st_blocks) * 512 < Int64(closed.st_size) + 64 << 10,
+                "\(closed.st_blocks * 512) bytes on disk for a file of \(closed.st_size)")
+        let reader = try SoundFile(path: path, mode: .read)
+        #expect(reader.info.frameCount == 48000)
+    }
+
     @Test func channelMapIsStoredInCAF() throws {
         let path = directory.path("map.caf")
         let file = try SoundFile(path: path, mode: .readWrite,
