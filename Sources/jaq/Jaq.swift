@@ -35,7 +35,11 @@ struct Jaq: ParsableCommand {
         guard let command = directCommand(arguments) else { return main(nil) }
         // Any error of the parse is jaq's to say: parsed again from the root, it reads word for
         // word as it always has (the library's "See 'jaq record --help'" line names the root).
-        guard var parsed = try? command.parseAsRoot(Array(arguments.dropFirst())) else { return main(nil) }
+        // The library answers some help spellings itself (`-help`, `-qh`) with a command of
+        // its own: those go to jaq's parse too, to print jaq's help for the command.
+        guard var parsed = try? command.parseAsRoot(Array(arguments.dropFirst())), type(of: parsed) == command else {
+            return main(nil)
+        }
         do {
             try parsed.run()
         } catch {

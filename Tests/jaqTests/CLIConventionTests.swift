@@ -121,6 +121,12 @@ import JackTestSupport
             let completion = try run([command, "--generate-completion-script", "bash"])
             #expect(completion.status == 0 && completion.output.hasPrefix("#!/bin/bash"), "jaq \(command) --generate-completion-script")
         }
+        // The library's other help spellings print jaq's help for the command, as --help does.
+        let help = try run(["record", "--help"]).output
+        for spelling in [["-help"], ["-qh"], ["-hq"], ["-d", "1", "-qh", "system"]] {
+            let other = try run(["record"] + spelling)
+            #expect(other.status == 0 && other.output == help, "jaq record \(spelling.joined(separator: " ")): \(other.output)")
+        }
         for command in ["play", "info"] {
             let nothing = try run([command])
             #expect(nothing.status == 64 && nothing.error.contains("Missing expected argument") && !nothing.output.contains("OVERVIEW:"),
