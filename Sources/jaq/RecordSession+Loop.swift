@@ -7,8 +7,8 @@ import JackControl
 extension RecordSession {
     /// What one pass of the loop found.
     enum Pass {
-        /// Wait a moment and look again (`now`: the JACK frame at the look).
-        case wait(now: Int64)
+        /// Wait a moment and look again.
+        case wait
         /// Look again now (a take ended and the next was armed, or an error was set).
         case again
         /// The take is over.
@@ -20,13 +20,16 @@ extension RecordSession {
     func run() -> Int32 {
         while true {
             switch pass() {
-            case .wait(let now):
+            case .wait:
                 // A live display redraws 12 times a second; a take waiting for its start or
                 // watching a transport or a clock is looked at 10 times a second; a take that
                 // only runs, 4 times (each look costs the queue's properties and locks). The
                 // sources are looked at right at the take's end.
                 let quick = showMeters ? 0.02 : trigger.phase == .armed || followsTransport || masterClock != nil ? 0.1 : 0.25
-                let pace = min(quick, sourceWatch?.secondsToEnd(now: now, rate: deviceRate).map { $0 + 0.001 } ?? 1)
+                // The wait for the take's end is timed from the clock after the look's own work
+                // (a display's redraw may take a while): the look at the end must not come late.
+                let toEnd = sourceWatch?.end == nil ? nil : sourceWatch?.secondsToEnd(now: RecordCommand.deviceNow(queue), rate: deviceRate)
+                let pace = min(quick, toEnd.map { $0 + 0.001 } ?? 1)
                 usleep(UInt32(pace * 1_000_000))
             case .again: continue
             case .stop: return finish()
@@ -66,7 +69,7 @@ extension RecordSession {
         // Triggers are looked at once the queue runs: queue time 0 is its real start frame.
         if let origin { stepTrigger(origin: origin) }
         showProgress(armed: takeStart == nil)
-        return .wait(now: clock.now)
+        return .wait
     }
 
     /// The tape machine's step from a take that reached its `end` to the next: new files, the
