@@ -16,12 +16,12 @@ public final class QueueThread: @unchecked Sendable {
         }
     }
 
-    /// Names the calling thread (visible in `top -H` and gdb), through /proc.
+    /// Names the calling thread (visible in `top -H`, `ps -L`, perf and gdb), through /proc. The
+    /// kernel keeps what is written byte for byte (up to 15), a newline too, so none is written.
     private static func nameCurrentThread(_ name: String) {
         let fd = open("/proc/thread-self/comm", O_WRONLY)
         guard fd >= 0 else { return }
-        var bytes = Array(name.utf8.prefix(15))
-        bytes.append(0x0A)
+        let bytes = Array(name.utf8.prefix(15))
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
     }
