@@ -1,8 +1,9 @@
 import Glibc
+import Sync
 import Synchronization
 
-/// SIGINT, SIGTERM and SIGHUP as a flag the main loop polls. The handler stores the signal's
-/// number and nothing else (a lock-free atomic: safe in a handler) and never touches audio.
+/// SIGINT, SIGTERM and SIGHUP as a flag the main loop looks at. The handler stores the signal's
+/// number (a lock-free atomic: safe in a handler), posts `mainLoopWake` and never touches audio.
 /// It is installed with SA_RESTART, so a system call it interrupts on whichever thread takes
 /// the signal goes on. (A dispatch signal source did the same with a handler of libdispatch's,
 /// plus two worker threads started for it: issue #29.)
@@ -10,8 +11,9 @@ final class Interruption: Sendable {
     init() {
         // A file size limit makes writes fail with EFBIG (reported) instead of killing jaq.
         Glibc.signal(SIGXFSZ, SIG_IGN)
-        // The flag is set up before a handler can look at it.
+        // The flag and the main loop's wake are set up before a handler can look at them.
         _ = interruptionSignal.load(ordering: .relaxed)
+        _ = mainLoopWake.raw
         var signals = sigset_t()
         sigemptyset(&signals)
         for number in [SIGINT, SIGTERM, SIGHUP] {
@@ -40,7 +42,8 @@ final class Interruption: Sendable {
 /// The first signal received (0: none).
 private let interruptionSignal = Atomic<Int32>(0)
 
-/// The signal handler: one atomic store.
+/// The signal handler: one atomic store, and the main loop woken to see it.
 private func interruptionHandler(_ number: Int32) {
     _ = interruptionSignal.compareExchange(expected: 0, desired: number, ordering: .relaxed)
+    sem_post(mainLoopWake.raw)
 }

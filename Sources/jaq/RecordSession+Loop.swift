@@ -28,9 +28,14 @@ extension RecordSession {
                 let quick = showMeters ? 0.02 : trigger.phase == .armed || followsTransport || masterClock != nil ? 0.1 : 0.25
                 // The wait for the take's end is timed from the clock after the look's own work
                 // (a display's redraw may take a while): the look at the end must not come late.
-                let toEnd = sourceWatch?.end == nil ? nil : sourceWatch?.secondsToEnd(now: RecordCommand.deviceNow(queue), rate: deviceRate)
-                let pace = min(quick, toEnd.map { $0 + 0.001 } ?? 1)
-                usleep(UInt32(pace * 1_000_000))
+                let now = sourceWatch?.end == nil && captureEnd == nil ? nil : Optional(RecordCommand.deviceNow(queue))
+                let toEnd = now.flatMap { sourceWatch?.secondsToEnd(now: $0, rate: deviceRate) }
+                let toCaptureEnd = now.flatMap { secondsToCaptureEnd(now: $0) }
+                let pace = min(quick, toEnd.map { $0 + 0.001 } ?? 1, toCaptureEnd.map { $0 + 0.001 } ?? 1)
+                // The writer posts when the take's last frame is written (or it failed, or
+                // finished), the signal handler on a signal: the look that ends the take comes
+                // then, not at the next pace.
+                mainLoopWake.wait(timeout: pace)
             case .again: continue
             case .stop: return finish()
             }
@@ -68,6 +73,10 @@ extension RecordSession {
         }
         // Triggers are looked at once the queue runs: queue time 0 is its real start frame.
         if let origin { stepTrigger(origin: origin) }
+        // After the trigger's step: a take it began has its end now, and the loop's next wait
+        // is timed to the capture of its last frame.
+        let (startNow, endNow) = takeStart != nil && end != nil ? (takeStart, end) : writer.state.withLock { ($0.takeStart, $0.end) }
+        flushAtCaptureEnd(takeStart: startNow, end: endNow, origin: origin, now: clock.now)
         showProgress(armed: takeStart == nil)
         return .wait
     }
@@ -107,6 +116,8 @@ extension RecordSession {
         rollFrame = .max
         place = nil
         sourceWatch?.end = nil
+        captureEnd = nil
+        flushedAtCaptureEnd = false
         return .again
     }
 
@@ -122,6 +133,32 @@ extension RecordSession {
         // the server may have gone since the look began).
         machine.sourceLost(device: lost, serverAlive: RecordCommand.serverIsAlive(queue))
         return true
+    }
+
+    /// The take's end is known and its last frame captured (the device clock two cycles past
+    /// it, latency compensation counted, and past the time a network gap may still be found with
+    /// `--clock`): the queue delivers its partly filled buffer now (AudioQueueFlush; capture goes
+    /// on into the next), so the writer completes the take at once, not when that buffer fills
+    /// (up to `bufferFrames` later: a third of a second that `jaq record -d` ran on). Done once per
+    /// take; if a late cycle kept a frame back, the take completes as before, when the buffer fills.
+    func flushAtCaptureEnd(takeStart: Int64?, end: Int64?, origin: Int64?, now: Int64) {
+        guard let start = takeStart, let end, let origin else { return }
+        let gapHold = masterClock != nil ? Int64(RecordCommand.networkGapSeconds * deviceRate) : 0
+        let captured = origin + toDeviceFrames(start + end + (skip.max() ?? 0)) + 2 * periodFrames + gapHold
+        if captured != captureEnd {
+            captureEnd = captured
+            flushedAtCaptureEnd = false
+        }
+        guard !flushedAtCaptureEnd, now >= captured, writer.framesWritten < end else { return }
+        flushedAtCaptureEnd = true
+        AudioQueueFlush(queue)
+    }
+
+    /// Seconds until the take's last frame is surely captured (`flushAtCaptureEnd`), nil when
+    /// that is unknown or done: the loop sleeps no longer.
+    func secondsToCaptureEnd(now: Int64) -> Double? {
+        guard let captureEnd, !flushedAtCaptureEnd else { return nil }
+        return max(0, Double(captureEnd - now) / deviceRate)
     }
 
     /// The master clock's news (`--clock`): its gaps silence the network's tracks; a jump before

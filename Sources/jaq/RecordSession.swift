@@ -27,6 +27,8 @@ final class RecordSession {
     let queue: AudioQueueRef
     let recorder: Recorder
     let deviceRate: Double
+    /// The server's cycle, in device frames (read at the start).
+    let periodFrames: Int64
     let fileRate: Double
     let durationFrames: Int64?
     let prerollFrames: Int64
@@ -64,6 +66,10 @@ final class RecordSession {
     var armedAnnounced = false
     var rollFrame = Int64.max
     var discontinuitiesAtTakeStart: UInt32?
+    /// The device frame by which the current take's last frame is surely captured (its partly
+    /// filled buffer is then delivered: `flushAtCaptureEnd`), and whether that was done.
+    var captureEnd: Int64?
+    var flushedAtCaptureEnd = false
     /// Where the take belongs on the timeline (its files' Broadcast Wave chunk).
     var place: TakePlace?
     var networkGaps: [(takeFrame: Int64, frames: Int64)] = []
@@ -94,6 +100,7 @@ final class RecordSession {
         self.queue = queue
         self.recorder = recorder
         self.deviceRate = server.session.sampleRate
+        self.periodFrames = Int64(max(server.session.periodFrames, 1))
         self.fileRate = fileRate
         self.durationFrames = durationFrames
         self.prerollFrames = command.preRoll.frames(at: fileRate)

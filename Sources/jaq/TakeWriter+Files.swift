@@ -198,5 +198,6 @@ extension TakeWriter {
 
     func fail(_ error: AudioTakeFileError) {
         state.withLock { if $0.error == nil { $0.error = error.description } }
+        mainLoopWake.post()
     }
 }

@@ -56,6 +56,9 @@ final class TakeWriter: @unchecked Sendable {
     private let wake = Semaphore()
     /// Posted by the writer when it took the next take's files, closed a take, or finished.
     private let progress = Semaphore()
+    /// The take end the writer last posted `mainLoopWake` for (one post per take): the main
+    /// loop sees the take's last frame written at once.
+    private var completionPosted: Int64?
     private var queue: AudioQueueRef?
 
     // Shared with the main thread.
@@ -328,6 +331,10 @@ final class TakeWriter: @unchecked Sendable {
                 makeDurable()
             }
             let complete = end.map { written >= $0 } ?? false
+            if complete, completionPosted != end {
+                completionPosted = end
+                mainLoopWake.post()
+            }
             // The next take's files: taken (and cleared) under the lock, so `nextTake` knows they are the writer's.
             if complete, let next = state.withLock({ state -> [TakeFile]? in
                 guard state.takesFollow, let next = state.nextFiles else { return nil }
@@ -347,6 +354,7 @@ final class TakeWriter: @unchecked Sendable {
         while let buffer = held.takeFirst() { release(buffer.buffer) }
         state.withLock { $0.finished = true }
         progress.post()
+        mainLoopWake.post()
     }
 
     /// Closes the complete take's files and makes `next` the files of a take waiting for its
@@ -360,6 +368,7 @@ final class TakeWriter: @unchecked Sendable {
         written = 0
         writtenAtomic.store(0, ordering: .relaxed)
         reserved = 0
+        completionPosted = nil
         state.withLock {
             $0.closedLosses = $0.losses
             $0.losses = TakeLosses()
