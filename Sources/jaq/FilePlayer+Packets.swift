@@ -103,6 +103,7 @@ extension FilePlayer {
                                                                totalPackets: totalPackets)
         if status != noErr {
             readError.withLock { $0 = "\(path): read error at packet \(start): \(describe(status, file: true))" }
+            mainLoopWake.post()
             return false
         }
         guard count > 0 else {

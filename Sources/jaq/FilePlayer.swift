@@ -62,6 +62,7 @@ final class FilePlayer: @unchecked Sendable {
                                                  buffer.pointee.mAudioData + Int(filled * bytesPerPacket))
             if status != noErr && status != kAudioFileEndOfFileError {
                 readError.withLock { $0 = "\(path): read error at packet \(start): \(describe(status, file: true))" }
+                mainLoopWake.post()
                 break
             }
             if packets == 0 {

@@ -23,6 +23,8 @@ private func playerRunningListener(_ userData: UnsafeMutableRawPointer?, _ queue
     AudioQueueGetProperty(queue, kAudioQueueProperty_IsRunning, &running, &size)
     player.isRunning.store(running != 0, ordering: .relaxed)
     player.runningEvents.add(1, ordering: .releasing)
+    // The main loop sees a queue that has played out at once, not at its next look.
+    mainLoopWake.post()
 }
 
 struct PlayCommand: ParsableCommand {
@@ -281,9 +283,11 @@ struct PlayCommand: ParsableCommand {
             let done = players.allSatisfy { $0.runningEvents.load(ordering: .acquiring) >= 2 && !$0.isRunning.load(ordering: .relaxed) }
             if done { break }
             let logDue = !stdoutIsTerminal && !quiet && Date().timeIntervalSince(lastLog) >= 10
-            // Nothing to show (--quiet, no terminal and no log line due): no look at the queue.
+            // Nothing to show (--quiet, no terminal and no log line due): no look at the queue,
+            // and no wake-up but for the queues' ends, a read error or a signal (they post
+            // `mainLoopWake`), the master clock's news, and a look a second.
             guard display.enabled || logDue else {
-                usleep(250_000)
+                mainLoopWake.wait(timeout: masterClock != nil ? 0.25 : 1)
                 continue
             }
             var queueTime = AudioTimeStamp()
@@ -297,7 +301,7 @@ struct PlayCommand: ParsableCommand {
                 fflush(nil)  // a log line for a pipe, a file or journald: now, not at exit
             }
             // A live display redraws ten times a second; with none, a slower pace costs less.
-            usleep(display.enabled ? 20_000 : 100_000)
+            mainLoopWake.wait(timeout: display.enabled ? 0.02 : 0.1)
         }
         display.finish()
     }
