@@ -18,14 +18,11 @@ b=$(realpath "$2")
 tracks=${3:-2}
 seconds=${4:-10}
 turns=${5:-6}
-for tool in jackd jack_lsp perf sox cc; do
-    command -v $tool >/dev/null || { echo "ab-record: $tool is missing (make deps-bench)" >&2; exit 1; }
-done
-for binary in "$a" "$b"; do [ -x "$binary" ] || { echo "ab-record: $binary is not an executable" >&2; exit 1; }; done
 dir=$(mktemp -d /tmp/jaq-ab.XXXXXX)
 name=ab-record
 export JACK_DEFAULT_SERVER=jaq-ab-$$
 . "$(dirname "$0")/source-server.sh"
+require jackd jack_lsp perf sox cc -- "$a" "$b"
 cc -O2 Sources/Benchmarks/Floor/floor-record.c -o "$dir/floor-record" -ljack -lm
 source_server -R "$tracks" || source_server --no-realtime "$tracks" \
     || { echo "ab-record: jackd did not start: $(tail -3 "$dir/jackd.log")" >&2; exit 1; }

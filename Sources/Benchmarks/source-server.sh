@@ -13,6 +13,18 @@ source_cleanup() {
 }
 trap source_cleanup EXIT
 
+# require TOOLS... -- BINARIES...: exits with one line naming what is missing: a tool (make
+# deps-bench installs them) or a binary to measure that is not an executable.
+require() {
+    local tool binary
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        command -v "$1" >/dev/null || { echo "$name: $1 is missing (make deps-bench)" >&2; exit 1; }
+        shift
+    done
+    [ $# -gt 0 ] && shift
+    for binary in "$@"; do [ -x "$binary" ] || { echo "$name: $binary is not an executable" >&2; exit 1; }; done
+}
+
 # source_server SCHEDULING CHANNELS: jackd SCHEDULING (-R or --no-realtime) -d dummy at
 # 48 kHz, 256 frames, CHANNELS ports each way; returns 1 if it did not come up (jackd -R where
 # realtime scheduling is refused).

@@ -1,0 +1,56 @@
+#!/bin/bash
+# A/B of two jaq binaries' `jaq play` against floor-play, in turns (Docs/benchmarks.md, "Where the
+# time goes"), as ab-record.sh does for the recorder: a private realtime dummy server (`jackd -R`,
+# or without -R where realtime scheduling is refused) with CHANNELS playback ports; each turn
+# plays a CHANNELS-channel sine of SECONDS (BITS: 16 or float) with binary A, binary B and
+# floor-play, one after the other, and takes each process's CPU (`perf stat -e task-clock`, whole
+# process) and wall time. The ratio to the floor is taken within each turn, against that turn's
+# floor-play run, and the median of the turns is printed with the medians of the CPU times.
+#
+# usage: Sources/Benchmarks/ab-play.sh JAQ_A JAQ_B [CHANNELS] [SECONDS] [TURNS] [BITS]
+#   e.g. Sources/Benchmarks/ab-play.sh /tmp/before/.build/release/jaq .build/release/jaq 2 10 6 float
+set -euo pipefail
+[ $# -ge 2 ] || { sed -n '2,11p' "$0" >&2; exit 2; }
+a=$(realpath "$1")
+b=$(realpath "$2")
+channels=${3:-2}
+seconds=${4:-10}
+turns=${5:-6}
+bits=${6:-float}
+dir=$(mktemp -d /tmp/jaq-ab.XXXXXX)
+name=ab-play
+export JACK_DEFAULT_SERVER=jaq-ab-$$
+. "$(dirname "$0")/source-server.sh"
+require jackd jack_lsp perf sox cc -- "$a" "$b"
+cc -O2 Sources/Benchmarks/Floor/floor-play.c -o "$dir/floor-play" -ljack -lsndfile -lm
+case $bits in
+    float) encoding=(-b 32 -e floating-point) ;;
+    16) encoding=(-b 16) ;;
+    *) echo "ab-play: BITS is 16 or float" >&2; exit 2 ;;
+esac
+sox -n -r 48000 -c "$channels" "${encoding[@]}" "$dir/play.wav" synth "$seconds" sine 440 vol 0.5
+source_server -R "$channels" || source_server --no-realtime "$channels" \
+    || { echo "ab-play: jackd did not start: $(tail -3 "$dir/jackd.log")" >&2; exit 1; }
+
+# "CPU-ms wall-s" of one run of a player (its command follows).
+run() {
+    local start end cpu
+    start=$(date +%s.%N)
+    cpu=$(perf stat -x, -e task-clock "$@" 2>&1 >/dev/null | awk -F, '/task-clock/ {print $1}')
+    end=$(date +%s.%N)
+    echo "$cpu $(echo "$end - $start" | bc -l)"
+}
+results=$dir/results
+for turn in $(seq "$turns"); do
+    read -r ca wa < <(run "$a" play --quiet "$dir/play.wav")
+    read -r cb wb < <(run "$b" play --quiet "$dir/play.wav")
+    read -r cf wf < <(run "$dir/floor-play" "$dir/play.wav")
+    printf 'turn %s: A %s ms (%.2f s), B %s ms (%.2f s), floor-play %s ms (%.2f s)\n' "$turn" "$ca" "$wa" "$cb" "$wb" "$cf" "$wf" >&2
+    echo "$ca $cb $cf $wa $wb $wf" >>"$results"
+done
+median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+col() { awk -v c="$1" '{print $c}' "$results" | median; }
+ra=$(awk '{print $1/$3}' "$results" | median)
+rb=$(awk '{print $2/$3}' "$results" | median)
+printf 'jaq play --quiet, %s channels, %s s, %s, %s turns (medians): A %.1f ms, B %.1f ms, floor-play %.1f ms; ratio to the floor A %.3f, B %.3f; wall A %.2f s, B %.2f s, floor-play %.2f s\n' \
+    "$channels" "$seconds" "$bits" "$turns" "$(col 1)" "$(col 2)" "$(col 3)" "$ra" "$rb" "$(col 4)" "$(col 5)" "$(col 6)"
