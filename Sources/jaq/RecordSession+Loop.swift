@@ -128,7 +128,7 @@ extension RecordSession {
             sourceWatch?.end = origin + toDeviceFrames(start + end + (skip.max() ?? 0))
         }
         guard let watched = sourceWatch?.poll(now: now), !watched.isEmpty else { return false }
-        guard let lost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames) else { return false }
+        guard let lost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames, deviceRate: deviceRate) else { return false }
         // Every port goes when the whole server does: that is the server gone (asked again:
         // the server may have gone since the look began).
         machine.sourceLost(device: lost, serverAlive: RecordCommand.serverIsAlive(queue))

@@ -25,8 +25,9 @@ final class SourceWatch {
     enum Event: Equatable {
         /// `port` was not there at JACK frame `frame`.
         case gone(port: String, frame: Int64)
-        /// `port` is back and connected again at `frame`; it was missing from `since`.
-        case back(port: String, frame: Int64, since: Int64)
+        /// `port` is back and connected again at `frame`; it was missing from `since`, and had
+        /// been seen `unseen` frames before that (the gap began in between: the looks' spacing).
+        case back(port: String, frame: Int64, since: Int64, unseen: Int64)
         /// A physical port went away: the server lost its device (a netjack2 master left).
         case deviceLost(port: String, frame: Int64)
     }
@@ -37,6 +38,8 @@ final class SourceWatch {
     /// The queue's input ports each source was connected to (learnt while it is there).
     private var destinations: [String: [String]] = [:]
     private var missingSince: [String: Int64] = [:]
+    /// Frames between the look that last saw each missing source and the one that found it gone.
+    private var unseenBefore: [String: Int64] = [:]
     /// Sources found back at the last look, to be connected at this one.
     private var returning: Set<String> = []
     /// When each source was connected again: its client's own set-up may still undo it.
@@ -111,6 +114,7 @@ final class SourceWatch {
         let atEnd = end.map { now >= $0 } ?? false
         guard atEnd || Date().timeIntervalSince(lastPoll) >= interval else { return [] }
         lastPoll = Date()
+        let previousPollFrame = lastPollFrame ?? now
         lastPollFrame = now
         var events: [Event] = []
         for source in sources {
@@ -122,6 +126,7 @@ final class SourceWatch {
                 reconnected[source] = nil
                 if missingSince[source] == nil {
                     missingSince[source] = now
+                    unseenBefore[source] = max(0, now - previousPollFrame)
                     events.append(physical.contains(source) ? .deviceLost(port: source, frame: now) : .gone(port: source, frame: now))
                 }
                 continue
@@ -136,7 +141,7 @@ final class SourceWatch {
                 connect(source)
                 missingSince[source] = nil
                 reconnected[source] = Date()
-                events.append(.back(port: source, frame: now, since: since))
+                events.append(.back(port: source, frame: now, since: since, unseen: unseenBefore.removeValue(forKey: source) ?? 0))
             } else if let at = reconnected[source], Date().timeIntervalSince(at) < settling {
                 // Connected again, then disconnected by its client setting up: again.
                 connect(source)
@@ -161,15 +166,19 @@ extension SourceWatch {
     /// - Parameters:
     ///   - takeTime: a JACK frame as a time in the take ("00:02.1").
     ///   - fileFrames: JACK frames as frames of the take's files (a gap's length).
-    static func report(_ events: [Event], takeTime: (Int64) -> String, fileFrames: (Int64) -> Int64) -> String? {
+    ///   - deviceRate: JACK's sample rate (how precise the gap's start is, in seconds).
+    static func report(_ events: [Event], takeTime: (Int64) -> String, fileFrames: (Int64) -> Int64, deviceRate: Double) -> String? {
         var deviceLost: String?
         for event in events {
             switch event {
             case .gone(let port, let frame):
                 Log.error("\(port) went away at \(takeTime(frame)) (JACK frame \(frame)): its track records silence until it is back")
-            case .back(let port, let frame, let since):
+            case .back(let port, let frame, let since, let unseen):
+                // The gap began between the look that last saw the port and the one that found
+                // it gone: its length is known to within that spacing, rounded up to a tenth.
+                let within = (Double(unseen) / deviceRate * 10).rounded(.up) / 10
                 Log.error("\(port) is back at \(takeTime(frame)), connected again: a gap of \(fileFrames(frame - since)) frames "
-                          + "(from \(takeTime(since)), JACK frames \(since)-\(frame), to within 0.1 s) of silence in its track")
+                          + "(from \(takeTime(since)), JACK frames \(since)-\(frame), to within \(String(cFormat: "%.1f", max(within, 0.1))) s) of silence in its track")
             case .deviceLost(let port, _):
                 deviceLost = deviceLost ?? port
             }
