@@ -9,6 +9,9 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     var realtime: UnsafeMutablePointer<InputRealtimeState> { context.pointee.state }
     let codec: SampleCodec
     private(set) var resampler: Resampler?
+    /// The resampler was told its input ended (its tail is being drained) and not cleared since
+    /// (queue thread): it must not be given input again before `resetResampler()`.
+    private var resamplerEnded = false
     /// A processing tap on what is recorded (InputQueueEngine+Tap.swift); its lock is held while it runs.
     let tapSlot = Locked<ProcessingTap?>(nil)
     let inputCallback: @Sendable (QueueBuffer, Int, Int, QueueTimeStamp) -> Void
@@ -136,8 +139,12 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
 
     // MARK: Control
 
-    /// Flush's work (`QueueEngine.flush`): the capture ring and the resampler's tail are
-    /// converted and the partly filled buffer is delivered; capture goes on into the next buffer.
+    /// Flush's work (`QueueEngine.flush`): the capture ring is converted and the partly filled
+    /// buffer is delivered; capture goes on into the next buffer. The resampler's tail is
+    /// drained only on a stopped queue: a queue that captures on (running, or paused to resume)
+    /// keeps its resampler's stream whole, and the frames still in its filter come with the next
+    /// buffer. (Ending that stream mid-capture restarted the filter cold, a click and a slip of
+    /// the queue's time, and libsoxr 0.1.3 crashes on input after the end of its input.)
     override func flushQueued() throws {
         let done = runOnQueueThread(request: { $0.input.flushTickets.request() }, isDone: { $0.input.flushTickets.isDone($1) })
         if !done { throw QueueError.queueThreadTimedOut("Flush", controlTimeout) }
@@ -146,9 +153,10 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
     private func handleFlushRequest() {
         guard let pending = lock.withLock({ $0.input.flushTickets.pending }) else { return }
         drain(ignoringState: true)
-        // The resampler's tail, once the ring has been read (a bounded number of rounds: capture goes on).
+        // A stopped queue's resampler tail, once the ring has been read (a bounded number of rounds).
         var rounds = 0
-        while resampler != nil, rounds < 8, realtime.pointee.ring.readableFrames() == 0, lock.withLock({ !$0.fifo.isEmpty }),
+        while resampler != nil, lock.withLock({ $0.runState == .stopped }), rounds < 8,
+              realtime.pointee.ring.readableFrames() == 0, lock.withLock({ !$0.fifo.isEmpty }),
               stageCount > 0 || fillStage(flush: true) {
             drain(ignoringState: true)
             rounds += 1
@@ -299,7 +307,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
               gap.position <= realtime.pointee.ring.readIndex.load(ordering: .relaxed) else { return false }
         _ = realtime.pointee.gaps.pop()
         if packetStage == nil, head.filledBytes > 0 { deliverHead(head) }
-        resampler?.reset()
+        resetResampler()
         // Whole frames for an encoder (its stream counts them); PCM keeps the exact queue time.
         let lost = packetStage == nil ? Double(gap.count) * rateRatio : (Double(gap.count) * rateRatio).rounded()
         let event: Void = lock.withLock { state in
@@ -315,6 +323,14 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         return true
     }
 
+    /// Clears the resampler's state: its next input starts a new stream (queue thread).
+    private func resetResampler() {
+        guard let resampler else { return }
+        resampler.reset()
+        resamplerEnded = false
+        lock.withLock { $0.input.resamplerHasInput = false }
+    }
+
     /// Fills the stage from the ring (up to the next gap), resampling if needed; false if nothing came.
     func fillStage(flush: Bool) -> Bool {
         stageStart = 0
@@ -325,6 +341,9 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         let count = min(available, chunkFrames)
         if let resampler {
             if count > 0 {
+                // Input after an ended stream (a tail not drained to its end): the filter
+                // starts again, as after a gap, rather than take input it no longer accepts.
+                if resamplerEnded { resetResampler() }
                 realtime.pointee.ring.read(into: readPlanes.planes, offset: 0, count: count)
                 var consumed = 0
                 while consumed < count {
@@ -338,13 +357,11 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
                 }
                 lock.withLock { $0.input.resamplerHasInput = true }
             } else if flush, lock.withLock({ $0.input.resamplerHasInput }) {
+                resamplerEnded = true
                 let (_, produced) = resampler.process(input: nil, inputFrames: 0, output: UnsafePointer(stagePlanes.planes),
                                                       outputCapacity: stageCapacity)
                 stageCount = produced
-                if produced == 0 {
-                    resampler.reset()
-                    lock.withLock { $0.input.resamplerHasInput = false }
-                }
+                if produced == 0 { resetResampler() }
             }
         } else if count > 0 {
             realtime.pointee.ring.read(into: stagePlanes.planes, offset: 0, count: count)
@@ -437,7 +454,7 @@ public final class InputQueueEngine: QueueEngine, @unchecked Sendable {
         realtime.pointee.gaps.removeAll()
         stageCount = 0
         stageStart = 0
-        resampler?.reset()
+        resetResampler()
         resetTap()
         if let packetStage { restartPackets(packetStage) }
         let remaining: [QueueBuffer] = lock.withLock {
