@@ -141,8 +141,10 @@ extension RecordSession {
     /// on into the next), so the writer completes the take at once, not when that buffer fills
     /// (up to `bufferFrames` later: a third of a second that `jaq record -d` ran on). Done once per
     /// take; if a late cycle kept a frame back, the take completes as before, when the buffer fills.
+    /// A take at another rate than the server's (`--rate`) is not flushed: its last frames are
+    /// still in the resampler's filter, which a running queue keeps whole.
     func flushAtCaptureEnd(takeStart: Int64?, end: Int64?, origin: Int64?, now: Int64) {
-        guard let start = takeStart, let end, let origin else { return }
+        guard let start = takeStart, let end, let origin, fileRate == deviceRate else { return }
         let gapHold = masterClock != nil ? Int64(RecordCommand.networkGapSeconds * deviceRate) : 0
         let captured = origin + toDeviceFrames(start + end + (skip.max() ?? 0)) + 2 * periodFrames + gapHold
         if captured != captureEnd {
