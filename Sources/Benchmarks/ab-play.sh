@@ -10,17 +10,13 @@
 # usage: Sources/Benchmarks/ab-play.sh JAQ_A JAQ_B [CHANNELS] [SECONDS] [TURNS] [BITS]
 #   e.g. Sources/Benchmarks/ab-play.sh /tmp/before/.build/release/jaq .build/release/jaq 2 10 6 float
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n '2,11p' "$0" >&2; exit 2; }
-a=$(realpath "$1")
-b=$(realpath "$2")
-channels=${3:-2}
-seconds=${4:-10}
-turns=${5:-6}
-bits=${6:-float}
 dir=$(mktemp -d /tmp/jaq-ab.XXXXXX)
 name=ab-play
 export JACK_DEFAULT_SERVER=jaq-ab-$$
 . "$(dirname "$0")/source-server.sh"
+ab_arguments 11 "$@"
+channels=$count
+bits=${more[0]:-float}
 require jackd jack_lsp perf sox cc -- "$a" "$b"
 cc -O2 Sources/Benchmarks/Floor/floor-play.c -o "$dir/floor-play" -ljack -lsndfile -lm
 case $bits in
@@ -29,8 +25,7 @@ case $bits in
     *) echo "ab-play: BITS is 16 or float" >&2; exit 2 ;;
 esac
 sox -n -r 48000 -c "$channels" "${encoding[@]}" "$dir/play.wav" synth "$seconds" sine 440 vol 0.5
-source_server -R "$channels" || source_server --no-realtime "$channels" \
-    || { echo "ab-play: jackd did not start: $(tail -3 "$dir/jackd.log")" >&2; exit 1; }
+ab_server "$channels"
 
 # "CPU-ms wall-s" of one run of a player (its command follows).
 run() {
@@ -48,8 +43,7 @@ for turn in $(seq "$turns"); do
     printf 'turn %s: A %s ms (%.2f s), B %s ms (%.2f s), floor-play %s ms (%.2f s)\n' "$turn" "$ca" "$wa" "$cb" "$wb" "$cf" "$wf" >&2
     echo "$ca $cb $cf $wa $wb $wf" >>"$results"
 done
-median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-col() { awk -v c="$1" '{print $c}' "$results" | median; }
+col() { column_median "$1" "$results"; }
 ra=$(awk '{print $1/$3}' "$results" | median)
 rb=$(awk '{print $2/$3}' "$results" | median)
 printf 'jaq play --quiet, %s channels, %s s, %s, %s turns (medians): A %.1f ms, B %.1f ms, floor-play %.1f ms; ratio to the floor A %.3f, B %.3f; wall A %.2f s, B %.2f s, floor-play %.2f s\n' \

@@ -12,20 +12,15 @@
 #   e.g. git worktree add /tmp/before HEAD~3 && (cd /tmp/before && make release) &&
 #        Sources/Benchmarks/ab-record.sh /tmp/before/.build/release/jaq .build/release/jaq 2 10 6
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
-a=$(realpath "$1")
-b=$(realpath "$2")
-tracks=${3:-2}
-seconds=${4:-10}
-turns=${5:-6}
 dir=$(mktemp -d /tmp/jaq-ab.XXXXXX)
 name=ab-record
 export JACK_DEFAULT_SERVER=jaq-ab-$$
 . "$(dirname "$0")/source-server.sh"
+ab_arguments 13 "$@"
+tracks=$count
 require jackd jack_lsp perf sox cc -- "$a" "$b"
 cc -O2 Sources/Benchmarks/Floor/floor-record.c -o "$dir/floor-record" -ljack -lm
-source_server -R "$tracks" || source_server --no-realtime "$tracks" \
-    || { echo "ab-record: jackd did not start: $(tail -3 "$dir/jackd.log")" >&2; exit 1; }
+ab_server "$tracks"
 source_player "$b" "$tracks"
 
 # The CPU milliseconds of one run of a recorder (its command follows).
@@ -42,10 +37,9 @@ for turn in $(seq "$turns"); do
     echo "$ta $tb $tf" >>"$results"
 done
 # Medians: of each column, and of each turn's ratio to its floor.
-median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-ma=$(awk '{print $1}' "$results" | median)
-mb=$(awk '{print $2}' "$results" | median)
-mf=$(awk '{print $3}' "$results" | median)
+ma=$(column_median 1 "$results")
+mb=$(column_median 2 "$results")
+mf=$(column_median 3 "$results")
 ra=$(awk '{print $1/$3}' "$results" | median)
 rb=$(awk '{print $2/$3}' "$results" | median)
 printf 'jaq record -b float -d %s, %s tracks, %s turns (medians): A %.1f ms, B %.1f ms, floor-record %.1f ms; ratio to the floor A %.3f, B %.3f\n' \

@@ -53,3 +53,30 @@ source_player() {
     mapfile -t ports < <(jack_lsp | grep '^jaq-1-source:out' | head -n "$2")
     [ "${#ports[@]}" -eq "$2" ] || { echo "$name: the player's ports did not appear" >&2; exit 1; }
 }
+
+# The A/B scripts' own (ab-record.sh, ab-play.sh).
+# ab_arguments LAST ARGS...: JAQ_A JAQ_B [COUNT] [SECONDS] [TURNS] [MORE...] into `a` and `b`
+# (absolute paths), `count` (ports, default 2), `seconds` (10), `turns` (6) and `more` (the rest);
+# with fewer than two arguments, prints lines 2 to LAST of the script (its usage) and exits 2.
+ab_arguments() {
+    local last=$1
+    shift
+    [ $# -ge 2 ] || { sed -n "2,${last}p" "$0" >&2; exit 2; }
+    a=$(realpath "$1")
+    b=$(realpath "$2")
+    count=${3:-2}
+    seconds=${4:-10}
+    turns=${5:-6}
+    more=("${@:6}")
+}
+
+# ab_server COUNT: source_server, realtime where the machine allows it; exits with jackd's last
+# words if it does not come up either way.
+ab_server() {
+    source_server -R "$1" || source_server --no-realtime "$1" \
+        || { echo "$name: jackd did not start: $(tail -3 "$dir/jackd.log")" >&2; exit 1; }
+}
+
+# The median of the numbers on standard input; `column_median N FILE`, of column N of FILE.
+median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+column_median() { awk -v c="$1" '{print $c}' "$2" | median; }
