@@ -125,7 +125,7 @@ extension RecordSession {
     /// counted): a source leaving after it leaves a complete take. True if the take must end.
     func watchSources(takeStart: Int64?, end: Int64?, origin: Int64?, now: Int64) -> Bool {
         if let start = takeStart, let end, let origin {
-            sourceWatch?.end = origin + toDeviceFrames(start + end + (skip.max() ?? 0))
+            sourceWatch?.end = deviceFrame(afterTake: start, end: end, origin: origin)
         }
         guard let watched = sourceWatch?.poll(now: now), !watched.isEmpty else { return false }
         guard let lost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames, deviceRate: deviceRate) else { return false }
@@ -146,7 +146,7 @@ extension RecordSession {
     func flushAtCaptureEnd(takeStart: Int64?, end: Int64?, origin: Int64?, now: Int64) {
         guard let start = takeStart, let end, let origin, fileRate == deviceRate else { return }
         let gapHold = masterClock != nil ? Int64(RecordCommand.networkGapSeconds * deviceRate) : 0
-        let captured = origin + toDeviceFrames(start + end + (skip.max() ?? 0)) + 2 * periodFrames + gapHold
+        let captured = deviceFrame(afterTake: start, end: end, origin: origin) + 2 * periodFrames + gapHold
         if captured != captureEnd {
             captureEnd = captured
             flushedAtCaptureEnd = false

@@ -56,9 +56,9 @@ final class TakeWriter: @unchecked Sendable {
     private let wake = Semaphore()
     /// Posted by the writer when it took the next take's files, closed a take, or finished.
     private let progress = Semaphore()
-    /// The take end the writer last posted `mainLoopWake` for (one post per take): the main
-    /// loop sees the take's last frame written at once.
-    private var completionPosted: Int64?
+    /// The writer posted `mainLoopWake` for the current take's last frame written (once a take):
+    /// the main loop sees it at once.
+    private var completionPosted = false
     private var queue: AudioQueueRef?
 
     // Shared with the main thread.
@@ -331,8 +331,8 @@ final class TakeWriter: @unchecked Sendable {
                 makeDurable()
             }
             let complete = end.map { written >= $0 } ?? false
-            if complete, completionPosted != end {
-                completionPosted = end
+            if complete, !completionPosted {
+                completionPosted = true
                 mainLoopWake.post()
             }
             // The next take's files: taken (and cleared) under the lock, so `nextTake` knows they are the writer's.
@@ -368,7 +368,7 @@ final class TakeWriter: @unchecked Sendable {
         written = 0
         writtenAtomic.store(0, ordering: .relaxed)
         reserved = 0
-        completionPosted = nil
+        completionPosted = false
         state.withLock {
             $0.closedLosses = $0.losses
             $0.losses = TakeLosses()
