@@ -37,8 +37,14 @@ run() {
 }
 results=$dir/results
 for turn in $(seq "$turns"); do
-    read -r ca wa < <(run "$a" play --quiet "$dir/play.wav")
-    read -r cb wb < <(run "$b" play --quiet "$dir/play.wav")
+    # A and B take turns at going first (as in ab-record.sh).
+    if ((turn % 2)); then
+        read -r ca wa < <(run "$a" play --quiet "$dir/play.wav")
+        read -r cb wb < <(run "$b" play --quiet "$dir/play.wav")
+    else
+        read -r cb wb < <(run "$b" play --quiet "$dir/play.wav")
+        read -r ca wa < <(run "$a" play --quiet "$dir/play.wav")
+    fi
     read -r cf wf < <(run "$dir/floor-play" "$dir/play.wav")
     printf 'turn %s: A %s ms (%.2f s), B %s ms (%.2f s), floor-play %s ms (%.2f s)\n' "$turn" "$ca" "$wa" "$cb" "$wb" "$cf" "$wf" >&2
     echo "$ca $cb $cf $wa $wb $wf" >>"$results"

@@ -3,8 +3,8 @@
 # goes"): the way issue #29's changes are measured, since two runs of `make bench` differ by
 # more than a change is worth. A private realtime dummy server (`jackd -R`, or without -R where
 # realtime scheduling is refused) runs a looping `jaq play` of TRACKS channels; each turn records
-# those ports for SECONDS with binary A, binary B and floor-record, one after the other, and
-# takes each process's CPU (`perf stat -e task-clock`, whole process). The ratio to the floor is
+# those ports for SECONDS with binary A and binary B (A first in odd turns, B in even ones), then
+# floor-record, and takes each process's CPU (`perf stat -e task-clock`, whole process). The ratio to the floor is
 # taken within each turn, against that turn's floor-record take, and the median of the turns is
 # printed with the medians of the CPU times.
 #
@@ -30,8 +30,15 @@ cpu() {
 }
 results=$dir/results
 for turn in $(seq "$turns"); do
-    ta=$(cpu "$a" record -b float -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
-    tb=$(cpu "$b" record -b float -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
+    # A and B take turns at going first: the run after floor-record's can cost more for no fault
+    # of its own (at 64 tracks, up to 35 ms more, in the kernel's page zeroing: Docs/benchmarks.md).
+    if ((turn % 2)); then
+        ta=$(cpu "$a" record -b float -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
+        tb=$(cpu "$b" record -b float -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
+    else
+        tb=$(cpu "$b" record -b float -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
+        ta=$(cpu "$a" record -b float -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
+    fi
     tf=$(cpu "$dir/floor-record" "$seconds" float "$dir/take/f" "${ports[@]}")
     echo "turn $turn: A $ta ms, B $tb ms, floor-record $tf ms" >&2
     echo "$ta $tb $tf" >>"$results"
