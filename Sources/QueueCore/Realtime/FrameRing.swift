@@ -32,9 +32,11 @@ public struct FrameRing: ~Copyable {
         let bytes = channelCount * capacity * MemoryLayout<Float>.stride
         if bytes >= Self.mappedBytes, let mapping = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
            mapping != MAP_FAILED {
-            // Huge pages where the system gives them on request: fewer pages to fault in, fewer
-            // TLB misses for the realtime side's copies. Refused is fine.
-            _ = madvise(mapping, bytes, MADV_HUGEPAGE)
+            // Small pages, not huge ones (MADV_HUGEPAGE): a huge page's first fault costs 0.1 ms
+            // when the kernel has a free 2 MiB block at hand and up to 5 ms when it has not (a
+            // virtual machine whose host backs memory on first touch, after other programs'
+            // page cache), and a 64-track take's 16 MiB ring then took up to 37 ms to fault in,
+            // against 5 ms every time in small pages (Docs/benchmarks.md).
             storage = mapping.bindMemory(to: Float.self, capacity: channelCount * capacity)
             mappedByteCount = bytes
         } else {
@@ -52,10 +54,9 @@ public struct FrameRing: ~Copyable {
 
     /// Faults the storage's pages in, so that the realtime side never takes a page fault on
     /// them; a ring not yet used holds zeros after it. Not realtime: only while neither side
-    /// uses the ring. A mapped ring is populated by the kernel in one call, no fault per page
-    /// (16 MB in huge pages: 2 ms here, against 14–21 ms writing zeros page by page, when the
-    /// host has the memory at hand); a heap one, or a kernel without MADV_POPULATE_WRITE
-    /// (Linux < 5.14), is written with zeros.
+    /// uses the ring. A mapped ring is populated by the kernel in one call, no trap per page
+    /// (16 MiB: 5 ms here, against 14–21 ms writing zeros page by page); a heap one, or a
+    /// kernel without MADV_POPULATE_WRITE (Linux < 5.14), is written with zeros.
     public func touch() {
         if mappedByteCount > 0 && madvise(storage, mappedByteCount, MADV_POPULATE_WRITE) == 0 { return }
         storage.initialize(repeating: 0, count: channelCount * capacity)
