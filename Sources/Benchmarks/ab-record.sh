@@ -4,9 +4,9 @@
 # more than a change is worth. A private realtime dummy server (`jackd -R`, or without -R where
 # realtime scheduling is refused) runs a looping `jaq play` of TRACKS channels; each turn records
 # those ports for SECONDS with binary A and binary B (A first in odd turns, B in even ones), then
-# floor-record, and takes each process's CPU (`perf stat -e task-clock`, whole process). The ratio to the floor is
-# taken within each turn, against that turn's floor-record take, and the median of the turns is
-# printed with the medians of the CPU times.
+# floor-record, and takes each process's CPU (`perf stat -e task-clock`, whole process). The
+# ratio to the floor is taken within each turn, against that turn's floor-record take, and the
+# median of the turns is printed with the medians of the CPU times.
 #
 # usage: Sources/Benchmarks/ab-record.sh JAQ_A JAQ_B [TRACKS] [SECONDS] [TURNS]
 #   e.g. git worktree add /tmp/before HEAD~3 && (cd /tmp/before && make release) &&
