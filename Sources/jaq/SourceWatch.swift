@@ -75,34 +75,56 @@ final class SourceWatch {
         self.physical = physical
         self.interval = interval
         self.queueInputs = Set(queueInputs)
-        destinations = session.connections(ofPresent: sources).mapValues { $0.filter(self.queueInputs.contains) }
-        for name in queueInputs { if let port = session.port(named: name) { queuePorts[name] = port } }
+        for name in queueInputs {
+            guard let port = session.port(named: name), queuePortIndex[name] == nil else { continue }
+            queuePortIndex[name] = queuePorts.count
+            queuePorts.append(port)
+        }
+        verifiedCount = Array(repeating: nil, count: queuePorts.count)
+        fed = Array(repeating: [], count: sources.count)
+        let present = session.connections(ofPresent: sources)
+        for (i, source) in sources.enumerated() {
+            if let connections = present[source] { setDestinations(connections.filter(self.queueInputs.contains), of: i) }
+        }
     }
 
     /// The names of the queue's input ports: a source is connected again to these only (its
     /// other connections, to speakers say, are its client's business).
     private let queueInputs: Set<String>
 
-    /// The queue's own input ports, by name: they stay for the whole take, so a source still
-    /// connected to one of them is there (one look at that port's connections, where finding
-    /// the source by name would compare it with every port of the server).
-    private var queuePorts: [String: JackSession.Port] = [:]
+    /// The queue's own input ports: they stay for the whole take, so a source still connected
+    /// to one of them is there (one look at that port's connections, where finding the source
+    /// by name would compare it with every port of the server).
+    private var queuePorts: [JackSession.Port] = []
+    private var queuePortIndex: [String: Int] = [:]
+    /// For each source (by its index in `sources`), the queue ports of its `destinations`, as
+    /// indices into `queuePorts`: a look at a source still there hashes no names (at 64 tracks
+    /// the looks at the sources were two fifths of the main loop's CPU, most of it in lookups
+    /// by name).
+    private var fed: [[Int]] = []
 
-    /// A queue port's connection count when its connections were last read and held the
+    /// Sets the queue ports source `index` feeds (and any track recording the same port).
+    private func setDestinations(_ names: [String], of index: Int) {
+        let source = sources[index]
+        destinations[source] = names
+        let ports = names.compactMap { queuePortIndex[$0] }
+        for other in sources.indices where sources[other] == source { fed[other] = ports }
+    }
+
+    /// Each queue port's connection count when its connections were last read and held the
     /// source: while the count stays, they are not read again (reading makes a string per name).
-    private var verifiedCount: [String: Int] = [:]
+    private var verifiedCount: [Int?] = []
 
-    /// Whether `source` is still connected to a queue port it fed.
-    private func stillConnected(_ source: String) -> Bool {
-        for name in destinations[source] ?? [] {
-            guard let port = queuePorts[name] else { continue }
-            let count = session.connectionCount(of: port)
-            if verifiedCount[name] == count { return true }
-            if session.connections(of: port).contains(source) {
-                verifiedCount[name] = count
+    /// Whether source `index` is still connected to a queue port it fed.
+    private func stillConnected(_ index: Int) -> Bool {
+        for port in fed[index] {
+            let count = session.connectionCount(of: queuePorts[port])
+            if verifiedCount[port] == count { return true }
+            if session.connections(of: queuePorts[port]).contains(sources[index]) {
+                verifiedCount[port] = count
                 return true
             }
-            verifiedCount[name] = nil
+            verifiedCount[port] = nil
         }
         return false
     }
@@ -117,8 +139,8 @@ final class SourceWatch {
         let previousPollFrame = lastPollFrame ?? now
         lastPollFrame = now
         var events: [Event] = []
-        for source in sources {
-            if missingSince[source] == nil, stillConnected(source) { continue }
+        for (index, source) in sources.enumerated() {
+            if missingSince.isEmpty || missingSince[source] == nil, stillConnected(index) { continue }
             // Not connected to the queue any more: gone, or disconnected by someone (then it
             // stays disconnected), or (missing) back.
             guard let connections = session.connections(ofPresent: [source])[source] else {
@@ -148,8 +170,8 @@ final class SourceWatch {
             } else {
                 reconnected[source] = nil
                 // Moved to other queue ports by someone: those are its ports now.
-                let fed = connections.filter(queueInputs.contains)
-                if !fed.isEmpty { destinations[source] = fed }
+                let feeds = connections.filter(queueInputs.contains)
+                if !feeds.isEmpty { setDestinations(feeds, of: index) }
             }
         }
         return events
