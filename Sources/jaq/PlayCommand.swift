@@ -156,10 +156,23 @@ struct PlayCommand: ParsableCommand {
         let longest = timePitch.playedSeconds(players.map(\.durationSeconds).max() ?? 0)
         Log.info("playing \(players.count) file\(players.count == 1 ? "" : "s") from JACK frame \(Int64(start.mSampleTime))"
                  + (loop ? ", looping" : ", \(TimeSpec.clock(Int64(longest * rate), rate: rate))"))
-        try waitUntilPlayed(players, start: Int64(start.mSampleTime), longest: longest, masterClock: masterClock, interruption: interruption)
+        // However the playing ends (every file played, a signal, an error), closing the JACK
+        // clients must not hang: libjack's jack_client_close can wait for ever on a server that
+        // is going away (SIGTERM sent to jaq and jackd together). Set before the queues' and the
+        // session's closes, so it runs first.
+        var ending = (status: Int32(1), what: "")
+        defer {
+            _ = Watchdog(seconds: Watchdog.teardownSeconds, status: ending.status,
+                         message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s" + ending.what)
+        }
+        do {
+            try waitUntilPlayed(players, start: Int64(start.mSampleTime), longest: longest, masterClock: masterClock, interruption: interruption)
+        } catch let exit as ExitCode {
+            ending.status = exit.rawValue
+            throw exit
+        }
+        ending = (0, "; every file was played")
         reportLostFrames(players)
-        _ = Watchdog(seconds: Watchdog.teardownSeconds, status: 0,
-                     message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; every file was played")
     }
 
     /// Opens `player`'s queue (its JACK client named for the file), connects it (--to), sets its
