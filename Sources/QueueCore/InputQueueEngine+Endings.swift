@@ -77,8 +77,7 @@ extension InputQueueEngine {
         if !drained && !starved {
             // Flush the resampler's tail once the ring is empty.
             if realtime.pointee.ring.readIndex.load(ordering: .relaxed) >= stopPosition && stageCount == 0,
-               let head = lock.withLock({ $0.fifo.first }), fillStage(flush: true) {
-                _ = head
+               !(lock.withLock { $0.fifo.isEmpty }), fillStage(flush: true) {
                 drain(ignoringState: true)
             }
             return

@@ -219,8 +219,7 @@ struct RecordCommand: ParsableCommand {
         startup.disarm()
         let exitStatus = take.run()
         // The take is on disk; closing the queue's client (and a private server) must not hang.
-        _ = Watchdog(seconds: Watchdog.teardownSeconds, status: exitStatus,
-                     message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s; the take is complete")
+        Watchdog.guardTeardown(status: exitStatus, outcome: "; the take is complete")
         if exitStatus != 0 { throw ExitCode(exitStatus) }
     }
 

@@ -42,4 +42,15 @@ final class Watchdog: @unchecked Sendable {
     }()
     /// Seconds closing clients and a private server may take once the work is done.
     static let teardownSeconds = 15.0
+
+    /// Guards the close of the command's JACK clients (and a private server) once its work has
+    /// ended, however it ended: libjack's `jack_client_close` can wait for ever on a server that
+    /// is going away (SIGTERM sent to jaq and jackd together). If the close takes over
+    /// `teardownSeconds`, jaq says so, with `outcome` ("; the take is complete"), and exits with
+    /// `status`, the one the command had. Call it before the closes begin: from a `defer` written
+    /// after theirs (defers run last first), so that it is armed when they run.
+    static func guardTeardown(status: Int32, outcome: String) {
+        _ = Watchdog(seconds: teardownSeconds, status: status,
+                     message: "closing the JACK clients took over \(Int(teardownSeconds)) s" + outcome)
+    }
 }
