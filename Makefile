@@ -162,7 +162,7 @@ soak: deps-bench release
 bench-late: deps-bench release
 	Sources/Benchmarks/late-cycles.sh
 
-.PHONY: soak bench-late fuzz fuzz-streams fuzz-packets fuzz-descriptions fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
+.PHONY: soak bench-late fuzz fuzz-kill fuzz-streams fuzz-packets fuzz-descriptions fuzz-files fuzz-freewheel fuzz-api asan asan-api tsan-api test-daw
 
 # The longer netjack2 tests (make test runs a compact version): a slave that records, 1 % packet loss, a slave
 # leaving and returning; and the Ardour tests again (make test runs them too: takes against Ardour's export,
@@ -172,7 +172,7 @@ test-daw: deps
 	JAQ_DAW_LONG=1 $(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter 'NetJackTests|ArdourTests'
 
 # make fuzz: the long runs that make test runs short versions of.
-fuzz: fuzz-files fuzz-streams fuzz-freewheel fuzz-api fuzz-packets fuzz-descriptions
+fuzz: fuzz-files fuzz-streams fuzz-freewheel fuzz-api fuzz-packets fuzz-descriptions fuzz-kill
 
 # Mutants of seed files of every container and of the kept crashers; a crash or hang saves the
 # mutant in out/fuzz-crashes and fails. Docs/audiofile.md, "Hostile input".
@@ -205,6 +205,14 @@ fuzz-descriptions: deps
 # The freewheel bounce at 64 tracks x 10 minutes of audio (Docs/cli.md, "Freewheel").
 fuzz-freewheel: release
 	JAQ_LONG=1 JAQ_BINARY=$(CURDIR)/.build/release/jaq $(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter FreewheelTests/aBounceInFreewheel
+
+# SIGTERM to a looping 64-channel jaq play and its jackd together, KILL_ROUNDS times after 15-25 s of
+# playing (make test runs 3 rounds of 1-3 s): jaq play must exit with status 143 within 20 s every time,
+# its close of the JACK clients ended by the teardown watchdog if libjack hangs in it. Docs/cli.md.
+KILL_ROUNDS ?= 12
+fuzz-kill: release
+	JAQ_KILL_ROUNDS=$(KILL_ROUNDS) JAQ_KILL_SECONDS=15-25 JAQ_KILL_SEED=$(FUZZ_SEED) JAQ_BINARY=$(CURDIR)/.build/release/jaq \
+	  $(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter PlayEndingTests/playAndItsServerKilledTogether
 
 # make asan: the hostile-input tests (crashers, non-files, hostile formats and calls, a fuzz run) with every
 # Swift target built with AddressSanitizer, in a scratch path of their own.

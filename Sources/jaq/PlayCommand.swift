@@ -157,14 +157,9 @@ struct PlayCommand: ParsableCommand {
         Log.info("playing \(players.count) file\(players.count == 1 ? "" : "s") from JACK frame \(Int64(start.mSampleTime))"
                  + (loop ? ", looping" : ", \(TimeSpec.clock(Int64(longest * rate), rate: rate))"))
         // However the playing ends (every file played, a signal, an error), closing the JACK
-        // clients must not hang: libjack's jack_client_close can wait for ever on a server that
-        // is going away (SIGTERM sent to jaq and jackd together). Set before the queues' and the
-        // session's closes, so it runs first.
-        var ending = (status: Int32(1), what: "")
-        defer {
-            _ = Watchdog(seconds: Watchdog.teardownSeconds, status: ending.status,
-                         message: "closing the JACK clients took over \(Int(Watchdog.teardownSeconds)) s" + ending.what)
-        }
+        // clients must not hang. Written after the queues' and the session's closes, so it runs first.
+        var ending = (status: Int32(1), outcome: "")
+        defer { Watchdog.guardTeardown(status: ending.status, outcome: ending.outcome) }
         do {
             try waitUntilPlayed(players, start: Int64(start.mSampleTime), longest: longest, masterClock: masterClock, interruption: interruption)
         } catch let exit as ExitCode {
@@ -294,7 +289,15 @@ struct PlayCommand: ParsableCommand {
                 throw CLIError(error)
             }
             let done = players.allSatisfy { $0.runningEvents.load(ordering: .acquiring) >= 2 && !$0.isRunning.load(ordering: .relaxed) }
-            if done { break }
+            if done {
+                // Queues also stop when their server goes away (jackd quit or was killed): that
+                // is not "every frame played", and a script must not take it for that.
+                if players.contains(where: { !RecordCommand.serverIsAlive($0.queue) }) {
+                    display.finish()
+                    throw CLIError("the JACK server went away: playing stopped")
+                }
+                break
+            }
             let logDue = !stdoutIsTerminal && !quiet && Date().timeIntervalSince(lastLog) >= 10
             // Nothing to show (--quiet, no terminal and no log line due): no look at the queue,
             // and no wake-up but for the queues' ends, a read error or a signal (they post

@@ -1,0 +1,79 @@
+import Testing
+import Foundation
+import Glibc
+import JackTestSupport
+
+/// How `jaq play` ends when its server ends under it: the exit status and the line a script
+/// sees. Before, a server that went away stopped the queues and jaq play said "done: every
+/// frame of every file played" with status 0; and SIGTERM sent to jaq play and jackd in one
+/// `kill` could leave jaq play waiting for ever in libjack's jack_client_close (seen once in 3
+/// tries of a 64-channel loop played 15-25 s).
+@Suite(.serialized) struct PlayEndingTests {
+    func log(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+    /// The server quits while a file loops, and while a file plays once: status 1 and one line
+    /// saying so, within seconds, never "every frame played".
+    @Test(arguments: [["--loop"], []])
+    func aServerThatGoesAwayEndsPlayingWithAnError(options: [String]) throws {
+        let server = try JackServer()
+        let dir = scratchDirectory("play-server-gone")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/src.wav", frames: 10 * 48000, channels: 2)
+        let play = try jaqInBackground(["play"] + options + ["src.wav"], server: server, log: "\(dir)/play.log", directory: dir)
+        #expect(waitForPorts(server, containing: "jaq-1-src:out_", count: 2) != nil)
+        usleep(500_000)
+        server.stop()
+        let stopped = Date()
+        #expect(waitForExit(play, timeout: 30) == 1, "\(log("\(dir)/play.log"))")
+        #expect(Date().timeIntervalSince(stopped) < 10, "jaq play ended within seconds of the server")
+        let said = log("\(dir)/play.log")
+        #expect(said.contains("jaq play: the JACK server went away: playing stopped"), "\(said)")
+        #expect(!said.contains("every frame of every file played"), "\(said)")
+    }
+
+    /// SIGTERM to a looping 64-channel `jaq play` and to its jackd in one go, after a few
+    /// seconds of playing, in rounds: jaq play exits with the signal's status (143) every time,
+    /// within the teardown watchdog's 15 s and a margin, whether its close of the JACK clients
+    /// returned or hung (then the watchdog's line says so). `make test` runs 3 rounds of 1-3 s
+    /// (fixed seed); `make fuzz-kill` runs JAQ_KILL_ROUNDS rounds of JAQ_KILL_SECONDS (15-25).
+    @Test func playAndItsServerKilledTogetherExitWithTheSignalsStatus() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let rounds = environment["JAQ_KILL_ROUNDS"].flatMap(Int.init) ?? 3
+        let range = (environment["JAQ_KILL_SECONDS"] ?? "1-3").split(separator: "-").compactMap { Double($0) }
+        let (shortest, longest) = (range.first ?? 1, range.last ?? 3)
+        var seed = environment["JAQ_KILL_SEED"].flatMap(UInt64.init) ?? 1
+        func nextUnit() -> Double {  // a small LCG: the same rounds for a seed
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Double(seed >> 11) / Double(1 << 53)
+        }
+        let dir = scratchDirectory("play-killed-with-server")
+        defer { removeScratch(dir) }
+        try writeRamp("\(dir)/src.wav", frames: 48000, channels: 64)
+        var hungCloses = 0
+        for round in 1...rounds {
+            let server = try JackServer(capture: 2, playback: 64)
+            defer { server.stop() }
+            let logPath = "\(dir)/play-\(round).log"
+            let play = try jaqInBackground(["play", "--quiet", "--loop", "src.wav"], server: server, log: logPath, directory: dir)
+            guard waitForPorts(server, containing: "jaq-1-src:out_", count: 64) != nil else {
+                Issue.record("round \(round): the player's 64 ports did not appear: \(log(logPath))")
+                kill(play.processIdentifier, SIGKILL)
+                _ = waitForExit(play, timeout: 10)
+                continue
+            }
+            let seconds = shortest + (longest - shortest) * nextUnit()
+            usleep(UInt32(seconds * 1_000_000))
+            // One after the other, as `kill PLAY JACKD` does.
+            kill(play.processIdentifier, SIGTERM)
+            kill(server.process.processIdentifier, SIGTERM)
+            let killed = Date()
+            let status = waitForExit(play, timeout: 15 + 15)
+            let took = Date().timeIntervalSince(killed)
+            let said = log(logPath)
+            #expect(status == 143, "round \(round) (\(String(format: "%.1f", seconds)) s): status \(status): \(said)")
+            #expect(took < 15 + 5, "round \(round): jaq play took \(String(format: "%.1f", took)) s to exit: \(said)")
+            if said.contains("closing the JACK clients took over 15 s") { hungCloses += 1 }
+        }
+        print("PlayEndingTests: \(rounds) rounds, \(hungCloses) with a close of the JACK clients that hung (ended by the watchdog)")
+    }
+}
