@@ -29,6 +29,7 @@ public final class JackSession: @unchecked Sendable {
     let client: OpaquePointer
     public let serverName: String?
     private let watcher: UnsafeMutablePointer<TransportWatch>
+    private let connectionWatch: UnsafeMutablePointer<ConnectionWatch>
     /// The relocations lost by the last `transportRelocations` (its caller's thread only).
     private var relocationsLostSeen = 0
     /// Whether the client takes part in cycles (it follows the transport, or PipeWire needed it).
@@ -53,6 +54,8 @@ public final class JackSession: @unchecked Sendable {
         self.serverName = serverName
         watcher = .allocate(capacity: 1)
         watcher.initialize(to: TransportWatch(client: client))
+        connectionWatch = .allocate(capacity: 1)
+        connectionWatch.initialize(to: ConnectionWatch(client: client))
         isActive = Mutex(watchTransport)
         if watchTransport {
             jack_set_process_callback(client, transportProcess, UnsafeMutableRawPointer(watcher))
@@ -102,6 +105,54 @@ public final class JackSession: @unchecked Sendable {
         jack_client_close(client)
         watcher.deinitialize(count: 1)
         watcher.deallocate()
+        connectionWatch.deinitialize(count: 1)
+        connectionWatch.deallocate()
+    }
+
+    /// Whether the client is active for `watchConnections` (and for nothing else).
+    private var watchesConnections = false
+
+    /// Has jackd2 report connection changes to this client (`connectionChanges`), posting
+    /// `wake` at each, until `stopWatchingConnections`. The client is activated with no process
+    /// callback: it joins no cycle, and gets the notifications (libjack calls callbacks of
+    /// active clients only, and takes them only before activation; the server sends them to a
+    /// client from the moment it has the callback, which is why it is set here and not at the
+    /// session's opening: each costs the client's notification thread about 50 µs).
+    /// - Returns: false if changes are not reported: the client is active already (it follows
+    ///   the transport), the server is PipeWire (there an active client runs every cycle), or
+    ///   the activation failed.
+    public func watchConnections(wake: UnsafeMutablePointer<sem_t>?) -> Bool {
+        guard !JackLibrary.isPipeWire else { return false }
+        connectionWatch.pointee.wake.store(UInt(bitPattern: wake), ordering: .releasing)
+        return isActive.withLock { active in
+            guard !active else { return false }
+            jack_set_port_connect_callback(client, sessionPortConnect, UnsafeMutableRawPointer(connectionWatch))
+            active = jack_activate(client) == 0
+            if !active { jack_set_port_connect_callback(client, nil, nil) }
+            watchesConnections = active
+            return active
+        }
+    }
+
+    /// Ends `watchConnections`: the client is deactivated and the server sends it no more
+    /// changes (call it before many connections go at once, as when a queue of 64 ports closes).
+    public func stopWatchingConnections() {
+        isActive.withLock { active in
+            guard watchesConnections, active else { return }
+            jack_deactivate(client)
+            jack_set_port_connect_callback(client, nil, nil)
+            active = false
+            watchesConnections = false
+        }
+        connectionWatch.pointee.wake.store(0, ordering: .releasing)
+    }
+
+    /// The connection changes reported so far (`watchConnections`), and the server's frame time
+    /// (32 bits) of the first one since the last call, if any.
+    public func connectionChanges() -> (count: Int, firstFrame: UInt32?) {
+        let count = connectionWatch.pointee.changes.load(ordering: .acquiring)
+        let first = connectionWatch.pointee.firstChangeFrame.exchange(0, ordering: .relaxed)
+        return (count, first == 0 ? nil : UInt32(truncatingIfNeeded: first - 1))
     }
 
     /// True if a server answers (with no client left behind).

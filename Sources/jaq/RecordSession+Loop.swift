@@ -22,10 +22,13 @@ extension RecordSession {
             switch pass() {
             case .wait:
                 // A live display redraws 12 times a second; a take waiting for its start or
-                // watching a transport or a clock is looked at 10 times a second; a take that
-                // only runs, 4 times (each look costs the queue's properties and locks). The
-                // sources are looked at right at the take's end.
-                let quick = showMeters ? 0.02 : trigger.phase == .armed || followsTransport || masterClock != nil ? 0.1 : 0.25
+                // watching a transport or a clock is looked at 10 times a second; a take with a
+                // source missing or coming back, 4 times; a take that only runs, once a second
+                // (each look costs the queue's properties and locks): its sources' connection
+                // changes, the server's end, the writer's news and signals wake the loop at once.
+                // The sources are looked at right at the take's end.
+                let quick = showMeters ? 0.02 : trigger.phase == .armed || followsTransport || masterClock != nil ? 0.1
+                    : sourceWatch?.needsQuickLooks ?? true ? 0.25 : 1
                 // The wait for the take's end is timed from the clock after the look's own work
                 // (a display's redraw may take a while): the look at the end must not come late.
                 let now = sourceWatch?.end == nil && captureEnd == nil ? nil : Optional(RecordCommand.deviceNow(queue))
@@ -276,6 +279,8 @@ extension RecordSession {
     /// Stops the queue, writes everything captured up to now, says how the take ended, keeps or
     /// removes its files, runs --on-take-end; returns the exit status.
     func finish() -> Int32 {
+        // The queue's ports go with it: the session is told of no more connection changes.
+        sourceWatch?.stopWatchingConnections()
         recorder.running.store(false, ordering: .relaxed)
         writer.stopEnqueueing()
         AudioQueueStop(queue, true)

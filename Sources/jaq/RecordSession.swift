@@ -5,6 +5,11 @@ import JackCommon
 import JackControl
 import Sync
 
+/// The recording queue started or stopped (its server gone, say): the main loop looks now.
+private func recordingQueueRunningChanged(_ userData: UnsafeMutableRawPointer?, _ queue: AudioQueueRef, _ id: AudioQueuePropertyID) {
+    mainLoopWake.post()
+}
+
 /// One `jaq record` of any kind of take (one file per track, interleaved, encoded; a single take or a tape
 /// machine's rolls), from the open queue to the last report: the queue's set-up and start,
 /// then the main loop (triggers, the source watch, the master clock's gaps and jumps, the
@@ -141,6 +146,9 @@ final class RecordSession {
         // the take when the server's own device went (a netjack2 master left its slave).
         let queueInputs = stringProperty(queue, kAudioQueueProperty_JACKPortNames)?.split(separator: ",").map(String.init) ?? []
         sourceWatch = SourceWatch(session: server.session, sources: sources, queueInputs: queueInputs, physical: Set(physical))
+        sourceWatch?.watchConnections(wake: mainLoopWake.raw)
+        // The queue stops when its server goes away: the main loop looks at once.
+        AudioQueueAddPropertyListener(queue, kAudioQueueProperty_IsRunning, recordingQueueRunningChanged, nil)
         // Meters only for the live display: they cost the realtime side a pass over the samples.
         showMeters = !command.quiet && stdoutIsTerminal
         var on: UInt32 = showMeters ? 1 : 0

@@ -129,15 +129,55 @@ final class SourceWatch {
         return false
     }
 
-    /// Looks at the ports (at most every `interval`, and once at the take's end); `now` is the
-    /// JACK frame now. Nothing after the look at the end.
+    /// The session reports connection changes (`watchConnections`): each brings a look at once
+    /// (the session posts the main loop's semaphore), and while every source is there the main
+    /// loop need not look often (`needsQuickLooks`).
+    private(set) var reportsChanges = false
+    /// The session's count of connection changes at the last look.
+    private var changesSeen = 0
+
+    /// Asks the session to report connection changes, posting `wake` at each.
+    func watchConnections(wake: UnsafeMutablePointer<sem_t>) {
+        reportsChanges = session.watchConnections(wake: wake)
+        changesSeen = session.connectionChanges().count
+    }
+
+    /// The take is over: no more reports (the queue's ports are about to go, all at once).
+    func stopWatchingConnections() {
+        guard reportsChanges else { return }
+        session.stopWatchingConnections()
+        reportsChanges = false
+    }
+
+    /// Whether the sources need looking at a few times a second: changes are not reported, or
+    /// a source is missing, coming back, or was connected again and its client may undo it.
+    var needsQuickLooks: Bool {
+        !reportsChanges || !missingSince.isEmpty || !returning.isEmpty
+            || reconnected.values.contains { Date().timeIntervalSince($0) < settling }
+    }
+
+    /// Looks at the ports (at most every `interval`, at once after a reported connection change,
+    /// and once at the take's end); `now` is the JACK frame now. Nothing after the look at the end.
     func poll(now: Int64) -> [Event] {
         guard !finished else { return [] }
         let atEnd = end.map { now >= $0 } ?? false
-        guard atEnd || Date().timeIntervalSince(lastPoll) >= interval else { return [] }
+        // A source that left was disconnected by then: at or after the first change reported
+        // since the last look (its frame time widened to `now`'s 64 bits).
+        var firstChange: Int64?
+        var changed = false
+        if reportsChanges {
+            let (count, first) = session.connectionChanges()
+            changed = count != changesSeen
+            changesSeen = count
+            firstChange = first.map { now - Int64(UInt32(truncatingIfNeeded: now) &- $0) }
+        }
+        guard atEnd || changed || Date().timeIntervalSince(lastPoll) >= interval else { return [] }
         lastPoll = Date()
         let previousPollFrame = lastPollFrame ?? now
         lastPollFrame = now
+        // Since when a source found gone may have been: the last look that saw it, or the first
+        // change reported after that look, whichever is later.
+        let lastSeen = max(previousPollFrame, firstChange ?? previousPollFrame)
         var events: [Event] = []
         for (index, source) in sources.enumerated() {
             if missingSince.isEmpty || missingSince[source] == nil, stillConnected(index) { continue }
@@ -148,7 +188,7 @@ final class SourceWatch {
                 reconnected[source] = nil
                 if missingSince[source] == nil {
                     missingSince[source] = now
-                    unseenBefore[source] = max(0, now - previousPollFrame)
+                    unseenBefore[source] = max(0, now - lastSeen)
                     events.append(physical.contains(source) ? .deviceLost(port: source, frame: now) : .gone(port: source, frame: now))
                 }
                 continue
