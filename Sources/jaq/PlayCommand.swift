@@ -286,6 +286,9 @@ struct PlayCommand: ParsableCommand {
         var lastLog = Date()
         while true {
             if let signal = interruption.signal {
+                // The queues' stops talk to a server that may be going away too (SIGTERM sent to
+                // jaq and jackd together): guarded as the clients' closes are.
+                Watchdog.guardTeardown(status: Interruption.exitStatus(signal), outcome: "")
                 stopAll()
                 Log.info("interrupted: stopped")
                 throw ExitCode(Interruption.exitStatus(signal))

@@ -146,7 +146,7 @@ final class RecordSession {
         // the take when the server's own device went (a netjack2 master left its slave).
         let queueInputs = stringProperty(queue, kAudioQueueProperty_JACKPortNames)?.split(separator: ",").map(String.init) ?? []
         sourceWatch = SourceWatch(session: server.session, sources: sources, queueInputs: queueInputs, physical: Set(physical))
-        sourceWatch?.watchConnections(wake: mainLoopWake.raw)
+        sourceWatch?.watchConnections(wake: mainLoopWake.raw, periodFrames: periodFrames)
         // The queue stops when its server goes away: the main loop looks at once.
         AudioQueueAddPropertyListener(queue, kAudioQueueProperty_IsRunning, recordingQueueRunningChanged, nil)
         // Meters only for the live display: they cost the realtime side a pass over the samples.

@@ -136,10 +136,24 @@ final class SourceWatch {
     /// The session's count of connection changes at the last look.
     private var changesSeen = 0
 
-    /// Asks the session to report connection changes, posting `wake` at each.
-    func watchConnections(wake: UnsafeMutablePointer<sem_t>) {
+    /// Asks the session to report connection changes, posting `wake` at each; `periodFrames` is
+    /// the server's period.
+    func watchConnections(wake: UnsafeMutablePointer<sem_t>, periodFrames: Int64) {
         reportsChanges = session.watchConnections(wake: wake)
         changesSeen = session.connectionChanges().count
+        recheckDelay = 2 * max(periodFrames, 1)
+    }
+
+    /// jackd2 tells of a connection change when it makes it, and the ports show it from the
+    /// server's next cycle: the look a report brings may still see the old connections, so the
+    /// sources are looked at once more two periods later (the JACK frame of that look; nil: none due).
+    private(set) var recheckFrame: Int64?
+    private var recheckDelay: Int64 = 512
+
+    /// Seconds until the look after a reported change is due, nil if none is: a main loop
+    /// sleeps no longer.
+    func secondsToRecheck(now: Int64, rate: Double) -> Double? {
+        recheckFrame.map { max(0, Double($0 - now) / rate) }
     }
 
     /// The take is over: no more reports (the queue's ports are about to go, all at once).
@@ -171,7 +185,10 @@ final class SourceWatch {
             changesSeen = count
             firstChange = first.map { now - Int64(UInt32(truncatingIfNeeded: now) &- $0) }
         }
-        guard atEnd || changed || Date().timeIntervalSince(lastPoll) >= interval else { return [] }
+        let recheckDue = recheckFrame.map { now >= $0 } ?? false
+        if recheckDue { recheckFrame = nil }
+        if changed { recheckFrame = now + recheckDelay }
+        guard atEnd || changed || recheckDue || Date().timeIntervalSince(lastPoll) >= interval else { return [] }
         lastPoll = Date()
         let previousPollFrame = lastPollFrame ?? now
         lastPollFrame = now

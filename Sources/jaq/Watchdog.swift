@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Sync
+import Synchronization
 
 /// Turns a hang inside libjack (a server that stops answering, a client open or close
 /// that never returns) into one line on stderr and an exit, instead of a process that
@@ -48,9 +49,12 @@ final class Watchdog: @unchecked Sendable {
     /// is going away (SIGTERM sent to jaq and jackd together). If the close takes over
     /// `teardownSeconds`, jaq says so, with `outcome` ("; the take is complete"), and exits with
     /// `status`, the one the command had. Call it before the closes begin: from a `defer` written
-    /// after theirs (defers run last first), so that it is armed when they run.
+    /// after theirs (defers run last first), so that it is armed when they run, and before the
+    /// queues' stops where those come first (a signal). Only the first call of a process arms it.
     static func guardTeardown(status: Int32, outcome: String) {
+        guard !teardownGuarded.exchange(true, ordering: .relaxed) else { return }
         _ = Watchdog(seconds: teardownSeconds, status: status,
                      message: "closing the JACK clients took over \(Int(teardownSeconds)) s" + outcome)
     }
+    private static let teardownGuarded = Atomic<Bool>(false)
 }
