@@ -31,11 +31,10 @@ extension RecordSession {
                     : sourceWatch?.needsQuickLooks ?? true ? 0.25 : 1
                 // The wait for the take's end is timed from the clock after the look's own work
                 // (a display's redraw may take a while): the look at the end must not come late.
-                let now = sourceWatch?.end == nil && captureEnd == nil && sourceWatch?.recheckFrame == nil ? nil : Optional(RecordCommand.deviceNow(queue))
-                let toEnd = now.flatMap { sourceWatch?.secondsToEnd(now: $0, rate: deviceRate) }
+                let now = sourceWatch?.nextDueFrame == nil && captureEnd == nil ? nil : Optional(RecordCommand.deviceNow(queue))
+                let toLook = now.flatMap { sourceWatch?.secondsToDueLook(now: $0, rate: deviceRate) }
                 let toCaptureEnd = now.flatMap { secondsToCaptureEnd(now: $0) }
-                let toRecheck = now.flatMap { sourceWatch?.secondsToRecheck(now: $0, rate: deviceRate) }
-                let pace = min(quick, toEnd.map { $0 + 0.001 } ?? 1, toCaptureEnd.map { $0 + 0.001 } ?? 1, toRecheck.map { $0 + 0.001 } ?? 1)
+                let pace = min(quick, toLook.map { $0 + 0.001 } ?? 1, toCaptureEnd.map { $0 + 0.001 } ?? 1)
                 // The writer posts when the take's last frame is written (or it failed, or
                 // finished), the signal handler on a signal: the look that ends the take comes
                 // then, not at the next pace.

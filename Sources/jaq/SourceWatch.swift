@@ -60,11 +60,16 @@ final class SourceWatch {
         return lastPollFrame >= end
     }
 
-    /// Seconds until the look at the take's end is due, nil when the end is not known or was
-    /// looked at: a main loop sleeps no longer, so that it looks right at the end.
-    func secondsToEnd(now: Int64, rate: Double) -> Double? {
-        guard let end, !finished else { return nil }
-        return max(0, Double(end - now) / rate)
+    /// The JACK frame of the next look that must come on time, nil if none is due: the look at
+    /// the take's end (unless taken), or the one two periods after a reported change.
+    var nextDueFrame: Int64? {
+        guard let end, !finished else { return recheckFrame }
+        return recheckFrame.map { min(end, $0) } ?? end
+    }
+
+    /// Seconds until `nextDueFrame`: a main loop sleeps no longer.
+    func secondsToDueLook(now: Int64, rate: Double) -> Double? {
+        nextDueFrame.map { max(0, Double($0 - now) / rate) }
     }
 
     /// Watches through `session`, the command's own control client (one JACK client less);
@@ -147,14 +152,8 @@ final class SourceWatch {
     /// jackd2 tells of a connection change when it makes it, and the ports show it from the
     /// server's next cycle: the look a report brings may still see the old connections, so the
     /// sources are looked at once more two periods later (the JACK frame of that look; nil: none due).
-    private(set) var recheckFrame: Int64?
+    private var recheckFrame: Int64?
     private var recheckDelay: Int64 = 512
-
-    /// Seconds until the look after a reported change is due, nil if none is: a main loop
-    /// sleeps no longer.
-    func secondsToRecheck(now: Int64, rate: Double) -> Double? {
-        recheckFrame.map { max(0, Double($0 - now) / rate) }
-    }
 
     /// The take is over: no more reports (the queue's ports are about to go, all at once).
     func stopWatchingConnections() {
