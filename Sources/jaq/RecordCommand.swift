@@ -132,9 +132,18 @@ struct RecordCommand: ParsableCommand {
     /// about 13 % more CPU than these 64 KiB ones: the kernel's cost is mostly per write call
     /// (Docs/benchmarks.md, "Where the time goes").
     static let bufferFrames = 16384
-    /// Buffers the queue keeps enqueued (the rest wait in the writer's free list). The capture
-    /// ring (1 s) covers the queue thread's hiccups; these only need to keep it fed.
-    static let enqueuedBuffers = 2
+    /// Buffers the queue keeps enqueued (the rest wait in the writer's free list): one. The
+    /// realtime side fills it directly (the queue lends it); when it is full, the input callback
+    /// enqueues a free buffer in its place on the queue thread, which lends that one in the same
+    /// pass, and the capture ring holds the cycles in between. A second enqueued buffer is never
+    /// filled sooner: it only added one more buffer's memory to every take (4 MiB at 64 tracks,
+    /// faulted in by the kernel: issue #29).
+    static let enqueuedBuffers = 1
+    /// Seconds of the queue's capture ring: the queue thread's hiccups (a buffer's hand-over, a
+    /// stalled callback), not the disk's, which the buffers (`--buffer`) cover. Every page of it
+    /// is touched before the start (the realtime side must not fault): at 64 tracks 0.5 s is
+    /// 8 MiB (32768 frames at 48 kHz, 0.68 s), where 1 s was 16 MiB (issue #29).
+    static let captureRingSeconds = 0.5
 
     func validate() throws {
         do { _ = try Trigger(at: at, in: `in`, transport: transport, onEnter: onEnter) } catch { throw ValidationError(error.description) }

@@ -154,7 +154,7 @@ final class RecordSession {
         var on: UInt32 = showMeters ? 1 : 0
         AudioQueueSetProperty(queue, kAudioQueueProperty_EnableLevelMetering, &on, 4)
         // The capture ring covers the queue thread's hiccups; the buffers (--buffer) the disk's.
-        var ringSeconds = 1.0
+        var ringSeconds = RecordCommand.captureRingSeconds
         AudioQueueSetProperty(queue, kAudioQueueProperty_CaptureBufferSeconds, &ringSeconds, 8)
 
         skip = command.noLatencyCompensation ? Array(repeating: Int64(0), count: sources.count)
