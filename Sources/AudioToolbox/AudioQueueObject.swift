@@ -22,6 +22,15 @@ public enum AudioQueueDevices {
         NamedDeviceProvider(JackDriver.shared, name: clientName)
     }
 
+    /// The same, with the queue connected at its creation to `device` (the syntax of
+    /// kAudioQueueProperty_CurrentDevice) instead of the default (`$JAQ_INPUT_DEVICE`,
+    /// `$JAQ_OUTPUT_DEVICE`, "system"); "" connects nothing. For a program that sets
+    /// CurrentDevice right after: the default's connections are then never made, only to be
+    /// removed (a jaq extension; `jaq record` of 64 ports made 128 connections and removed 64).
+    public static func jack(clientName: String, connectingTo device: String) -> DeviceProvider {
+        NamedDeviceProvider(JackDriver.shared, name: clientName, target: device)
+    }
+
     /// A device with no server (a jaq extension): for queues that only render offline
     /// (AudioQueueSetOfflineRenderFormat, AudioQueueOfflineRender), as `jaq render` makes them.
     /// Its clock runs only when a render advances it; it has no physical ports, so a queue

@@ -123,15 +123,21 @@ public protocol DeviceProvider: AnyObject, Sendable {
 public final class NamedDeviceProvider: DeviceProvider, @unchecked Sendable {
     public let base: DeviceProvider
     public let name: String
+    /// What a new queue connects to, in place of `base`'s default; nil: `base`'s.
+    public let target: String?
 
-    public init(_ base: DeviceProvider, name: String) {
+    /// - Parameter target: what a new queue connects to ("" nothing: its owner sets
+    ///   CurrentDevice next, so the default's connections would be made only to be removed);
+    ///   nil for `base`'s default.
+    public init(_ base: DeviceProvider, name: String, target: String? = nil) {
         self.base = base
         self.name = name
+        self.target = target
     }
 
     public func openDevice(name _: String, direction: DeviceDirection, layout: PortLayout) throws -> AudioDevice {
         try base.openDevice(name: name, direction: direction, layout: layout)
     }
 
-    public func defaultTarget(for direction: DeviceDirection) -> String { base.defaultTarget(for: direction) }
+    public func defaultTarget(for direction: DeviceDirection) -> String { target ?? base.defaultTarget(for: direction) }
 }

@@ -178,8 +178,10 @@ struct PlayCommand: ParsableCommand {
         let user = Unmanaged.passUnretained(player).toOpaque()
         let stem = URL(fileURLWithPath: player.path).deletingPathExtension().lastPathComponent
         let clientName = "jaq-\(player.index)-\(sanitized(stem, limit: 40))"
-        let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue,
-                                         device: AudioQueueDevices.jack(clientName: clientName))
+        // With --to, connected to nothing until CurrentDevice (below) connects it there.
+        let device = target == nil ? AudioQueueDevices.jack(clientName: clientName)
+            : AudioQueueDevices.jack(clientName: clientName, connectingTo: "")
+        let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue, device: device)
         guard status == noErr, let queue else {
             throw CLIError("\(player.path): cannot open JACK client \(clientName): \(server.queueFailure(status))")
         }

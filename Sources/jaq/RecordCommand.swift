@@ -211,8 +211,10 @@ struct RecordCommand: ParsableCommand {
         let user = Unmanaged.passRetained(recorder).toOpaque()
         defer { Unmanaged<Recorder>.fromOpaque(user).release() }
         var queue: AudioQueueRef?
+        // Connected to nothing until RecordSession.prepare connects it to the sources (not first
+        // to the system's capture ports, to be disconnected from them there).
         let created = AudioQueueNewInput(&asbd, recorderCallback, user, nil, nil, 0, &queue,
-                                         device: AudioQueueDevices.jack(clientName: "jaq-record"))
+                                         device: AudioQueueDevices.jack(clientName: "jaq-record", connectingTo: ""))
         guard created == noErr, let queue else {
             removeFiles(files)
             throw CLIError("cannot create the recording queue: \(server.queueFailure(created))")

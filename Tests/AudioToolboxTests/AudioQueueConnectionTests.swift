@@ -136,6 +136,41 @@ import QueueCore
         }
     }
 
+    /// A queue whose provider names what it connects to at creation (`jaq record`, `jaq play
+    /// --to`: AudioQueueDevices.jack(clientName:connectingTo:)) makes only those connections:
+    /// "" none at all (CurrentDevice then makes the only ones), a list exactly it, never the
+    /// system's ports first. The client counts the server's connect requests: each made and
+    /// removed again cost a server round trip and a graph change (issue #29).
+    @Test func aQueueMadeToConnectNowhereOrElsewhereNeverConnectsToTheSystemFirst() throws {
+        try withServer { server, driver in
+            let patcher = try Patcher(server: server.name, levels: [])
+            defer { patcher.close() }
+            for (target, expected) in [("", [[String](), []]), ("system:capture_4,system:capture_3", [["system:capture_4"], ["system:capture_3"]])] {
+                var format = lpcm(channels: 2, bits: 16)
+                var created: AudioQueueRef?
+                let provider = NamedDeviceProvider(driver, name: "jaq-target-\(expected[0].count)", target: target)
+                #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &created, device: provider) == noErr)
+                let queue = try #require(created)
+                let ports = property(queue, kAudioQueueProperty_JACKPortNames).split(separator: ",").map(String.init)
+                #expect(ports.count == 2)
+                #expect(ports.map { patcher.connections(of: $0) } == expected, "at creation, target \"\(target)\"")
+                #expect(property(queue, kAudioQueueProperty_CurrentDevice) == target)
+                #expect(setDevice(queue, "system:capture_1,system:capture_2") == noErr)
+                #expect(ports.map { patcher.connections(of: $0) } == [["system:capture_1"], ["system:capture_2"]])
+                AudioQueueDispose(queue, true)
+            }
+            // The provider's default is still the system's ports.
+            var format = lpcm(channels: 2, bits: 16)
+            var created: AudioQueueRef?
+            #expect(AudioQueueNewInput(&format, { _, _, _, _, _, _ in }, nil, nil, nil, 0, &created,
+                                       device: NamedDeviceProvider(driver, name: "jaq-default")) == noErr)
+            let queue = try #require(created)
+            defer { AudioQueueDispose(queue, true) }
+            let ports = property(queue, kAudioQueueProperty_JACKPortNames).split(separator: ",").map(String.init)
+            #expect(ports.map { patcher.connections(of: $0) } == [["system:capture_1"], ["system:capture_2"]])
+        }
+    }
+
     /// CurrentDevice set from two threads at once: the passes take turns, so each port ends
     /// up with exactly the connection of one pass (never one pass's source on another pass's
     /// port, as when two threads' requests shared the client's socket at once), and
