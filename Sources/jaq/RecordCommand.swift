@@ -139,9 +139,10 @@ struct RecordCommand: ParsableCommand {
     /// filled sooner: it only added one more buffer's memory to every take (4 MiB at 64 tracks,
     /// faulted in by the kernel: issue #29).
     static let enqueuedBuffers = 1
-    /// Seconds of the queue's capture ring: the queue thread's hiccups (a buffer's hand-over, a
-    /// stalled callback), not the disk's, which the buffers (`--buffer`) cover. Every page of it
-    /// is touched before the start (the realtime side must not fault): at 64 tracks 0.5 s is
+    /// Seconds of the queue's capture ring for a plain take at the server's rate (an encoding or
+    /// resampling queue keeps 1 s): the queue thread's hiccups (a buffer's hand-over, a stalled
+    /// callback), not the disk's, which the buffers (`--buffer`) cover. Every page of it is
+    /// touched before the start (the realtime side must not fault): at 64 tracks 0.5 s is
     /// 8 MiB (32768 frames at 48 kHz, 0.68 s), where 1 s was 16 MiB (issue #29).
     static let captureRingSeconds = 0.5
 

@@ -154,7 +154,11 @@ final class RecordSession {
         var on: UInt32 = showMeters ? 1 : 0
         AudioQueueSetProperty(queue, kAudioQueueProperty_EnableLevelMetering, &on, 4)
         // The capture ring covers the queue thread's hiccups; the buffers (--buffer) the disk's.
-        var ringSeconds = RecordCommand.captureRingSeconds
+        // A PCM take at the server's rate leaves the ring little to hold (float is captured
+        // straight into the queue's buffers, the ring holding the cycles between two; integer
+        // samples are converted out of it as they come): its hiccups. A queue that encodes (m4a,
+        // ALAC) or resamples (--rate) does more work per buffer, and keeps the longer ring.
+        var ringSeconds = takeFormat.encoding == nil && fileRate == deviceRate ? RecordCommand.captureRingSeconds : 1.0
         AudioQueueSetProperty(queue, kAudioQueueProperty_CaptureBufferSeconds, &ringSeconds, 8)
 
         skip = command.noLatencyCompensation ? Array(repeating: Int64(0), count: sources.count)
