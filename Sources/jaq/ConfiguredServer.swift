@@ -22,7 +22,7 @@ struct ConfiguredServer {
     /// The configuration libjack would read, or JACK's default.
     static func load() -> ConfiguredServer {
         var candidates: [(path: String, shown: String)] = []
-        if let home = ProcessInfo.processInfo.environment["HOME"] {
+        if let home = Environment["HOME"] {
             candidates.append(("\(home)/.jackdrc", "~/.jackdrc"))
         }
         candidates += [("/etc/jackdrc", "/etc/jackdrc"), ("/etc/jackd.conf", "/etc/jackd.conf")]
@@ -36,7 +36,7 @@ struct ConfiguredServer {
     }
 
     /// Whether the environment forbids starting a server (`JACK_NO_START_SERVER`, as for libjack).
-    static var startingIsForbidden: Bool { ProcessInfo.processInfo.environment["JACK_NO_START_SERVER"] != nil }
+    static var startingIsForbidden: Bool { Environment["JACK_NO_START_SERVER"] != nil }
 
     /// The arguments jaq runs: libjack's `-T` and `-nNAME` right after the program.
     func arguments(serverName: String?) -> [String] {

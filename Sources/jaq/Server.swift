@@ -33,7 +33,7 @@ struct PrivateServerOptions: ParsableArguments {
     /// Whether a private server was asked for, by the flag or by $JAQ_PRIVATE_SERVER.
     var wanted: Bool {
         if privateServer { return true }
-        guard let value = ProcessInfo.processInfo.environment["JAQ_PRIVATE_SERVER"] else { return false }
+        guard let value = Environment["JAQ_PRIVATE_SERVER"] else { return false }
         return !["", "0", "no", "false"].contains(value.lowercased())
     }
 }
@@ -86,7 +86,7 @@ final class ServerContext: @unchecked Sendable {
             // PipeWire's libjack ignores JACK_DEFAULT_SERVER (as every JACK program under pw-jack
             // does): its server is $PIPEWIRE_REMOTE or pipewire-0. No jackd is started: PipeWire's
             // libjack could not talk to it.
-            let remote = ProcessInfo.processInfo.environment["PIPEWIRE_REMOTE"] ?? "pipewire-0"
+            let remote = Environment["PIPEWIRE_REMOTE"] ?? "pipewire-0"
             guard let session = try Self.session(nil, clientName: clientName, watchTransport: watchTransport) else {
                 throw CLIError("no PipeWire server is running (libjack is PipeWire's, as under pw-jack: \(JackLibrary.version)); "
                                + "start pipewire (socket \(remote) in $XDG_RUNTIME_DIR), or run jaq without pw-jack to use jackd")
@@ -95,7 +95,7 @@ final class ServerContext: @unchecked Sendable {
             self.session = session
             return
         }
-        let wanted = options.server ?? ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"]
+        let wanted = options.server ?? Environment["JACK_DEFAULT_SERVER"]
         if let session = try Self.session(wanted, clientName: clientName, watchTransport: watchTransport) {
             self.name = wanted
             self.session = session
@@ -262,7 +262,7 @@ final class ServerContext: @unchecked Sendable {
         let candidates: [String]
         if let explicit {
             candidates = [explicit]
-        } else if let environment = ProcessInfo.processInfo.environment["JAQ_SERVER_CONFIG"] {
+        } else if let environment = Environment["JAQ_SERVER_CONFIG"] {
             candidates = [environment]
         } else {
             // The executable's own path: argv[0] is just "jaq" when it was found on PATH.

@@ -38,7 +38,7 @@ final class Watchdog: @unchecked Sendable {
 
     /// Seconds the start of a command may take talking to the server ($JAQ_SERVER_TIMEOUT, default 30).
     static let startupSeconds: Double = {
-        if let text = ProcessInfo.processInfo.environment["JAQ_SERVER_TIMEOUT"], let value = Double(text), value > 0 { return value }
+        if let text = Environment["JAQ_SERVER_TIMEOUT"], let value = Double(text), value > 0 { return value }
         return 30
     }()
     /// Seconds closing clients and a private server may take once the work is done.
