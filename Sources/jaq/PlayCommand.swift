@@ -309,7 +309,7 @@ struct PlayCommand: ParsableCommand {
             if done {
                 // Queues also stop when their server goes away (jackd quit or was killed): that
                 // is not "every frame played", and a script must not take it for that.
-                if players.contains(where: { !RecordCommand.serverIsAlive($0.queue) }) {
+                if players.contains(where: { !QueueClock.serverIsAlive($0.queue) }) {
                     display.finish()
                     throw CLIError("the JACK server went away: playing stopped")
                 }

@@ -272,18 +272,6 @@ struct RecordCommand: ParsableCommand {
         return Int64(value)
     }
 
-    /// Whether the queue's JACK server is still there (DeviceGetCurrentTime gives a sample
-    /// time only while it is): a server that shut down or died ends the take.
-    static func serverIsAlive(_ queue: AudioQueueRef) -> Bool { deviceClock(queue).alive }
-
-    /// The JACK frame now (0 when the server is gone), and whether the server answered: one
-    /// call for both, as the main loop's look needs them together.
-    static func deviceClock(_ queue: AudioQueueRef) -> (now: Int64, alive: Bool) {
-        var now = AudioTimeStamp()
-        let alive = AudioQueueDeviceGetCurrentTime(queue, &now) == noErr && now.mFlags.contains(.sampleTimeValid)
-        return (Int64(now.mSampleTime), alive)
-    }
-
     /// The check that the server runs the queue at all: the queue not started 10 s after its
     /// start frame, counted both on the device clock and on the wall clock. Device frames alone
     /// pass in a moment in freewheel, before the queue thread has published its start; wall time
@@ -308,12 +296,6 @@ struct RecordCommand: ParsableCommand {
         }
     }
 
-    /// The JACK frame now (0 when the server does not answer).
-    static func deviceNow(_ queue: AudioQueueRef) -> Int64 {
-        var now = AudioTimeStamp()
-        AudioQueueDeviceGetCurrentTime(queue, &now)
-        return Int64(now.mSampleTime)
-    }
 
     /// The queue's timeline discontinuities so far (xruns, lost data, rate changes).
     static func discontinuities(_ queue: AudioQueueRef) -> UInt32 {

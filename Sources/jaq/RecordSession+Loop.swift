@@ -31,7 +31,7 @@ extension RecordSession {
                     : sourceWatch?.needsQuickLooks ?? true ? 0.25 : 1
                 // The wait for the take's end is timed from the clock after the look's own work
                 // (a display's redraw may take a while): the look at the end must not come late.
-                let now = sourceWatch?.nextDueFrame == nil && captureEnd == nil ? nil : Optional(RecordCommand.deviceNow(queue))
+                let now = sourceWatch?.nextDueFrame == nil && captureEnd == nil ? nil : Optional(QueueClock.frame(queue))
                 let toLook = now.flatMap { sourceWatch?.secondsToDueLook(now: $0, rate: deviceRate) }
                 let toCaptureEnd = now.flatMap { secondsToCaptureEnd(now: $0) }
                 let pace = min(quick, toLook.map { $0 + 0.001 } ?? 1, toCaptureEnd.map { $0 + 0.001 } ?? 1)
@@ -52,7 +52,7 @@ extension RecordSession {
         if takeStart != nil && discontinuitiesAtTakeStart == nil {
             discontinuitiesAtTakeStart = RecordCommand.discontinuities(queue)
         }
-        let clock = RecordCommand.deviceClock(queue)
+        let clock = QueueClock.now(queue)
         // The writer's error, the server gone, the take's end (a tape machine's next take).
         let look = TakeMachine.Look(writerError: error, serverAlive: clock.alive,
                                     framesWritten: writer.framesWritten, end: end, signal: interruption.signal)
@@ -62,7 +62,7 @@ extension RecordSession {
         case .carryOn: break
         }
         let origin = startedOrigin()
-        if watchSources(takeStart: takeStart, end: end, origin: origin, now: clock.now) { return .stop }
+        if watchSources(takeStart: takeStart, end: end, origin: origin, now: clock.frame) { return .stop }
         followClock()
         if let signal = interruption.signal {
             machine.signalled(isInterrupt: signal == SIGINT)
@@ -70,7 +70,7 @@ extension RecordSession {
         }
         // A queue the server never runs (seen on a loaded netjack2 master) must not leave jaq
         // waiting for ever: say so and stop, 10 s after the start frame.
-        if startWatch.hasTimedOut(deviceNow: clock.now, started: origin != nil) {
+        if startWatch.hasTimedOut(deviceNow: clock.frame, started: origin != nil) {
             writer.state.withLock { $0.error = $0.error ?? "the JACK server ran no cycles for jaq-record within 10 s of its start" }
             return .again
         }
@@ -79,7 +79,7 @@ extension RecordSession {
         // After the trigger's step: a take it began has its end now, and the loop's next wait
         // is timed to the capture of its last frame.
         let (startNow, endNow) = takeStart != nil && end != nil ? (takeStart, end) : writer.state.withLock { ($0.takeStart, $0.end) }
-        flushAtCaptureEnd(takeStart: startNow, end: endNow, origin: origin, now: clock.now)
+        flushAtCaptureEnd(takeStart: startNow, end: endNow, origin: origin, now: clock.frame)
         showProgress(armed: takeStart == nil)
         return .wait
     }
@@ -134,7 +134,7 @@ extension RecordSession {
         guard let lost = SourceWatch.report(watched, takeTime: takeTime, fileFrames: toQueueFrames, deviceRate: deviceRate) else { return false }
         // Every port goes when the whole server does: that is the server gone (asked again:
         // the server may have gone since the look began).
-        machine.sourceLost(device: lost, serverAlive: RecordCommand.serverIsAlive(queue))
+        machine.sourceLost(device: lost, serverAlive: QueueClock.serverIsAlive(queue))
         return true
     }
 
@@ -185,7 +185,7 @@ extension RecordSession {
                 // start follows the clock while the queue, already running, has not reached it.
                 let moved = start - Int64(by)
                 let origin = startedOrigin() ?? requestedOrigin
-                if moved - prerollDevice >= origin, RecordCommand.deviceNow(queue) + Int64(0.1 * deviceRate) < moved - prerollDevice {
+                if moved - prerollDevice >= origin, QueueClock.frame(queue) + Int64(0.1 * deviceRate) < moved - prerollDevice {
                     takeStartDevice = moved
                     if trigger.phase != .armed { beginTake(atDevice: moved, origin: origin) }
                     Log.info("the clock on \(masterClock.reader.source) jumped by \(by) frames before the start (JACK frame \(device)): "
@@ -283,7 +283,7 @@ extension RecordSession {
         // (64 of them cost its notification thread 3 ms). Not when a signal or the server's end
         // stopped the take: a libjack call while the server goes away may never return, and
         // the take's last frames come first.
-        if interruption.signal == nil, RecordCommand.serverIsAlive(queue) { sourceWatch?.stopWatchingConnections() }
+        if interruption.signal == nil, QueueClock.serverIsAlive(queue) { sourceWatch?.stopWatchingConnections() }
         recorder.running.store(false, ordering: .relaxed)
         writer.stopEnqueueing()
         AudioQueueStop(queue, true)

@@ -17,6 +17,6 @@ extension RecordSession {
 
     /// What the trigger looks at: the device's frame now, the transport (with `session`), Enter.
     func observation(session: JackSession?, enterPressed: SharedFlag) -> Trigger.Observation {
-        Trigger.Observation(now: RecordCommand.deviceNow(queue), session: session, enterPressed: enterPressed.value != 0)
+        Trigger.Observation(now: QueueClock.frame(queue), session: session, enterPressed: enterPressed.value != 0)
     }
 }
