@@ -18,16 +18,12 @@ public enum AudioQueueDevices {
     /// The JACK server, with the queue's client named `clientName` from the start (a jaq
     /// extension; the server may make the name unique). Setting kAudioQueueProperty_JACKClientName
     /// later opens a second client and closes the first.
-    public static func jack(clientName: String) -> DeviceProvider {
-        NamedDeviceProvider(JackDriver.shared, name: clientName)
-    }
-
-    /// The same, with the queue connected at its creation to `device` (the syntax of
-    /// kAudioQueueProperty_CurrentDevice) instead of the default (`$JAQ_INPUT_DEVICE`,
-    /// `$JAQ_OUTPUT_DEVICE`, "system"); "" connects nothing. For a program that sets
-    /// CurrentDevice right after: the default's connections are then never made, only to be
-    /// removed (a jaq extension; `jaq record` of 64 ports made 128 connections and removed 64).
-    public static func jack(clientName: String, connectingTo device: String) -> DeviceProvider {
+    /// - Parameter device: what the queue connects to at its creation, in the syntax of
+    ///   kAudioQueueProperty_CurrentDevice ("" connects nothing); nil for the default
+    ///   (`$JAQ_INPUT_DEVICE`, `$JAQ_OUTPUT_DEVICE`, "system"). For a program that sets
+    ///   CurrentDevice right after: the default's connections are then never made only to be
+    ///   removed (`jaq record` of 64 ports made 128 connections and removed 64).
+    public static func jack(clientName: String, connectingTo device: String? = nil) -> DeviceProvider {
         NamedDeviceProvider(JackDriver.shared, name: clientName, target: device)
     }
 

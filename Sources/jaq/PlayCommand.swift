@@ -179,9 +179,8 @@ struct PlayCommand: ParsableCommand {
         let stem = URL(fileURLWithPath: player.path).deletingPathExtension().lastPathComponent
         let clientName = "jaq-\(player.index)-\(sanitized(stem, limit: 40))"
         // With --to, connected to nothing until CurrentDevice (below) connects it there.
-        let device = target == nil ? AudioQueueDevices.jack(clientName: clientName)
-            : AudioQueueDevices.jack(clientName: clientName, connectingTo: "")
-        let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue, device: device)
+        let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue,
+                                         device: AudioQueueDevices.jack(clientName: clientName, connectingTo: target.map { _ in "" }))
         guard status == noErr, let queue else {
             throw CLIError("\(player.path): cannot open JACK client \(clientName): \(server.queueFailure(status))")
         }

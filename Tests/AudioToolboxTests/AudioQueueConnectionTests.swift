@@ -139,8 +139,8 @@ import QueueCore
     /// A queue whose provider names what it connects to at creation (`jaq record`, `jaq play
     /// --to`: AudioQueueDevices.jack(clientName:connectingTo:)) makes only those connections:
     /// "" none at all (CurrentDevice then makes the only ones), a list exactly it, never the
-    /// system's ports first. The client counts the server's connect requests: each made and
-    /// removed again cost a server round trip and a graph change (issue #29).
+    /// system's ports first (each connection made and removed again cost a server round trip
+    /// and a graph change: issue #29).
     @Test func aQueueMadeToConnectNowhereOrElsewhereNeverConnectsToTheSystemFirst() throws {
         try withServer { server, driver in
             let patcher = try Patcher(server: server.name, levels: [])
