@@ -51,6 +51,8 @@ public final class SoundFile {
     private let io: DescriptorIO
     /// Whether `reserveSpace` reserved blocks past the end, which `close` gives back.
     private var reservedSpace = false
+    /// The file system the file is on, once `fileSystemID` has asked.
+    private var fileSystem: UInt64?
 
     /// Opens the file at `path`.
     ///
@@ -81,7 +83,10 @@ public final class SoundFile {
             try Self.requireRegularFile(fd)
             isRegular = true
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-            try self.init(fileDescriptor: fd, mode: mode, format: format, closesDescriptor: true)
+            // A file opened here to be written is this object's alone: its offset is kept in
+            // memory (DescriptorIO). One only read may be growing under another writer.
+            try self.init(io: DescriptorIO(fileDescriptor: fd, closesDescriptor: true, tracksOffset: mode != .read),
+                          mode: mode, format: format)
         } catch {
             Glibc.close(fd)
             // Only a regular file this call made (or emptied) is removed: never a node that
@@ -96,9 +101,13 @@ public final class SoundFile {
     /// - Parameters:
     ///   - format: nil to read an existing file; the format of a new file to write.
     ///   - closesDescriptor: whether `close()` closes `fileDescriptor`.
-    public init(fileDescriptor: Int32, mode: Mode, format: Info? = nil, closesDescriptor: Bool) throws(SoundFileError) {
+    public convenience init(fileDescriptor: Int32, mode: Mode, format: Info? = nil, closesDescriptor: Bool) throws(SoundFileError) {
+        try self.init(io: DescriptorIO(fileDescriptor: fileDescriptor, closesDescriptor: closesDescriptor), mode: mode, format: format)
+    }
+
+    private init(io: DescriptorIO, mode: Mode, format: Info?) throws(SoundFileError) {
         self.mode = mode
-        io = DescriptorIO(fileDescriptor: fileDescriptor, closesDescriptor: closesDescriptor)
+        self.io = io
         var cInfo = format?.cValue ?? SF_INFO()
         handle = try Self.openHandle(io, mode: mode, info: &cInfo)
         guard let opened = Info(cInfo) else {
@@ -318,11 +327,15 @@ extension SoundFile {
         return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
     }()
 
-    /// The file system the file is on (`st_dev`), to flush many files with one `syncfs`.
+    /// The file system the file is on (`st_dev`), to flush many files with one `syncfs`. Asked
+    /// once: an open file stays on its file system.
     public var fileSystemID: UInt64? {
+        guard handle != nil else { return nil }
+        if let fileSystem { return fileSystem }
         var status = stat()
-        guard handle != nil, fstat(io.fileDescriptor, &status) == 0 else { return nil }
-        return UInt64(status.st_dev)
+        guard fstat(io.fileDescriptor, &status) == 0 else { return nil }
+        fileSystem = UInt64(status.st_dev)
+        return fileSystem
     }
 
     /// Flushes everything written to the file system this file is on (`syncfs`): one call
@@ -350,9 +363,9 @@ extension SoundFile {
     public func reserveSpace(byteCount: Int) throws(SoundFileError) -> Bool {
         guard handle != nil, byteCount > 0, let fallocate = SoundFile.fallocate else { return false }
         var status = stat()
-        guard fstat(io.fileDescriptor, &status) == 0 else { return false }
+        guard let end = io.trackedLength ?? (fstat(io.fileDescriptor, &status) == 0 ? Int64(status.st_size) : nil) else { return false }
         let keepSize: Int32 = 1  // FALLOC_FL_KEEP_SIZE
-        if fallocate(io.fileDescriptor, keepSize, Int64(status.st_size), Int64(byteCount)) == 0 {
+        if fallocate(io.fileDescriptor, keepSize, end, Int64(byteCount)) == 0 {
             reservedSpace = true
             return true
         }
@@ -408,7 +421,7 @@ extension SoundFile {
     /// position) to frame 0.
     public func audioDataOffset() throws(SoundFileError) -> Int64 {
         try seek(toFrame: 0, for: .both)
-        return Int64(lseek(io.fileDescriptor, 0, SEEK_CUR))
+        return io.offset
     }
 }
 

@@ -77,6 +77,43 @@ final class TemporaryDirectory {
         try file.close()
     }
 
+    /// A file opened by path to be written keeps its offset in memory (no `lseek` per libsndfile
+    /// seek or tell): an existing file opened again for reading and writing reads its old frames,
+    /// takes new ones after them, shows them to another reader once its header is rewritten, and
+    /// reads back whole; the read and write positions stay apart throughout.
+    @Test func aFileWrittenAgainKeepsItsOldFramesAndTakesNewOnesAfterThem() throws {
+        let path = directory.path("again.wav")
+        let first = ramp(frames: 700, channels: 2)
+        let second = first.map { $0 &+ 1 }
+        let file = try SoundFile(path: path, mode: .write,
+                                 format: .init(sampleRate: 48000, channelCount: 2, format: .init(.wav, .pcm16)))
+        _ = first.withUnsafeBufferPointer { file.writeFrames($0) }
+        try file.close()
+
+        let again = try SoundFile(path: path, mode: .readWrite)
+        #expect(again.info.frameCount == 700)
+        #expect(try again.seek(toFrame: 700, for: .write) == 700)
+        let written = second.withUnsafeBufferPointer { again.writeFrames($0) }
+        #expect(written.count == 700 && written.error == nil)
+        // Reads come from the read position (frame 0), not from where the writes ended.
+        var head = [Int16](repeating: 0, count: 200)
+        _ = head.withUnsafeMutableBufferPointer { again.readFrames(into: $0) }
+        #expect(head == Array(first[0..<200]))
+        again.updateHeaderNow()
+        #expect(try SoundFile(path: path, mode: .read).info.frameCount == 1400)
+        // The write position is where the writes left it: more frames go on after them.
+        _ = first[0..<100].withUnsafeBufferPointer { again.writeFrames($0) }
+        try again.close()
+
+        let reader = try SoundFile(path: path, mode: .read)
+        #expect(reader.info.frameCount == 1450)
+        var back = [Int16](repeating: 0, count: 1450 * 2)
+        _ = back.withUnsafeMutableBufferPointer { reader.readFrames(into: $0) }
+        #expect(back == first + second + Array(first[0..<100]))
+        var size = stat()
+        #expect(stat(path, &size) == 0 && size.st_size == 44 + 1450 * 4, "a 44-byte header and the frames: \(size.st_size)")
+    }
+
     /// Space reserved ahead of a take's writes and not used by its end is given back at close:
     /// a finished file holds on disk what its size says, not its last reservation too.
     @Test func unusedReservedSpaceIsGivenBackAtClose() throws {
