@@ -8,7 +8,8 @@
 # ratio to the floor is taken within each turn, against that turn's floor-record take, and the
 # median of the turns is printed with the medians of the CPU times.
 #
-# usage: Sources/Benchmarks/ab-record.sh JAQ_A JAQ_B [TRACKS] [SECONDS] [TURNS]
+# usage: Sources/Benchmarks/ab-record.sh JAQ_A JAQ_B [TRACKS] [SECONDS] [TURNS] [BITS]
+#   BITS: float (the default) or 24, the takes' sample format (`jaq record -b`, floor-record's)
 #   e.g. git worktree add /tmp/before HEAD~3 && (cd /tmp/before && make release) &&
 #        Sources/Benchmarks/ab-record.sh /tmp/before/.build/release/jaq .build/release/jaq 2 10 6
 set -euo pipefail
@@ -16,8 +17,10 @@ dir=$(mktemp -d /tmp/jaq-ab.XXXXXX)
 name=ab-record
 export JACK_DEFAULT_SERVER=jaq-ab-$$
 . "$(dirname "$0")/source-server.sh"
-ab_arguments 13 "$@"
+ab_arguments 14 "$@"
 tracks=$count
+bits=${more[0]:-float}
+case $bits in float | 24) ;; *) echo "ab-record: BITS is float or 24" >&2; exit 2 ;; esac
 require jackd jack_lsp perf sox cc -- "$a" "$b"
 cc -O2 Sources/Benchmarks/Floor/floor-record.c -o "$dir/floor-record" -ljack -lm
 ab_server "$tracks"
@@ -33,13 +36,13 @@ for turn in $(seq "$turns"); do
     # A and B take turns at going first: the run after floor-record's can cost more for no fault
     # of its own (at 64 tracks, up to 35 ms more, in the kernel's page zeroing: Docs/benchmarks.md).
     if ((turn % 2)); then
-        ta=$(cpu "$a" record -b float -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
-        tb=$(cpu "$b" record -b float -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
+        ta=$(cpu "$a" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
+        tb=$(cpu "$b" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
     else
-        tb=$(cpu "$b" record -b float -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
-        ta=$(cpu "$a" record -b float -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
+        tb=$(cpu "$b" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
+        ta=$(cpu "$a" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
     fi
-    tf=$(cpu "$dir/floor-record" "$seconds" float "$dir/take/f" "${ports[@]}")
+    tf=$(cpu "$dir/floor-record" "$seconds" "$bits" "$dir/take/f" "${ports[@]}")
     echo "turn $turn: A $ta ms, B $tb ms, floor-record $tf ms" >&2
     echo "$ta $tb $tf" >>"$results"
 done
@@ -49,5 +52,5 @@ mb=$(column_median 2 "$results")
 mf=$(column_median 3 "$results")
 ra=$(awk '{print $1/$3}' "$results" | median)
 rb=$(awk '{print $2/$3}' "$results" | median)
-printf 'jaq record -b float -d %s, %s tracks, %s turns (medians): A %.1f ms, B %.1f ms, floor-record %.1f ms; ratio to the floor A %.3f, B %.3f\n' \
-    "$seconds" "$tracks" "$turns" "$ma" "$mb" "$mf" "$ra" "$rb"
+printf 'jaq record -b %s -d %s, %s tracks, %s turns (medians): A %.1f ms, B %.1f ms, floor-record %.1f ms; ratio to the floor A %.3f, B %.3f\n' \
+    "$bits" "$seconds" "$tracks" "$turns" "$ma" "$mb" "$mf" "$ra" "$rb"

@@ -141,11 +141,15 @@ public struct SampleCodec: Sendable {
             }
             return
         }
-        // In blocks of frames, channel by channel within a block: each channel's input is read
-        // in order and the block's output stays in cache, whatever the channel count (a pass
-        // per channel over the whole buffer would sweep it once per channel; frame by frame
-        // would read every plane at once, and ring planes a power of two apart collide in cache).
-        let block = 64
+        // Interleaved output: in blocks of frames, channel by channel within a block: each
+        // channel's input is read in order and the block's output stays in cache, whatever the
+        // channel count (a pass per channel over the whole buffer would sweep it once per
+        // channel; frame by frame would read every plane at once, and ring planes a power of two
+        // apart collide in cache). Planes out: one pass per channel, each plane read and written
+        // start to end, which the prefetcher streams (issue #29: in blocks of 64 frames, a
+        // 64-track 24-bit take's encode waited on memory at every block's first load, and cost
+        // more than floor-record's conversion of the same samples).
+        let block = format.isNonInterleaved ? max(frames, 1) : 64
         var first = 0
         while first < frames {
             let end = min(frames, first + block)
