@@ -187,10 +187,8 @@ public struct SampleCodec: Sendable {
                     }
                 }
             case .integer(let bytes, let bigEndian, true, 0, let bits) where (bytes == 2 || bytes == 3) && bits == bytes &* 8:
-                // Packed signed 16- and 24-bit: in Float, which holds x × 2^(n-1) exactly for
-                // these widths, so rounding and clipping give the same integers as in Double.
-                let full = Float(sign: .plus, exponent: bits - 1, significand: 1)
-                let maxValue = full - 1
+                // Packed signed 16- and 24-bit, rounded and clipped without a rounding
+                // instruction (`int24`, `encodeInt16Plane`).
                 for c in 0..<channels {
                     let input = planes[c]
                     let out = destination + c &* channelStep
@@ -199,25 +197,20 @@ public struct SampleCodec: Sendable {
                         continue
                     }
                     var from = first
-                    if bytes == 3 && !bigEndian && stride == 3 {
-                        // A plane of little-endian 24-bit samples: four at a time, rounded and
-                        // clipped in SIMD, packed into three 32-bit stores.
+                    if !bigEndian && stride == 3 {
+                        // A plane of little-endian 24-bit samples: four at a time, packed into
+                        // three 32-bit stores.
                         from = Self.encodeInt24Plane(input, from: first, to: end, into: out)
                     }
+                    // Interleaved or big-endian: a sample at a time, byte by byte.
                     for i in from..<end {
-                        let scaled = (input[i] * full).rounded(.toNearestOrEven)
-                        let value = Int32(scaled.isNaN ? 0 : scaled < -full ? -full : scaled > maxValue ? maxValue : scaled)
+                        let value = Self.int24(input[i])
+                        let low = UInt8(truncatingIfNeeded: value), middle = UInt8(truncatingIfNeeded: value >> 8)
+                        let high = UInt8(truncatingIfNeeded: value >> 16)
                         let p = out + i &* stride
-                        if bytes == 2 {
-                            let sample = UInt16(truncatingIfNeeded: value)
-                            p.storeBytes(of: bigEndian ? sample.byteSwapped : sample, as: UInt16.self)
-                        } else {
-                            let low = UInt8(truncatingIfNeeded: value), middle = UInt8(truncatingIfNeeded: value >> 8)
-                            let high = UInt8(truncatingIfNeeded: value >> 16)
-                            p.storeBytes(of: bigEndian ? high : low, as: UInt8.self)
-                            p.storeBytes(of: middle, toByteOffset: 1, as: UInt8.self)
-                            p.storeBytes(of: bigEndian ? low : high, toByteOffset: 2, as: UInt8.self)
-                        }
+                        p.storeBytes(of: bigEndian ? high : low, as: UInt8.self)
+                        p.storeBytes(of: middle, toByteOffset: 1, as: UInt8.self)
+                        p.storeBytes(of: bigEndian ? low : high, toByteOffset: 2, as: UInt8.self)
                     }
                 }
             case .integer(let bytes, let bigEndian, let signed, let shift, let bits):
@@ -261,18 +254,9 @@ public struct SampleCodec: Sendable {
     @inline(__always)
     private static func encodeInt24Plane(_ input: UnsafePointer<Float>, from first: Int, to end: Int,
                                          into out: UnsafeMutableRawPointer) -> Int {
-        // Clipped first, then rounded (the same integers as rounding first: the bounds are
-        // integers); rounded to nearest even by adding 1.5 × 2^52 in Double, whose bit pattern
-        // then holds the integer in its low bits (baseline x86-64 has no rounding instruction:
-        // `rounded(.toNearestOrEven)` is a call to rintf per sample).
-        @inline(__always) func sample(_ x: Float) -> UInt32 {
-            let scaled = Double(x) * 8_388_608
-            let clipped = scaled > 8_388_607 ? 8_388_607 : scaled >= -8_388_608 ? scaled : scaled < -8_388_608 ? -8_388_608 : 0
-            return UInt32(truncatingIfNeeded: (clipped + 6_755_399_441_055_744).bitPattern)
-        }
         var i = first
         while i &+ 4 <= end {
-            let v0 = sample(input[i]), v1 = sample(input[i &+ 1]), v2 = sample(input[i &+ 2]), v3 = sample(input[i &+ 3])
+            let v0 = int24(input[i]), v1 = int24(input[i &+ 1]), v2 = int24(input[i &+ 2]), v3 = int24(input[i &+ 3])
             let p = out + i &* 3
             p.storeBytes(of: (v0 & 0xFF_FFFF) | (v1 << 24), as: UInt32.self)
             p.storeBytes(of: ((v1 >> 8) & 0xFFFF) | (v2 << 16), toByteOffset: 4, as: UInt32.self)
@@ -280,6 +264,18 @@ public struct SampleCodec: Sendable {
             i &+= 4
         }
         return i
+    }
+
+    /// A float sample as a signed 24-bit integer in the low three bytes: x × 2^23 clipped to
+    /// [−2^23, 2^23 − 1], rounded to nearest even, NaN as 0. Clipped first, then rounded (the
+    /// same integers as rounding first: the bounds are integers); rounded by adding 1.5 × 2^52
+    /// in Double, whose bit pattern then holds the integer in its low bits (baseline x86-64 has
+    /// no rounding instruction: `rounded(.toNearestOrEven)` is a call to rintf per sample).
+    @inline(__always)
+    private static func int24(_ x: Float) -> UInt32 {
+        let scaled = Double(x) * 8_388_608
+        let clipped = scaled > 8_388_607 ? 8_388_607 : scaled >= -8_388_608 ? scaled : scaled < -8_388_608 ? -8_388_608 : 0
+        return UInt32(truncatingIfNeeded: (clipped + 6_755_399_441_055_744).bitPattern)
     }
 
     private static func int16(_ sample: Float) -> Int16 {
