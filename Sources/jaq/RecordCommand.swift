@@ -66,8 +66,9 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: .long, help: "One multichannel file instead of one file per track.")
     var interleaved = false
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("wav (RF64 past 4 GiB), w64, rf64, aiff, caf, flac, ogg, opus, mp3 or m4a (AAC or ALAC, --codec).", valueName: "format"))
-    var format = "wav"
+    @Option(name: .shortAndLong, help: ArgumentHelp("wav (RF64 past 4 GiB), w64, rf64, aiff, caf, flac, ogg, opus, mp3 or m4a (AAC or ALAC, --codec). "
+                                                    + "(default: the one --output's extension names, else wav)", valueName: "format"))
+    var format: String?
 
     @Option(name: .long, help: ArgumentHelp("For m4a and caf: aac (AAC-LC, 64 kbit/s a channel) or alac (lossless). PCM caf without it.", valueName: "codec"))
     var codec: String?
@@ -155,6 +156,7 @@ struct RecordCommand: ParsableCommand {
     /// The usage errors found before a server is looked for, in one line each (validate()'s
     /// would print argument-parser's usage under them).
     private func checkUsage() throws {
+        try checkOutputExtension()
         if multi && !transport {
             throw CLIError("--multi records one take per transport roll: give --transport too", exitCode: CLIError.usage)
         }
@@ -237,11 +239,44 @@ struct RecordCommand: ParsableCommand {
 
     /// Every track in one file: --interleaved, and encoded takes (-f m4a, -f caf --codec), which
     /// hold up to 8 channels.
-    var oneFile: Bool { interleaved || format.lowercased() == "m4a" || codec != nil }
+    var oneFile: Bool { interleaved || formatName.lowercased() == "m4a" || codec != nil }
+
+    /// The take's format: -f, else the one --output's extension names (take.aiff: AIFF, as
+    /// jaq render and jaq convert read it), else WAV.
+    var formatName: String {
+        if let format { return format }
+        guard let output, let named = OutputFileType(path: output) else { return "wav" }
+        return Self.formatNames.first { $0.types.contains(named.id) }?.name ?? "wav"
+    }
+
+    /// -f's names and the file types whose extensions name them (the first type: the one it
+    /// writes; an RF64 or Opus take may also be named .wav or .ogg).
+    static let formatNames: [(name: String, types: [AudioFileTypeID])] = [
+        ("wav", [kAudioFileWAVEType]), ("w64", [kAudioFileWave64Type]), ("rf64", [kAudioFileRF64Type, kAudioFileWAVEType]),
+        ("aiff", [kAudioFileAIFFType, kAudioFileAIFCType]), ("caf", [kAudioFileCAFType]), ("flac", [kAudioFileFLACType]),
+        ("ogg", [kAudioFileOggVorbisType]), ("opus", [kAudioFileOggOpusType, kAudioFileOggVorbisType]),
+        ("mp3", [kAudioFileMP3Type]), ("m4a", [kAudioFileM4AType, kAudioFileMPEG4Type]),
+    ]
+
+    /// An --output whose extension names a type jaq record does not make, or another than -f's:
+    /// a usage error, not a file whose name says one format and whose bytes are another.
+    private func checkOutputExtension() throws {
+        guard let output, let named = OutputFileType(path: output) else { return }
+        guard let format else {
+            if !Self.formatNames.contains(where: { $0.types.contains(named.id) }) {
+                throw CLIError("--output \(output): jaq record writes .wav, .w64, .rf64, .aiff, .caf, .flac, .ogg, .opus, .mp3 or .m4a",
+                               exitCode: CLIError.usage)
+            }
+            return
+        }
+        guard let types = Self.formatNames.first(where: { $0.name == format.lowercased() })?.types, !types.contains(named.id) else { return }
+        throw CLIError("--output \(output) names \(named.name), and -f \(format) writes another format: drop -f, or end the name in .{ext}",
+                       exitCode: CLIError.usage)
+    }
 
     /// The take files' format (-f, -b, --codec, --bitrate).
     private func takeFileFormat() throws -> AudioTakeFile.Format {
-        if let take = try CompressedTake(format: format, codec: codec, bits: bits, bitRate: bitrate) {
+        if let take = try CompressedTake(format: formatName, codec: codec, bits: bits, bitRate: bitrate) {
             // The range for one channel to eight; the ports' count is checked once they are known.
             if let bitRate = take.bitRate, !(8_000...2_560_000).contains(Int(bitRate)) {
                 throw CLIError("--bitrate \(bitRate / 1000)k: AAC takes 8-320 kbit/s a channel", exitCode: CLIError.usage)
@@ -249,7 +284,7 @@ struct RecordCommand: ParsableCommand {
             return take.format
         }
         if let bitrate { throw CLIError("--bitrate \(bitrate) is for AAC takes (-f m4a, or -f caf --codec aac)", exitCode: CLIError.usage) }
-        do { return try AudioTakeFile.Format(name: format, bits: bits) } catch { throw CLIError(error.description, exitCode: CLIError.usage) }
+        do { return try AudioTakeFile.Format(name: formatName, bits: bits) } catch { throw CLIError(error.description, exitCode: CLIError.usage) }
     }
 
     /// An encoded take's file holds every track: at most 8, at a bit rate AAC takes for them.

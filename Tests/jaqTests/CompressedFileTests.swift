@@ -373,7 +373,7 @@ import Testing
         #expect(rate > 48_000 * 0.8 && rate < 48_000 * 1.1, "ffprobe: \(probe)")
         for options in [["-f", "m4a", "--codec", "alac", "--bitrate", "128"], ["-f", "wav", "--bitrate", "128"],
                         ["-f", "m4a", "--bitrate", "fast"], ["-f", "m4a", "--bitrate", "2"]] {
-            let result = try jaq(["record", "-q", "-d", "0.5", "-o", "bad.m4a"] + options + ["system:capture_"], server: server, directory: dir)
+            let result = try jaq(["record", "-q", "-d", "0.5", "-o", "bad.{ext}"] + options + ["system:capture_"], server: server, directory: dir)
             #expect(result.status == 64, "\(options): \(result.status) (a usage error)")
             #expect(result.error.contains("--bitrate") && result.error.split(separator: "\n").count == 1, "\(options): \(result.error)")
         }

@@ -61,6 +61,16 @@ import SoundFile
                 #expect(sox?.channels == 1 && sox?.samples == 24000, "sox reads \(path)")
             }
         }
+        // Without -f, the name's extension says the format (as jaq render and jaq convert read
+        // it): an .aif take is AIFF and a .flac one FLAC, not WAV bytes under those names.
+        for (name, magic) in [("named.aif", "FORM"), ("named.flac", "fLaC")] {
+            let path = "\(dir)/\(name)"
+            let record = try jaq(["record", "-q", "-d", "24000f", "-o", path, "jaq-1-ramp:out_L"], server: server, directory: dir)
+            #expect(record.status == 0, "\(name): \(record.error)")
+            let head = try #require(FileManager.default.contents(atPath: path)?.prefix(4), "\(path) was made")
+            #expect(String(decoding: head, as: UTF8.self) == magic, "\(name) begins \(Array(head))")
+            #expect(try readSamples24(path).samples.count == 24000, "\(name) holds the take")
+        }
         for format in ["ogg", "opus", "mp3"] {
             let path = "\(dir)/take.\(format)"
             let record = try jaq(["record", "-q", "-d", "24000f", "-f", format, "-o", path, "jaq-1-ramp:out_L"],
