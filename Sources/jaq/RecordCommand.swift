@@ -249,8 +249,9 @@ struct RecordCommand: ParsableCommand {
         return Self.formatNames.first { $0.types.contains(named.id) }?.name ?? "wav"
     }
 
-    /// -f's names and the file types whose extensions name them (the first type: the one it
-    /// writes; an RF64 or Opus take may also be named .wav or .ogg).
+    /// -f's names and the file types whose extensions they may have: an RF64 or Opus take may
+    /// also be named .wav or .ogg. A name alone gives the first entry that has its type (.wav:
+    /// wav, .ogg: ogg).
     static let formatNames: [(name: String, types: [AudioFileTypeID])] = [
         ("wav", [kAudioFileWAVEType]), ("w64", [kAudioFileWave64Type]), ("rf64", [kAudioFileRF64Type, kAudioFileWAVEType]),
         ("aiff", [kAudioFileAIFFType, kAudioFileAIFCType]), ("caf", [kAudioFileCAFType]), ("flac", [kAudioFileFLACType]),
