@@ -246,8 +246,11 @@ struct RecordCommand: ParsableCommand {
     var formatName: String {
         if let format { return format }
         guard let output, let named = OutputFileType(path: output) else { return "wav" }
-        return Self.formatNames.first { $0.types.contains(named.id) }?.name ?? "wav"
+        return Self.formatName(writing: named.id) ?? "wav"
     }
+
+    /// The -f name a file of `type` is written with, nil if jaq record writes none.
+    static func formatName(writing type: AudioFileTypeID) -> String? { formatNames.first { $0.types.contains(type) }?.name }
 
     /// -f's names and the file types whose extensions they may have: an RF64 or Opus take may
     /// also be named .wav or .ogg. A name alone gives the first entry that has its type (.wav:
@@ -264,7 +267,7 @@ struct RecordCommand: ParsableCommand {
     private func checkOutputExtension() throws {
         guard let output, let named = OutputFileType(path: output) else { return }
         guard let format else {
-            if !Self.formatNames.contains(where: { $0.types.contains(named.id) }) {
+            if Self.formatName(writing: named.id) == nil {
                 throw CLIError("--output \(output): jaq record writes .wav, .w64, .rf64, .aiff, .caf, .flac, .ogg, .opus, .mp3 or .m4a",
                                exitCode: CLIError.usage)
             }

@@ -13,43 +13,47 @@ extension TakeWriter {
     /// finds them in the cache this pass brought them into (issue #29: at 64 tracks the count,
     /// made as buffers arrived, read every sample from memory a second time).
     func countClips(_ raw: UnsafeRawBufferPointer) {
-        var clipped: Int64 = 0
-        do {
-            switch format.samples {
-            case .float32:
-                // Eight at a time on the bit patterns: |x| ≥ full scale and not NaN (for floats
-                // without their sign, the bit patterns order as the values do).
-                let words = raw.count / 4
-                let threshold = SIMD8<UInt32>(repeating: Self.fullScale.bitPattern)
-                let infinity = SIMD8<UInt32>(repeating: Float.infinity.bitPattern)
-                let magnitude = SIMD8<UInt32>(repeating: 0x7FFF_FFFF)
-                var counts = SIMD8<UInt32>()
-                var i = 0
-                if let base = raw.baseAddress {
-                    while i &+ 8 <= words {
-                        let bits = base.loadUnaligned(fromByteOffset: i &* 4, as: SIMD8<UInt32>.self) & magnitude
-                        counts &+= SIMD8<UInt32>().replacing(with: 1, where: (bits .>= threshold) .& (bits .<= infinity))
-                        i &+= 8
-                    }
-                }
-                var count = Int(counts.wrappedSum())
-                while i < words {
-                    count &+= raw.loadUnaligned(fromByteOffset: i &* 4, as: Float.self).magnitude >= Self.fullScale ? 1 : 0
-                    i &+= 1
-                }
-                clipped = Int64(count)
-            case .int16:
-                clipped = Self.countClipped16(raw, bigEndian: format.bigEndian)
-            case .int32:
-                for value in raw.bindMemory(to: Int32.self) {
-                    let v = format.bigEndian ? Int32(bigEndian: value) : value
-                    if v > Int32.max - 65536 || v < Int32.min + 65536 { clipped += 1 }
-                }
-            case .int24:
-                clipped = Self.countClipped24(raw, high: format.bigEndian ? 0 : 2)
-            }
+        let clipped = switch format.samples {
+        case .float32: Self.countClippedFloats(raw)
+        case .int16: Self.countClipped16(raw, bigEndian: format.bigEndian)
+        case .int24: Self.countClipped24(raw, high: format.bigEndian ? 0 : 2)
+        case .int32: Self.countClipped32(raw, bigEndian: format.bigEndian)
         }
         if clipped > 0 { state.withLock { $0.losses.clippedSamples += clipped } }
+    }
+
+    /// Native floats at full scale or beyond, eight at a time on the bit patterns: |x| ≥ full
+    /// scale and not NaN (for floats without their sign, the bit patterns order as the values do).
+    static func countClippedFloats(_ raw: UnsafeRawBufferPointer) -> Int64 {
+        let words = raw.count / 4
+        let threshold = SIMD8<UInt32>(repeating: fullScale.bitPattern)
+        let infinity = SIMD8<UInt32>(repeating: Float.infinity.bitPattern)
+        let magnitude = SIMD8<UInt32>(repeating: 0x7FFF_FFFF)
+        var counts = SIMD8<UInt32>()
+        var i = 0
+        if let base = raw.baseAddress {
+            while i &+ 8 <= words {
+                let bits = base.loadUnaligned(fromByteOffset: i &* 4, as: SIMD8<UInt32>.self) & magnitude
+                counts &+= SIMD8<UInt32>().replacing(with: 1, where: (bits .>= threshold) .& (bits .<= infinity))
+                i &+= 8
+            }
+        }
+        var count = Int(counts.wrappedSum())
+        while i < words {
+            count &+= raw.loadUnaligned(fromByteOffset: i &* 4, as: Float.self).magnitude >= fullScale ? 1 : 0
+            i &+= 1
+        }
+        return Int64(count)
+    }
+
+    /// 32-bit integers within 65536 of either end (16-bit full scale, as for the other widths).
+    static func countClipped32(_ raw: UnsafeRawBufferPointer, bigEndian: Bool) -> Int64 {
+        var clipped: Int64 = 0
+        for value in raw.bindMemory(to: Int32.self) {
+            let v = bigEndian ? Int32(bigEndian: value) : value
+            if v > Int32.max - 65536 || v < Int32.min + 65536 { clipped += 1 }
+        }
+        return clipped
     }
 
     /// 16-bit samples at full scale, sixteen at a time; in the file's byte order, compared
