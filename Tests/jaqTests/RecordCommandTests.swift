@@ -362,27 +362,6 @@ import SoundFile
 /// On a server without realtime scheduling, the JACK process threads of jaq's clients run at
 /// nice -10 where the system allows it (root here), so that ordinary threads, jaq's own writer
 /// among them, do not preempt a cycle and make the client late.
-/// An --output whose extension and -f disagree, or that names a type jaq record does not
-/// write, is refused before anything is recorded: one line naming the name (exit 64).
-@Suite struct RecordOutputNameTests {
-    @Test(arguments: [(["-f", "wav", "-o", "take-{n}.aiff"], "names AIFF"), (["-f", "flac", "-o", "take.wav"], "names WAVE"),
-                      (["-o", "take.aac"], "jaq record writes .wav")])
-    func anOutputNamingAnotherFormatIsAUsageError(_ arguments: [String], _ words: String) throws {
-        let result = try jaq(["record"] + arguments + ["system"], server: nil)
-        #expect(result.status == 64 && result.error.contains(words) && !result.error.contains("\n\n"), "\(result.status): \(result.error)")
-    }
-
-    /// A name -f's format may also take (an RF64 take named .wav, Opus named .ogg) passes:
-    /// the usage error these meet is the next one checked (--multi without --transport), so
-    /// that nothing looks for a server or records.
-    @Test(arguments: [["-f", "rf64", "-o", "take.wav"], ["-f", "opus", "-o", "take.ogg"], ["-f", "wav", "-o", "take-{n}.{ext}"],
-                      ["-o", "take.bwf"]])
-    func anOutputNamingAFormatThatFitsIsTaken(_ arguments: [String]) throws {
-        let result = try jaq(["record"] + arguments + ["--multi", "system"], server: nil)
-        #expect(result.status == 64 && result.error.contains("give --transport too"), "\(result.status): \(result.error)")
-    }
-}
-
 @Suite(.serialized) struct ProcessThreadPriorityTests {
     @Test func processThreadsOutrankOrdinaryThreadsOnANonRealtimeServer() throws {
         guard getuid() == 0 else { return }  // nice -10 needs CAP_SYS_NICE; without it nothing changes
