@@ -215,11 +215,10 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
 
     func synchronize(isApplied: () -> Bool, applyDirectly: () -> Void) {
         guard let rt else { return applyDirectly() }
-        var waited = 0.0
         let period = Double(periodFrames) / sampleRate
-        let limit = max(0.5, 20 * period)
+        let limit = Deadline.after(seconds: max(0.5, 20 * period))
         while !isApplied() {
-            if rt.pointee.shutDown.load(ordering: .acquiring) || waited >= limit {
+            if rt.pointee.shutDown.load(ordering: .acquiring) || limit.hasPassed {
                 // No cycle is coming (server gone or stalled): take the commands here,
                 // with the entry detached so no cycle can run it meanwhile.
                 let record = rt.pointee.processor.exchange(nil, ordering: .sequentiallyConsistent)
@@ -228,8 +227,7 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
                 rt.pointee.processor.store(record, ordering: .sequentiallyConsistent)
                 return
             }
-            HostClock.sleep(seconds: 0.0005)
-            waited += 0.0005
+            Self.sleepTowardNextCycle(rt.pointee.client)
         }
     }
 

@@ -1,0 +1,32 @@
+import Glibc
+import JackCommon
+import QueueCore
+
+extension JackDevice {
+    /// How long a control thread sleeps at a time while the clock cannot say when this client
+    /// runs next (no cycle yet, a cycle just begun, freewheel).
+    static let cyclePollSeconds = 0.0005
+
+    /// Sleeps until this client has probably run once more: until a little after the server's
+    /// next cycle is due, by its clock (`jack_get_cycle_times`), then half a millisecond at a
+    /// time. For the control threads that wait for the realtime side (a command applied, the
+    /// first cycle): waiting out a period in half-millisecond steps woke them about ten times
+    /// per cycle waited for, some thirty times per queue started and stopped (issue #29).
+    static func sleepTowardNextCycle(_ client: OpaquePointer) {
+        guard let clock = JackCycleClock.read(client), clock.periodMicroseconds > 0 else {
+            return HostClock.sleep(seconds: cyclePollSeconds)
+        }
+        let now = Int64(HostClock.nanoseconds() / 1000)
+        let began = Int64(clock.microseconds) + clock.hostOffsetMicroseconds
+        let due = Int64(clock.nextMicroseconds) + clock.hostOffsetMicroseconds
+        let period = Int64(clock.periodMicroseconds)
+        // A cycle runs its clients in its first part: in one that began less than a millisecond
+        // ago this client may be running now. A due time past or more than two periods away is
+        // a clock that says nothing useful (freewheel, a stalled server): poll.
+        guard now - began >= 1000, due > now, due - now <= 2 * period else {
+            return HostClock.sleep(seconds: cyclePollSeconds)
+        }
+        // The client runs shortly after the cycle begins (after the clients before it).
+        HostClock.sleep(until: .after(nanoseconds: UInt64(due - now + 200) * 1000))
+    }
+}
