@@ -105,15 +105,24 @@ extension TakeWriter {
             others.2[lane] = (32 + lane) % 3 == high ? 0 : 1
         }
         let one = SIMD16<UInt8>(repeating: 1), even = SIMD16<UInt8>(repeating: 0xFE), nearFull = SIMD16<UInt8>(repeating: 0x80)
+        // The high bit of each zero byte of a 64-bit word (none set when it has none). The
+        // mask's `any()` and `pointwiseMin` were calls, lane by lane (unspecialized library
+        // code): twice the rest of this loop.
+        @inline(__always) func zeroBytes(_ v: UInt64) -> UInt64 {
+            (v &- 0x0101_0101_0101_0101) & ~v & 0x8080_8080_8080_8080
+        }
         let samples = raw.count / 3
         var count = 0
         var i = 0
         while i &+ 16 <= samples {
             let p = base + i &* 3
-            let a = ((p.loadUnaligned(as: SIMD16<UInt8>.self) &+ one) & even) | others.0
-            let b = ((p.loadUnaligned(fromByteOffset: 16, as: SIMD16<UInt8>.self) &+ one) & even) | others.1
-            let c = ((p.loadUnaligned(fromByteOffset: 32, as: SIMD16<UInt8>.self) &+ one) & even) | others.2
-            if any((a .== nearFull) .| (b .== nearFull) .| (c .== nearFull)) {
+            // A byte that is 0x80 in a, b or c is a zero byte of it ^ 0x80.
+            let a = unsafeBitCast(((p.loadUnaligned(as: SIMD16<UInt8>.self) &+ one) & even | others.0) ^ nearFull, to: SIMD2<UInt64>.self)
+            let b = unsafeBitCast(((p.loadUnaligned(fromByteOffset: 16, as: SIMD16<UInt8>.self) &+ one) & even | others.1) ^ nearFull,
+                                  to: SIMD2<UInt64>.self)
+            let c = unsafeBitCast(((p.loadUnaligned(fromByteOffset: 32, as: SIMD16<UInt8>.self) &+ one) & even | others.2) ^ nearFull,
+                                  to: SIMD2<UInt64>.self)
+            if zeroBytes(a[0]) | zeroBytes(a[1]) | zeroBytes(b[0]) | zeroBytes(b[1]) | zeroBytes(c[0]) | zeroBytes(c[1]) != 0 {
                 for k in 0..<16 { count &+= clipped(p + k &* 3) }
             }
             i &+= 16
