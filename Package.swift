@@ -108,6 +108,11 @@ let package = Package(
         // make bench: jaq record against jack_capture, side by side.
         .executableTarget(name: "jaq-bench", dependencies: ["JackTestSupport", "SoundFile"], path: "Sources/Benchmarks/RecordBench"),
 
+        // A referee for issue #29's A/B runs: the least an Audio Queue recorder spends (linked as jaq is).
+        .executableTarget(name: "aq-floor-record", dependencies: ["AudioToolbox"], path: "Sources/Benchmarks/AQFloor",
+                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims"],
+                                                        .when(platforms: [.linux], configuration: .release))]),
+
         // make bench: the cost of decoding AAC in an output queue, against ffmpeg's command line.
         .executableTarget(name: "codec-bench", dependencies: ["AudioToolbox", "AudioCodec", "QueueCore"], path: "Sources/Benchmarks/CodecBench"),
 

@@ -20,29 +20,20 @@ export JACK_DEFAULT_SERVER=jaq-ab-$$
 ab_arguments 14 "$@"
 tracks=$count
 bits=${more[0]:-float}
-case $bits in float | 24) ;; *) echo "ab-record: BITS is float or 24" >&2; exit 2 ;; esac
-require jackd jack_lsp perf sox cc -- "$a" "$b"
-cc -O2 Sources/Benchmarks/Floor/floor-record.c -o "$dir/floor-record" -ljack -lm
-ab_server "$tracks"
-source_player "$b" "$tracks"
+record_setup "$tracks" "$bits" "$b"
 
-# The CPU milliseconds of one run of a recorder (its command follows).
-cpu() {
-    rm -rf "$dir/take" && mkdir "$dir/take"
-    perf stat -x, -e task-clock "$@" 2>&1 >/dev/null | awk -F, '/task-clock/ {print $1}'
-}
 results=$dir/results
 for turn in $(seq "$turns"); do
     # A and B take turns at going first: the run after floor-record's can cost more for no fault
     # of its own (at 64 tracks, up to 35 ms more, in the kernel's page zeroing: Docs/benchmarks.md).
     if ((turn % 2)); then
-        ta=$(cpu "$a" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
-        tb=$(cpu "$b" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
+        ta=$(take_cpu "$a" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
+        tb=$(take_cpu "$b" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
     else
-        tb=$(cpu "$b" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
-        ta=$(cpu "$a" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
+        tb=$(take_cpu "$b" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/b-{n}.wav" "${ports[@]}")
+        ta=$(take_cpu "$a" record -b "$bits" -d "$seconds" --quiet -o "$dir/take/a-{n}.wav" "${ports[@]}")
     fi
-    tf=$(cpu "$dir/floor-record" "$seconds" "$bits" "$dir/take/f" "${ports[@]}")
+    tf=$(take_cpu "$dir/floor-record" "$seconds" "$bits" "$dir/take/f" "${ports[@]}")
     echo "turn $turn: A $ta ms, B $tb ms, floor-record $tf ms" >&2
     echo "$ta $tb $tf" >>"$results"
 done

@@ -80,3 +80,21 @@ ab_server() {
 # The median of the numbers on standard input; `column_median N FILE`, of column N of FILE.
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 column_median() { awk -v c="$1" '{print $c}' "$2" | median; }
+
+# take_cpu COMMAND...: the CPU milliseconds of one run of a recorder (`perf stat -e task-clock`,
+# the whole process), into an emptied $dir/take (ab-record.sh, aq-floor.sh).
+take_cpu() {
+    rm -rf "$dir/take" && mkdir "$dir/take"
+    perf stat -x, -e task-clock "$@" 2>&1 >/dev/null | awk -F, '/task-clock/ {print $1}'
+}
+
+# record_setup TRACKS BITS PLAYER: for the scripts that measure takes against floor-record
+# (ab-record.sh, aq-floor.sh): checks BITS (float or 24) and the tools, builds floor-record into
+# $dir, and starts the server and PLAYER's looping source of TRACKS channels.
+record_setup() {
+    case $2 in float | 24) ;; *) echo "$name: BITS is float or 24" >&2; exit 2 ;; esac
+    require jackd jack_lsp perf sox cc -- "$a" "$b"
+    cc -O2 Sources/Benchmarks/Floor/floor-record.c -o "$dir/floor-record" -ljack -lm
+    ab_server "$1"
+    source_player "$3" "$1"
+}
