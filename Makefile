@@ -141,12 +141,13 @@ demo: deps-demo build
 # non-realtime server, counting the xruns jackd blames on a jaq client. Writes Docs/benchmarks.md.
 # Then jaq convert (ExtAudioFile, 44.1 -> 48 kHz) against sox and ffmpeg, and the process callback's
 # instructions per sample (callgrind) beside floor-record's and jack_capture's: their sections of Docs/benchmarks.md.
-# Between the two, jaq record beside the referees aq-floor-record (the least an Audio Queue recorder
-# spends) and floor-record (the least a libjack recorder spends), printed (Docs/benchmarks.md).
+# Between the two, jaq record and jaq play beside the referees aq-floor-record and aq-floor-play (the
+# least an Audio Queue recorder and player spend) and the floor's, printed (Docs/benchmarks.md).
 bench: deps-bench release
 	$(call release_build,--product jaq)
 	.build/release/jaq-bench --seconds 60 --channels 2,16,64
 	for tracks in 2 16 64; do Sources/Benchmarks/aq-floor.sh .build/release/jaq .build/release/aq-floor-record $$tracks 10 3; done
+	for channels in 2 64; do Sources/Benchmarks/aq-floor-play.sh .build/release/jaq .build/release/aq-floor-play $$channels 10 3; done
 	Sources/Benchmarks/render-bench.sh 60
 	.build/release/codec-bench --seconds 60
 	Sources/Benchmarks/convert-bench.sh 600 5

@@ -108,8 +108,11 @@ let package = Package(
         // make bench: jaq record against jack_capture, side by side.
         .executableTarget(name: "jaq-bench", dependencies: ["JackTestSupport", "SoundFile"], path: "Sources/Benchmarks/RecordBench"),
 
-        // A referee for issue #29's A/B runs: the least an Audio Queue recorder spends (linked as jaq is).
+        // Referees for issue #29's A/B runs: the least an Audio Queue recorder and player spend (linked as jaq is).
         .executableTarget(name: "aq-floor-record", dependencies: ["AudioToolbox"], path: "Sources/Benchmarks/AQFloor",
+                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims"],
+                                                        .when(platforms: [.linux], configuration: .release))]),
+        .executableTarget(name: "aq-floor-play", dependencies: ["AudioToolbox"], path: "Sources/Benchmarks/AQFloorPlay",
                           linkerSettings: [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims"],
                                                         .when(platforms: [.linux], configuration: .release))]),
 

@@ -17,35 +17,18 @@ export JACK_DEFAULT_SERVER=jaq-ab-$$
 ab_arguments 11 "$@"
 channels=$count
 bits=${more[0]:-float}
-require jackd jack_lsp perf sox cc -- "$a" "$b"
-cc -O2 Sources/Benchmarks/Floor/floor-play.c -o "$dir/floor-play" -ljack -lsndfile -lm
-case $bits in
-    float) encoding=(-b 32 -e floating-point) ;;
-    16) encoding=(-b 16) ;;
-    *) echo "ab-play: BITS is 16 or float" >&2; exit 2 ;;
-esac
-sox -n -r 48000 -c "$channels" "${encoding[@]}" "$dir/play.wav" synth "$seconds" sine 440 vol 0.5
-ab_server "$channels"
-
-# "CPU-ms wall-s" of one run of a player (its command follows).
-run() {
-    local start end cpu
-    start=$(date +%s.%N)
-    cpu=$(perf stat -x, -e task-clock "$@" 2>&1 >/dev/null | awk -F, '/task-clock/ {print $1}')
-    end=$(date +%s.%N)
-    echo "$cpu $(echo "$end - $start" | bc -l)"
-}
+play_setup "$channels" "$seconds" "$bits"
 results=$dir/results
 for turn in $(seq "$turns"); do
     # A and B take turns at going first (as in ab-record.sh).
     if ((turn % 2)); then
-        read -r ca wa < <(run "$a" play --quiet "$dir/play.wav")
-        read -r cb wb < <(run "$b" play --quiet "$dir/play.wav")
+        read -r ca wa < <(play_run "$a" play --quiet "$dir/play.wav")
+        read -r cb wb < <(play_run "$b" play --quiet "$dir/play.wav")
     else
-        read -r cb wb < <(run "$b" play --quiet "$dir/play.wav")
-        read -r ca wa < <(run "$a" play --quiet "$dir/play.wav")
+        read -r cb wb < <(play_run "$b" play --quiet "$dir/play.wav")
+        read -r ca wa < <(play_run "$a" play --quiet "$dir/play.wav")
     fi
-    read -r cf wf < <(run "$dir/floor-play" "$dir/play.wav")
+    read -r cf wf < <(play_run "$dir/floor-play" "$dir/play.wav")
     printf 'turn %s: A %s ms (%.2f s), B %s ms (%.2f s), floor-play %s ms (%.2f s)\n' "$turn" "$ca" "$wa" "$cb" "$wb" "$cf" "$wf" >&2
     echo "$ca $cb $cf $wa $wb $wf" >>"$results"
 done

@@ -98,3 +98,29 @@ record_setup() {
     ab_server "$1"
     source_player "$3" "$1"
 }
+
+# play_setup CHANNELS SECONDS BITS: for the scripts that measure playback against floor-play
+# (ab-play.sh, aq-floor-play.sh): checks the tools, builds floor-play into $dir, writes
+# $dir/play.wav (a CHANNELS-channel sine of SECONDS, BITS 16 or float) and starts the server.
+play_setup() {
+    local encoding
+    case $3 in
+        float) encoding=(-b 32 -e floating-point) ;;
+        16) encoding=(-b 16) ;;
+        *) echo "$name: BITS is 16 or float" >&2; exit 2 ;;
+    esac
+    require jackd jack_lsp perf sox cc -- "$a" "$b"
+    cc -O2 Sources/Benchmarks/Floor/floor-play.c -o "$dir/floor-play" -ljack -lsndfile -lm
+    sox -n -r 48000 -c "$1" "${encoding[@]}" "$dir/play.wav" synth "$2" sine 440 vol 0.5
+    ab_server "$1"
+}
+
+# play_run COMMAND...: "CPU-ms wall-s" of one run of a player (`perf stat -e task-clock`, the
+# whole process; the wall time around it).
+play_run() {
+    local start end cpu
+    start=$(date +%s.%N)
+    cpu=$(perf stat -x, -e task-clock "$@" 2>&1 >/dev/null | awk -F, '/task-clock/ {print $1}')
+    end=$(date +%s.%N)
+    echo "$cpu $(echo "$end - $start" | bc -l)"
+}
