@@ -7,11 +7,12 @@ extension JackDevice {
     /// runs next (no cycle yet, a cycle just begun, freewheel).
     static let cyclePollSeconds = 0.0005
 
-    /// Sleeps until this client has probably run once more: until a little after the server's
-    /// next cycle is due, by its clock (`jack_get_cycle_times`), then half a millisecond at a
-    /// time. For the control threads that wait for the realtime side (a command applied, the
-    /// first cycle): waiting out a period in half-millisecond steps woke them about ten times
-    /// per cycle waited for, some thirty times per queue started and stopped (issue #29).
+    /// One sleep of a control thread waiting for the realtime side (a command applied, the
+    /// first cycle): until a little after the server's next cycle is due, by its clock
+    /// (`jack_get_cycle_times`), when this client has probably run once more; half a
+    /// millisecond where the clock cannot say. Waiting out a period in half-millisecond steps
+    /// woke the waiting thread about ten times per cycle, some thirty times per queue started
+    /// and stopped (issue #29).
     static func sleepTowardNextCycle(_ client: OpaquePointer) {
         guard let clock = JackCycleClock.read(client), clock.periodMicroseconds > 0 else {
             return HostClock.sleep(seconds: cyclePollSeconds)
