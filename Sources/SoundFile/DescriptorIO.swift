@@ -28,9 +28,16 @@ final class DescriptorIO {
     /// - Parameter tracksOffset: keep the offset and length here (a regular file nothing else
     ///   writes while it is open); ignored, and the descriptor's offset used, if it is not a
     ///   regular file.
-    init(fileDescriptor: Int32, closesDescriptor: Bool, tracksOffset: Bool = false) {
+    /// - Parameter openedWith: the `fstat` of a regular file the caller has just opened (its
+    ///   offset 0), which spares asking the descriptor again (issue #29: two calls per track).
+    init(fileDescriptor: Int32, closesDescriptor: Bool, tracksOffset: Bool = false, openedWith opened: stat? = nil) {
         self.fileDescriptor = fileDescriptor
         self.closesDescriptor = closesDescriptor
+        if tracksOffset, let opened, (opened.st_mode & S_IFMT) == S_IFREG {
+            self.tracksOffset = true
+            length = Int64(opened.st_size)
+            return
+        }
         var status = stat()
         let start = tracksOffset ? lseek(fileDescriptor, 0, SEEK_CUR) : -1
         if start >= 0, fstat(fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG {

@@ -80,12 +80,14 @@ public final class SoundFile {
         guard fd >= 0 else { throw .system(errno, path) }
         var isRegular = false
         do throws(SoundFileError) {
-            try Self.requireRegularFile(fd)
+            let status = try Self.requireRegularFile(fd)
             isRegular = true
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
             // A file opened here to be written is this object's alone: its offset is kept in
-            // memory (DescriptorIO). One only read may be growing under another writer.
-            try self.init(io: DescriptorIO(fileDescriptor: fd, closesDescriptor: true, tracksOffset: mode != .read),
+            // memory (DescriptorIO), from 0 and the size just found. One only read may be
+            // growing under another writer.
+            try self.init(io: DescriptorIO(fileDescriptor: fd, closesDescriptor: true, tracksOffset: mode != .read,
+                                           openedWith: status),
                           mode: mode, format: format)
         } catch {
             Glibc.close(fd)
@@ -275,10 +277,13 @@ public final class SoundFile {
         return Transfer(count: Int(count), error: nil)
     }
 
-    private static func requireRegularFile(_ fd: Int32) throws(SoundFileError) {
+    /// The status of `fd`, which must be a regular file.
+    @discardableResult
+    private static func requireRegularFile(_ fd: Int32) throws(SoundFileError) -> stat {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw .system(errno, "fstat") }
         try requireRegularFile(mode: status.st_mode)
+        return status
     }
 
     private static func requireRegularFile(mode: mode_t) throws(SoundFileError) {

@@ -20,4 +20,14 @@ import Foundation
         let result = try jaq(["record"] + arguments + ["--multi", "system"], server: nil)
         #expect(result.status == 64 && result.error.contains("give --transport too"), "\(result.status): \(result.error)")
     }
+
+    /// A take in a directory that does not exist is refused in one line naming the directory,
+    /// before anything is recorded (the take file looks for the directory only once it could
+    /// not be made).
+    @Test func anOutputInADirectoryThatDoesNotExistNamesTheDirectory() throws {
+        let result = try jaq(["record", "--private-server", "-d", "0.2", "-o", "/nonexistent-jaq-dir/take-{n}.wav",
+                              "system:capture_1", "system:capture_2"], server: nil)
+        #expect(result.status == 1 && result.error.contains("the directory /nonexistent-jaq-dir does not exist")
+                && !result.error.contains("\n\n"), "\(result.status): \(result.error)")
+    }
 }

@@ -130,17 +130,17 @@ public final class AudioTakeFile {
     /// - Throws: `AudioTakeFileError` naming the file and why (no such directory, exists, a
     ///   rate or channel count the container cannot hold...).
     public init(path: String, format: Format, sampleRate: Int, channelCount: Int) throws(AudioTakeFileError) {
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        if !FileManager.default.fileExists(atPath: directory) {
-            throw AudioTakeFileError(path: path, reason: "the directory \(directory) does not exist")
-        }
         let layout = format.layout(channelCount: channelCount, sampleRate: sampleRate)
         self.path = path
         self.format = format
         self.channelCount = channelCount
         bytesPerFrame = layout.bytesPerFrame
         guard let container = format.container else {
-            encoded = try EncodedTake(path: path, encoding: format.encoding!, sampleRate: Double(sampleRate), channelCount: channelCount)
+            do {
+                encoded = try EncodedTake(path: path, encoding: format.encoding!, sampleRate: Double(sampleRate), channelCount: channelCount)
+            } catch {
+                throw Self.missingDirectory(path) ?? error
+            }
             file = nil
             transfer = nil
             audioByteLimit = nil
@@ -157,7 +157,7 @@ public final class AudioTakeFile {
                                             replacing: false, readable: false, headerUpdates: .onRequest,
                                             growsIntoRF64: format.growsIntoRF64)
         } catch {
-            throw AudioTakeFileError(path: path, reason: "cannot create it: " + Self.reason(error))
+            throw Self.missingDirectory(path) ?? AudioTakeFileError(path: path, reason: "cannot create it: " + Self.reason(error))
         }
         encoded = nil
         transfer = storage.transfer
@@ -167,6 +167,15 @@ public final class AudioTakeFile {
     deinit {
         try? file?.close()
         encoded?.abandon()
+    }
+
+    /// The error for a file that could not be created because its directory does not exist;
+    /// nil if it does. Asked only once the creation failed: for a file made, the open's own
+    /// check is enough (issue #29: three system calls and a URL fewer per track).
+    private static func missingDirectory(_ path: String) -> AudioTakeFileError? {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard !FileManager.default.fileExists(atPath: directory) else { return nil }
+        return AudioTakeFileError(path: path, reason: "the directory \(directory) does not exist")
     }
 
     /// Writes `frames` frames in the format's sample layout (interleaved when several channels),
