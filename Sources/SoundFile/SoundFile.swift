@@ -278,7 +278,6 @@ public final class SoundFile {
     }
 
     /// The status of `fd`, which must be a regular file.
-    @discardableResult
     private static func requireRegularFile(_ fd: Int32) throws(SoundFileError) -> stat {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw .system(errno, "fstat") }

@@ -114,15 +114,16 @@ extension TakeWriter {
         let samples = raw.count / 3
         var count = 0
         var i = 0
+        // The zero bytes of a 16-byte third's two halves: a byte that is 0x80 after the
+        // transform above is a zero byte once ^ 0x80.
+        @inline(__always) func nearFullBytes(_ p: UnsafeRawPointer, _ offset: Int, _ others: SIMD16<UInt8>) -> UInt64 {
+            let bytes = ((p.loadUnaligned(fromByteOffset: offset, as: SIMD16<UInt8>.self) &+ one) & even | others) ^ nearFull
+            let halves = unsafeBitCast(bytes, to: SIMD2<UInt64>.self)
+            return zeroBytes(halves[0]) | zeroBytes(halves[1])
+        }
         while i &+ 16 <= samples {
             let p = base + i &* 3
-            // A byte that is 0x80 in a, b or c is a zero byte of it ^ 0x80.
-            let a = unsafeBitCast(((p.loadUnaligned(as: SIMD16<UInt8>.self) &+ one) & even | others.0) ^ nearFull, to: SIMD2<UInt64>.self)
-            let b = unsafeBitCast(((p.loadUnaligned(fromByteOffset: 16, as: SIMD16<UInt8>.self) &+ one) & even | others.1) ^ nearFull,
-                                  to: SIMD2<UInt64>.self)
-            let c = unsafeBitCast(((p.loadUnaligned(fromByteOffset: 32, as: SIMD16<UInt8>.self) &+ one) & even | others.2) ^ nearFull,
-                                  to: SIMD2<UInt64>.self)
-            if zeroBytes(a[0]) | zeroBytes(a[1]) | zeroBytes(b[0]) | zeroBytes(b[1]) | zeroBytes(c[0]) | zeroBytes(c[1]) != 0 {
+            if nearFullBytes(p, 0, others.0) | nearFullBytes(p, 16, others.1) | nearFullBytes(p, 32, others.2) != 0 {
                 for k in 0..<16 { count &+= clipped(p + k &* 3) }
             }
             i &+= 16
