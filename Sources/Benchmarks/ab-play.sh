@@ -33,7 +33,7 @@ for turn in $(seq "$turns"); do
     echo "$ca $cb $cf $wa $wb $wf" >>"$results"
 done
 col() { column_median "$1" "$results"; }
-ra=$(awk '{print $1/$3}' "$results" | median)
-rb=$(awk '{print $2/$3}' "$results" | median)
+ra=$(ratio_median 1 "$results")
+rb=$(ratio_median 2 "$results")
 printf 'jaq play --quiet, %s channels, %s s, %s, %s turns (medians): A %.1f ms, B %.1f ms, floor-play %.1f ms; ratio to the floor A %.3f, B %.3f; wall A %.2f s, B %.2f s, floor-play %.2f s\n' \
     "$channels" "$seconds" "$bits" "$turns" "$(col 1)" "$(col 2)" "$(col 3)" "$ra" "$rb" "$(col 4)" "$(col 5)" "$(col 6)"

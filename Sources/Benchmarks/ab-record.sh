@@ -41,7 +41,7 @@ done
 ma=$(column_median 1 "$results")
 mb=$(column_median 2 "$results")
 mf=$(column_median 3 "$results")
-ra=$(awk '{print $1/$3}' "$results" | median)
-rb=$(awk '{print $2/$3}' "$results" | median)
+ra=$(ratio_median 1 "$results")
+rb=$(ratio_median 2 "$results")
 printf 'jaq record -b %s -d %s, %s tracks, %s turns (medians): A %.1f ms, B %.1f ms, floor-record %.1f ms; ratio to the floor A %.3f, B %.3f\n' \
     "$bits" "$seconds" "$tracks" "$turns" "$ma" "$mb" "$mf" "$ra" "$rb"

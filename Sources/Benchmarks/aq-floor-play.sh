@@ -18,22 +18,17 @@ channels=$count
 bits=${more[0]:-16}
 play_setup "$channels" "$seconds" "$bits"
 
+# The CPU ms of one run (play_run's first field).
 run() {
     case $1 in
     jaq) play_run "$a" play --quiet "$dir/play.wav" ;;
     aq) play_run "$b" "$dir/play.wav" ;;
     floor) play_run "$dir/floor-play" "$dir/play.wav" ;;
-    esac
+    esac | cut -d' ' -f1
 }
 results=$dir/results
-orders=("jaq aq floor" "aq floor jaq" "floor jaq aq")
-for turn in $(seq "$turns"); do
-    declare -A t=()
-    for tool in ${orders[$(((turn - 1) % 3))]}; do read -r t[$tool] _ < <(run "$tool"); done
-    echo "turn $turn: jaq play ${t[jaq]} ms, aq-floor-play ${t[aq]} ms, floor-play ${t[floor]} ms" >&2
-    echo "${t[jaq]} ${t[aq]} ${t[floor]}" >>"$results"
-done
-rj=$(awk '{print $1/$3}' "$results" | median)
-rq=$(awk '{print $2/$3}' "$results" | median)
+referee_turns "jaq play" aq-floor-play floor-play
+rj=$(ratio_median 1 "$results")
+rq=$(ratio_median 2 "$results")
 printf '%s channels, %s, %s s, %s turns (medians): jaq play %.1f ms, aq-floor-play %.1f ms, floor-play %.1f ms; ratio to floor-play: jaq %.3f, aq-floor %.3f\n' \
     "$channels" "$bits" "$seconds" "$turns" "$(column_median 1 "$results")" "$(column_median 2 "$results")" "$(column_median 3 "$results")" "$rj" "$rq"

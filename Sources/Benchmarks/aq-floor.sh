@@ -29,17 +29,11 @@ run() {
     esac
 }
 results=$dir/results
-orders=("jaq aq floor" "aq floor jaq" "floor jaq aq")
-for turn in $(seq "$turns"); do
-    declare -A t=()
-    for tool in ${orders[$(((turn - 1) % 3))]}; do t[$tool]=$(run "$tool"); done
-    echo "turn $turn: jaq record ${t[jaq]} ms, aq-floor-record ${t[aq]} ms, floor-record ${t[floor]} ms" >&2
-    echo "${t[jaq]} ${t[aq]} ${t[floor]}" >>"$results"
-done
+referee_turns "jaq record" aq-floor-record floor-record
 mj=$(column_median 1 "$results")
 mq=$(column_median 2 "$results")
 mf=$(column_median 3 "$results")
-rj=$(awk '{print $1/$3}' "$results" | median)
-rq=$(awk '{print $2/$3}' "$results" | median)
+rj=$(ratio_median 1 "$results")
+rq=$(ratio_median 2 "$results")
 printf '%s tracks, %s, %s s, %s turns (medians): jaq record %.1f ms, aq-floor-record %.1f ms, floor-record %.1f ms; ratio to floor-record: jaq %.3f, aq-floor %.3f\n' \
     "$tracks" "$bits" "$seconds" "$turns" "$mj" "$mq" "$mf" "$rj" "$rq"

@@ -80,6 +80,8 @@ ab_server() {
 # The median of the numbers on standard input; `column_median N FILE`, of column N of FILE.
 median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 column_median() { awk -v c="$1" '{print $c}' "$2" | median; }
+# `ratio_median N FILE`: the median of column N over column 3 (the floor's, in every script) of FILE.
+ratio_median() { awk -v c="$1" '{print $c/$3}' "$2" | median; }
 
 # take_cpu COMMAND...: the CPU milliseconds of one run of a recorder (`perf stat -e task-clock`,
 # the whole process), into an emptied $dir/take (ab-record.sh, aq-floor.sh).
@@ -123,4 +125,18 @@ play_run() {
     cpu=$(perf stat -x, -e task-clock "$@" 2>&1 >/dev/null | awk -F, '/task-clock/ {print $1}')
     end=$(date +%s.%N)
     echo "$cpu $(echo "$end - $start" | bc -l)"
+}
+
+# referee_turns JAQ_LABEL AQ_LABEL FLOOR_LABEL: for aq-floor.sh and aq-floor-play.sh, $turns
+# turns of the script's `run jaq`, `run aq` and `run floor` (each prints its CPU ms), each going
+# first in turn; a line "jaq aq floor" per turn in $results.
+referee_turns() {
+    local orders=("jaq aq floor" "aq floor jaq" "floor jaq aq") turn tool
+    local -A t
+    for turn in $(seq "$turns"); do
+        t=()
+        for tool in ${orders[$(((turn - 1) % 3))]}; do t[$tool]=$(run "$tool"); done
+        echo "turn $turn: $1 ${t[jaq]} ms, $2 ${t[aq]} ms, $3 ${t[floor]} ms" >&2
+        echo "${t[jaq]} ${t[aq]} ${t[floor]}" >>"$results"
+    done
 }
