@@ -184,6 +184,15 @@ public final class JackSession: @unchecked Sendable {
         }
     }
 
+    /// The names of the audio outputs (or inputs), only the physical ones if asked, sorted
+    /// naturally: one list from the server, without `ports()`'s look-up of every port by name
+    /// (each compared with every port's), latencies and connections.
+    public func audioPortNames(inputs: Bool, physicalOnly: Bool = false) -> [String] {
+        let direction = inputs ? JackPortIsInput.rawValue : JackPortIsOutput.rawValue
+        let flags = UInt(direction | (physicalOnly ? JackPortIsPhysical.rawValue : 0))
+        return PortMatcher.naturalSorted(JackPorts.list(client, flags: flags))
+    }
+
     /// Every port, sorted naturally, with its latencies and connections.
     public func ports(matching pattern: String? = nil) -> [JackPortInfo] {
         let names = JackPorts.list(client, flags: 0)

@@ -142,7 +142,7 @@ struct PlayCommand: ParsableCommand {
         }
         defer { for player in players { AudioQueueDispose(player.queue, true) } }
 
-        if targets.count < players.count, !session.ports().contains(where: { $0.isInput && $0.isPhysical }) {
+        if targets.count < players.count, session.audioPortNames(inputs: true, physicalOnly: true).isEmpty {
             Log.info("no physical (system) ports to play to: the players' ports stay unconnected until something connects them (or use --to)"
                      + ServerContext.noPhysicalPortsHint)
         }

@@ -359,9 +359,8 @@ struct RecordCommand: ParsableCommand {
 
     /// The ports to record, in order, and the server's physical capture ports.
     func resolveSources(_ server: ServerContext) throws -> (sources: [String], physical: [String]) {
-        let all = server.session.ports().filter { !$0.isInput && $0.type.contains("audio") }
-        let candidates = all.map(\.name)
-        let physical = all.filter(\.isPhysical).map(\.name)
+        let candidates = server.session.audioPortNames(inputs: false)
+        let physical = server.session.audioPortNames(inputs: false, physicalOnly: true)
         var sources: [String] = []
         for port in ports {
             do {
