@@ -29,7 +29,7 @@ extension TakeWriter {
             if written == 0 { writeBroadcastWave() }
             // Every file gets the frames, or (disk full, a write error) none does: the tracks of
             // a take always have the same length, and `written` is what each file holds.
-            guard reserve(through: target) else { return }
+            guard reserve(through: target, limit: final ? target : end) else { return }
             for file in files {
                 writeFile(file, from: written, to: target, takeStart: takeStart)
                 guard state.withLock({ $0.error }) == nil else { return }
@@ -61,11 +61,13 @@ extension TakeWriter {
     /// per file every eight seconds, not per write: at 64 tracks, every two seconds cost the
     /// writer 6 % of its time, issue #29) while the file systems have room for four times
     /// that; nearer full, just what the frames need, so a nearly full disk still takes every
-    /// frame it can hold and every track stops on the same one.
-    private func reserve(through target: Int64) -> Bool {
+    /// frame it can hold and every track stops on the same one. Never past `limit` (the take's
+    /// known end, or the frames of the last flush): space the take cannot use would only be
+    /// allocated to be given back at close.
+    private func reserve(through target: Int64, limit: Int64?) -> Bool {
         guard target > reserved else { return true }
-        let ahead = Int64(8 * rate)
-        let roomy = files.allSatisfy { file in
+        let ahead = min(Int64(8 * rate), max(0, (limit ?? .max) - target))
+        let roomy = ahead > 0 && files.allSatisfy { file in
             (file.take.freeBytes ?? 0) > Int64(4 * files.count * file.take.byteCount(frames: Int(target - written + ahead)))
         }
         let frames = roomy ? target - written + ahead : target - written
