@@ -37,7 +37,7 @@ struct TimePitchSettings {
                 throw CLIError("\(path): cannot change the speed or pitch: Rubber Band is not installed "
                                + "(apt-get install librubberband2), or use --varispeed (speed and pitch together)")
             }
-            throw CLIError("\(path): cannot set the speed or pitch (\(describe(status, file: false)))")
+            throw CLIError("\(path): cannot set the speed or pitch: \(describe(status, file: false))")
         }
     }
 

@@ -150,7 +150,7 @@ struct PlayCommand: ParsableCommand {
                                    startAt: startAt, startup: startup)
         for player in players {
             let status = AudioQueueStart(player.queue, &start)
-            guard status == noErr else { throw CLIError("\(player.path): cannot start (\(describe(status, file: false)))") }
+            guard status == noErr else { throw CLIError("\(player.path): cannot start: \(describe(status, file: false))") }
         }
         let rate = session.sampleRate
         let longest = timePitch.playedSeconds(players.map(\.durationSeconds).max() ?? 0)
@@ -198,10 +198,10 @@ struct PlayCommand: ParsableCommand {
             }
         }
         let configured = player.configure(queue)
-        guard configured == noErr else { throw CLIError("\(player.path): the queue refuses the file's magic cookie (\(describe(configured, file: false)))") }
+        guard configured == noErr else { throw CLIError("\(player.path): the queue refuses the file's magic cookie: \(describe(configured, file: false))") }
         if let target {
             let result = setStringProperty(queue, kAudioQueueProperty_CurrentDevice, target)
-            guard result == noErr else { throw CLIError("\(player.path): --to \(target): no JACK port matches (\(describe(result, file: false)))") }
+            guard result == noErr else { throw CLIError("\(player.path): --to \(target): no JACK port matches: \(describe(result, file: false))") }
         }
         if let volume { AudioQueueSetParameter(queue, kAudioQueueParam_Volume, volume) }
         if let pan { AudioQueueSetParameter(queue, kAudioQueueParam_Pan, pan) }
@@ -215,7 +215,7 @@ struct PlayCommand: ParsableCommand {
         }
         var prepared: UInt32 = 0
         let primed = AudioQueuePrime(queue, 0, &prepared)
-        guard primed == noErr else { throw CLIError("\(player.path): cannot prime (\(describe(primed, file: false)))") }
+        guard primed == noErr else { throw CLIError("\(player.path): cannot prime: \(describe(primed, file: false))") }
         if let error = player.readError.withLock({ $0 }) { throw CLIError(error) }
     }
 

@@ -21,14 +21,14 @@ struct PlayableFile {
         var result = AudioFileGetProperty(file, kAudioFilePropertyDataFormat, &size, &asbd)
         guard result == noErr else {
             AudioFileClose(file)
-            throw CLIError("\(path): cannot read its data format (\(describe(result, file: true)))")
+            throw CLIError("\(path): cannot read its data format: \(describe(result, file: true))")
         }
         var packets: UInt64 = 0
         size = 8
         result = AudioFileGetProperty(file, kAudioFilePropertyAudioDataPacketCount, &size, &packets)
         guard result == noErr else {
             AudioFileClose(file)
-            throw CLIError("\(path): cannot read its length (\(describe(result, file: true)))")
+            throw CLIError("\(path): cannot read its length: \(describe(result, file: true))")
         }
         id = file
         format = asbd

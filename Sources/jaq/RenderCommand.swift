@@ -82,7 +82,7 @@ final class RenderTrack: @unchecked Sendable {
             AudioQueueEnqueueBufferWithParameters(queue, buffer, descriptions, descriptions > 0 ? buffer.pointee.mPacketDescriptions : nil,
                                                   UInt32(trims.start), UInt32(trims.end), 0, nil, start == 0 ? pointer : nil, nil)
         }
-        if result != noErr { failure.withLock { $0 = "\(path): cannot enqueue (\(describe(result, file: false)))" } }
+        if result != noErr { failure.withLock { $0 = "\(path): cannot enqueue: \(describe(result, file: false))" } }
     }
 }
 
@@ -252,13 +252,13 @@ struct RenderCommand: ParsableCommand {
             guard result == noErr, let capture else { throw CLIError("\(track.path): \(describe(result, file: false))") }
             captures.append(capture)
             result = AudioQueueSetOfflineRenderFormat(queue, &renderFormat, nil)
-            guard result == noErr else { throw CLIError("\(track.path): cannot render offline (\(describe(result, file: false)))") }
+            guard result == noErr else { throw CLIError("\(track.path): cannot render offline: \(describe(result, file: false))") }
             result = AudioQueueStart(queue, nil)
-            guard result == noErr else { throw CLIError("\(track.path): cannot start (\(describe(result, file: false)))") }
+            guard result == noErr else { throw CLIError("\(track.path): cannot start: \(describe(result, file: false))") }
             var time = AudioTimeStamp()
             time.mFlags = .sampleTimeValid
             result = AudioQueueOfflineRender(queue, &time, capture, 0)
-            guard result == noErr else { throw CLIError("\(track.path): cannot render offline (\(describe(result, file: false)))") }
+            guard result == noErr else { throw CLIError("\(track.path): cannot render offline: \(describe(result, file: false))") }
         }
 
         // After every input and value is checked: the one error left to report is this one.
@@ -288,7 +288,7 @@ struct RenderCommand: ParsableCommand {
                 time.mFlags = .sampleTimeValid
                 time.mSampleTime = Double(written)
                 let status = AudioQueueOfflineRender(track.queue, &time, capture, UInt32(chunk))
-                guard status == noErr else { throw CLIError("\(track.path): offline render failed (\(describe(status, file: false)))") }
+                guard status == noErr else { throw CLIError("\(track.path): offline render failed: \(describe(status, file: false))") }
                 if let failure = track.failure.withLock({ $0 }) { throw CLIError(failure) }
                 var frames = Int(capture.pointee.mAudioDataByteSize) / (channels * 4)
                 if let limit = limits[index], written + frames >= limit {

@@ -102,7 +102,7 @@ import SoundFile
         try writeSource()
         let missing = try convert(["absent.wav", "x.wav"])
         #expect(missing.status == 1)
-        #expect(missing.error == "jaq convert: absent.wav: cannot open it: no such file, -43\n", "\(missing.error)")
+        #expect(missing.error == "jaq convert: absent.wav: cannot open it: no such file (-43)\n", "\(missing.error)")
         let noType = try convert(["in.wav", "x.xyz"])
         #expect(noType.status == 64 && noType.error.split(separator: "\n").first?.contains("x.xyz: no file type") == true, "\(noType.error)")
         let badFormat = try convert(["-d", "LEI17", "in.wav", "x.wav"])
