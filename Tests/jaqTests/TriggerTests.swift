@@ -117,4 +117,15 @@ import Testing
         #expect(expandTakeName("plain", fields) == "plain")
         #expect(zeroPadded(1234, width: 3) == "1234")
     }
+
+    @Test func namesKeepLettersDigitsAndThreeMarksAndMakeEveryOtherCharacterOneUnderscore() {
+        #expect(sanitized("ardour_Audio 1/out+L") == "ardour_Audio_1_out_L")
+        #expect(sanitized("Take-01.v2_ok") == "Take-01.v2_ok")
+        // A grapheme of two scalars (e + combining acute), an emoji, CR LF: one "_" each.
+        #expect(sanitized("cafe\u{301}🎸\r\nx") == "caf___x")
+        #expect(sanitized("é:ü") == "___")
+        #expect(sanitized(String(repeating: "a", count: 40)) == String(repeating: "a", count: 32))
+        #expect(sanitized(String(repeating: "é", count: 60), limit: 48) == String(repeating: "_", count: 48))
+        #expect(sanitized("") == "")
+    }
 }
