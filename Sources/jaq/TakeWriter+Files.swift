@@ -71,8 +71,11 @@ extension TakeWriter {
             (file.take.freeBytes ?? 0) > Int64(4 * files.count * file.take.byteCount(frames: Int(target - written + ahead)))
         }
         let frames = roomy ? target - written + ahead : target - written
+        // Through the limit (the take's known end, or a final flush's frames): the files' last
+        // frames, reserved exactly, so that nothing is left past their ends to give back at close.
+        let last = limit.map { written + frames >= $0 } ?? false
         for file in files {
-            do { try file.take.reserve(frames: Int(frames)) } catch {
+            do { try file.take.reserve(frames: Int(frames), last: last) } catch {
                 fail(error)
                 return false
             }

@@ -137,6 +137,47 @@ final class TemporaryDirectory {
         #expect(reader.info.frameCount == 48000)
     }
 
+    /// A take of known length reserves exactly what its last frames take (`jaq record -d`):
+    /// the file ends where its reservation ends, holds no block past its size, and reads back
+    /// every frame. An earlier, larger reservation is still given back when a later one that
+    /// ends sooner is the last (a take stopped before the end reserved ahead).
+    @Test func exactReservationEndsWithTheFileAndAnEarlierLargerOneIsStillGivenBack() throws {
+        let samples = ramp(frames: 48000, channels: 1)
+        let dataBytes = 48000 * 2
+        // Exactly the frames' bytes, reserved after the header: the file ends on the reservation.
+        let exactPath = directory.path("exact.wav")
+        let exact = try SoundFile(path: exactPath, mode: .write,
+                                  format: .init(sampleRate: 48000, channelCount: 1, format: .init(.wav, .pcm16)))
+        #expect(try exact.reserveSpace(byteCount: dataBytes), "fallocate is not supported where the test's files are")
+        _ = samples.withUnsafeBufferPointer { exact.writeFrames($0) }
+        try exact.close()
+        var closed = stat()
+        #expect(stat(exactPath, &closed) == 0)
+        #expect(closed.st_size == 44 + off_t(dataBytes), "a 44-byte header and the frames: \(closed.st_size)")
+        let block = Int64(max(closed.st_blksize, 4096))
+        let rounded = (Int64(closed.st_size) + block - 1) / block * block
+        #expect(Int64(closed.st_blocks) * 512 <= rounded, "\(closed.st_blocks * 512) bytes on disk for a file of \(closed.st_size)")
+        var back = [Int16](repeating: 0, count: 48000)
+        let reader = try SoundFile(path: exactPath, mode: .read)
+        #expect(reader.info.frameCount == 48000)
+        _ = back.withUnsafeMutableBufferPointer { reader.readFrames(into: $0) }
+        #expect(back == samples)
+
+        // 8 MiB ahead first, then the last frames exactly: the 8 MiB are past the end and go back.
+        let earlierPath = directory.path("earlier.wav")
+        let earlier = try SoundFile(path: earlierPath, mode: .write,
+                                    format: .init(sampleRate: 48000, channelCount: 1, format: .init(.wav, .pcm16)))
+        #expect(try earlier.reserveSpace(byteCount: 8 << 20))
+        _ = samples.withUnsafeBufferPointer { earlier.writeFrames($0) }
+        #expect(try earlier.reserveSpace(byteCount: dataBytes))
+        _ = samples.withUnsafeBufferPointer { earlier.writeFrames($0) }
+        try earlier.close()
+        #expect(stat(earlierPath, &closed) == 0)
+        #expect(closed.st_size == 44 + 2 * off_t(dataBytes))
+        #expect(Int64(closed.st_blocks) * 512 < Int64(closed.st_size) + 64 << 10,
+                "\(closed.st_blocks * 512) bytes on disk for a file of \(closed.st_size)")
+    }
+
     @Test func channelMapIsStoredInCAF() throws {
         let path = directory.path("map.caf")
         let file = try SoundFile(path: path, mode: .readWrite,

@@ -215,11 +215,14 @@ public final class AudioTakeFile {
 
     /// Reserves the disk space of the next `frames` frames (plus a little for a header that
     /// grows as it is updated). Compressed files, whose sizes are unknown, reserve nothing.
+    /// - Parameter last: these are the file's last frames (a take of known length): exactly
+    ///   their space is reserved, so that the finished file has nothing reserved past its end
+    ///   to give back at `close`.
     /// - Throws: `AudioTakeFileError` if the file system is full.
-    public func reserve(frames: Int) throws(AudioTakeFileError) {
+    public func reserve(frames: Int, last: Bool = false) throws(AudioTakeFileError) {
         guard !format.isCompressed, let file else { return }
         do {
-            _ = try file.reserveSpace(byteCount: frames * channelCount * format.bytesPerSample + 4096)
+            _ = try file.reserveSpace(byteCount: byteCount(frames: frames) + (last ? 0 : 4096))
         } catch {
             throw failure(error)
         }
