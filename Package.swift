@@ -14,7 +14,11 @@ let package = Package(
     targets: [
         // C libraries of the system.
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
-        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        // libsoxr's declarations only: CSoxrLoad defines the functions jaq calls and opens the
+        // library (dlopen) when the first resampler is made, so that a process that never
+        // resamples does not load it, nor the OpenMP runtime it links (issue #29).
+        .systemLibrary(name: "CSoxr", providers: [.apt(["libsoxr-dev"])]),
+        .target(name: "CSoxrLoad"),
         // Rubber Band's declarations only: CRubberBandLoad defines the functions jaq calls and
         // opens the library (dlopen) when the first stretcher is made, so that nothing links the
         // GPL library and an installation without it still runs (Varispeed works, Spectral and
@@ -40,7 +44,7 @@ let package = Package(
         // whole-module optimized build gives (`swift build -c release`, which make test and
         // CI run). Debug builds leave the attribute out rather than pass SwiftPM an unsafe
         // -wmo flag, which would keep other packages from depending on jaq by version.
-        .target(name: "QueueCore", dependencies: ["Sync", "CQueueCore", "CSoxr", "CRubberBand", "CRubberBandLoad"],
+        .target(name: "QueueCore", dependencies: ["Sync", "CQueueCore", "CSoxr", "CSoxrLoad", "CRubberBand", "CRubberBandLoad"],
                 swiftSettings: [.define("JAQ_CHECK_NOLOCKS", .when(configuration: .release))]),
         // libc functions Swift's Glibc module does not declare (sem_clockwait).
         .target(name: "CQueueCore"),
@@ -74,7 +78,7 @@ let package = Package(
         .target(name: "SoundFile", dependencies: ["CSndFile"]),
 
         // Apple's AudioToolbox API, implemented in Swift and exported with @_cdecl.
-        .target(name: "AudioToolbox", dependencies: ["CAudioToolbox", "SoundFile", "QueueCore", "JackDriver", "AudioCodec"]),
+        .target(name: "AudioToolbox", dependencies: ["CAudioToolbox", "CSoxrLoad", "SoundFile", "QueueCore", "JackDriver", "AudioCodec"]),
 
         // The command line tool: a client of the public API (AudioToolbox), and of JackControl
         // (with JackCommon) for the server itself (ports, transport, time, clock). LayeringTests keeps it so.

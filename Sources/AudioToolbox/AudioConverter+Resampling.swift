@@ -1,8 +1,15 @@
 import CAudioToolbox
+import CSoxrLoad
 import QueueCore
 
 // Sample-rate conversion in a converter: libsoxr (QueueCore's Resampler), with Apple's
 // quality, complexity and prime method properties.
+
+/// Why this installation cannot convert sample rates, or nil when it can: libsoxr, which the
+/// library opens when it first resamples (not at start: issue #29), is missing. A converter or
+/// queue between two rates then answers kAudioConverterErr_FormatNotSupported ('fmt?'), as
+/// Apple's do for a conversion they cannot make; this says why, for messages (a jaq extension).
+public var sampleRateConversionUnavailable: String? { jaq_soxr_error().map { String(cString: $0) } }
 
 /// The resampler of a converter whose input and output rates differ.
 final class RateStage {

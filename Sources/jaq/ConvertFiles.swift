@@ -45,7 +45,8 @@ final class ConvertReader {
         let status = ExtAudioFileSetProperty(file, kExtAudioFileProperty_ClientDataFormat, UInt32(MemoryLayout<AudioStreamBasicDescription>.size), &format)
         guard status == noErr else {
             throw CLIError("\(path): cannot convert \(Int(fileFormat.mSampleRate)) Hz, \(fileFormat.mChannelsPerFrame) channel\(fileFormat.mChannelsPerFrame == 1 ? "" : "s") to "
-                           + "\(Int(format.mSampleRate)) Hz, \(format.mChannelsPerFrame) channel\(format.mChannelsPerFrame == 1 ? "" : "s"): \(describe(status, file: false))")
+                           + "\(Int(format.mSampleRate)) Hz, \(format.mChannelsPerFrame) channel\(format.mChannelsPerFrame == 1 ? "" : "s"): "
+                           + (rateConversionUnavailable(status, from: fileFormat.mSampleRate, to: format.mSampleRate) ?? describe(status, file: false)))
         }
         client = format
         var size = UInt32(8)

@@ -220,7 +220,9 @@ struct RecordCommand: ParsableCommand {
                                          device: AudioQueueDevices.jack(clientName: "jaq-record", connectingTo: ""))
         guard created == noErr, let queue else {
             removeFiles(files)
-            throw CLIError("cannot create the recording queue: \(server.queueFailure(created))")
+            let why = rateConversionUnavailable(created, from: fileRate, to: server.session?.sampleRate)
+                ?? server.queueFailure(created)
+            throw CLIError("cannot create the recording queue: \(why)")
         }
         defer { AudioQueueDispose(queue, true) }
 

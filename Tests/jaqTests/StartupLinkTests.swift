@@ -54,6 +54,8 @@ import Testing
             #expect(opened.contains("libFoundationEssentials.so"), "LD_DEBUG=files names what is opened: \(opened)")
             let foundation = opened.filter(Self.foundation.contains)
             #expect(foundation.isEmpty, "jaq \(arguments.joined(separator: " ")) opens \(foundation.joined(separator: ", "))")
+            let resampler = opened.filter(Self.resampler.contains)
+            #expect(resampler.isEmpty, "jaq \(arguments.joined(separator: " ")) opens \(resampler.joined(separator: ", "))")
         }
     }
 
@@ -70,6 +72,62 @@ import Testing
             #expect(opened.contains("libjack.so.0"), "LD_DEBUG=files names what is opened: \(opened)")
             let foundation = opened.filter(Self.foundation.contains)
             #expect(foundation.isEmpty, "jaq \(arguments[0]) opens \(foundation.joined(separator: ", "))")
+            // At the server's rate nothing resamples: libsoxr (and its OpenMP runtime) stay closed.
+            let resampler = opened.filter(Self.resampler.contains)
+            #expect(resampler.isEmpty, "jaq \(arguments[0]) at the server's rate opens \(resampler.joined(separator: ", "))")
         }
+    }
+
+    /// libsoxr and the OpenMP runtime it links: opened by the first sample-rate conversion.
+    static let resampler: Set<String> = ["libsoxr.so.0", "libgomp.so.1"]
+
+    /// A file at another rate than the server's is resampled: libsoxr is opened then, and the
+    /// file plays; the tool links neither it nor libgomp.
+    @Test func aPlaybackAtAnotherRateOpensTheResampler() throws {
+        let binary = URL(fileURLWithPath: jaqBinary).deletingLastPathComponent()
+        for product in ["jaq", "libAudioToolbox.so"] {
+            let libraries = try Self.linkedLibraries(binary.appendingPathComponent(product).path)
+            let resampler = libraries.filter(Self.resampler.contains)
+            #expect(resampler.isEmpty, "\(product) links \(resampler.joined(separator: ", "))")
+        }
+        let server = try JackServer()
+        defer { server.stop() }
+        let scratch = scratchDirectory("startup-resample")
+        defer { removeScratch(scratch) }
+        try writeRamp("\(scratch)/tone.wav", frames: 4410, step: 256, rate: 44100)
+        let opened = try Self.librariesOpened(by: ["play", "--quiet", "tone.wav"], environment: server.environment, directory: scratch)
+        #expect(opened.contains("libsoxr.so.0"), "a 44.1 kHz file on a 48 kHz server is resampled: \(opened)")
+    }
+
+    /// Without libsoxr (JAQ_SOXR_LIBRARY names a library that does not exist), whatever converts
+    /// a rate fails with one line saying so, and leaves no file behind; a take at the server's
+    /// rate still records.
+    @Test func withoutLibsoxrAConversionBetweenRatesSaysSoAndTheServersRateStillWorks() throws {
+        let server = try JackServer()
+        defer { server.stop() }
+        let scratch = scratchDirectory("no-soxr")
+        defer { removeScratch(scratch) }
+        try writeRamp("\(scratch)/tone.wav", frames: 4410, step: 256, rate: 44100)
+        var environment = server.environment
+        environment["JAQ_SOXR_LIBRARY"] = "libjaq-no-such-soxr.so.0"
+        let runs: [(arguments: [String], made: String)] = [
+            (["play", "--quiet", "tone.wav"], ""),
+            (["convert", "--data", "LEI16@48000", "tone.wav", "out.wav"], "out.wav"),
+            (["record", "--quiet", "--rate", "44100", "-d", "4410f", "-o", "take-{n}.wav", "system:capture_1"], "take-01.wav"),
+        ]
+        for run in runs {
+            let result = try runProcess([jaqBinary] + run.arguments, environment: environment, timeout: 60, currentDirectory: scratch)
+            let lines = result.error.split(separator: "\n")
+            #expect(result.status == 1, "jaq \(run.arguments[0]): \(result.status) \(result.error)")
+            #expect(lines.count == 1 && result.error.contains("libsoxr is not installed")
+                    && result.error.contains("libjaq-no-such-soxr.so.0"), "jaq \(run.arguments[0]): \(result.error)")
+            if !run.made.isEmpty {
+                #expect(!FileManager.default.fileExists(atPath: "\(scratch)/\(run.made)"), "jaq \(run.arguments[0]) left \(run.made)")
+            }
+        }
+        let take = try runProcess([jaqBinary, "record", "--quiet", "-d", "4800f", "-o", "at-rate-{n}.wav", "system:capture_1"],
+                                  environment: environment, timeout: 60, currentDirectory: scratch)
+        #expect(take.status == 0, "a take at the server's rate needs no libsoxr: \(take.error)")
+        #expect(FileManager.default.fileExists(atPath: "\(scratch)/at-rate-01.wav"))
     }
 }
