@@ -166,7 +166,7 @@ final class AudioQueueObject: @unchecked Sendable {
             state.listeners.removeAll()
             return blocks
         }
-        for block in blocks { BufferMemory.free(block) }
+        BufferMemory.free(all: blocks)
         delivery?.invalidate()
     }
 }
@@ -327,5 +327,36 @@ enum BufferMemory {
         let base = block - prefix
         let total = base.load(as: Int.self)
         if base.load(fromByteOffset: 8, as: Int.self) == 1 { munmap(base, total) } else { Glibc.free(base) }
+    }
+
+    /// Frees `blocks` together (a disposed queue's): mapped blocks that lie next to each other
+    /// (the kernel places successive mappings so) are unmapped by one `munmap` per run, not one
+    /// each. A recorder's 40 buffers cost 107 µs unmapped one by one, 1.3 µs at once (issue #29).
+    /// A run is only ever blocks of `blocks`, each ending on the page where the next begins.
+    static func free(all blocks: some Collection<UnsafeMutableRawPointer>) {
+        let page = max(4096, Int(sysconf(Int32(_SC_PAGESIZE))))
+        var mapped: [(start: Int, end: Int)] = []
+        mapped.reserveCapacity(blocks.count)
+        for block in blocks {
+            let base = block - prefix
+            guard base.load(fromByteOffset: 8, as: Int.self) == 1 else {
+                free(block)
+                continue
+            }
+            let start = Int(bitPattern: base)
+            mapped.append((start, start + (base.load(as: Int.self) + page - 1) / page * page))
+        }
+        mapped.sort { $0.start < $1.start }
+        var index = 0
+        while index < mapped.count {
+            var end = mapped[index].end
+            var next = index + 1
+            while next < mapped.count && mapped[next].start == end {
+                end = mapped[next].end
+                next += 1
+            }
+            munmap(UnsafeMutableRawPointer(bitPattern: mapped[index].start), end - mapped[index].start)
+            index = next
+        }
     }
 }
