@@ -5,7 +5,8 @@
 # plays a CHANNELS-channel sine of SECONDS (BITS: 16 or float) with binary A, binary B and
 # floor-play, one after the other, and takes each process's CPU (`perf stat -e task-clock`, whole
 # process) and wall time. The ratio to the floor is taken within each turn, against that turn's
-# floor-play run, and the median of the turns is printed with the medians of the CPU times.
+# floor-play run, and the median of the turns is printed with the medians of the CPU times and
+# of A's CPU minus B's within each turn.
 #
 # usage: Sources/Benchmarks/ab-play.sh JAQ_A JAQ_B [CHANNELS] [SECONDS] [TURNS] [BITS]
 #   e.g. Sources/Benchmarks/ab-play.sh /tmp/before/.build/release/jaq .build/release/jaq 2 10 6 float
@@ -35,5 +36,5 @@ done
 col() { column_median "$1" "$results"; }
 ra=$(ratio_median 1 "$results")
 rb=$(ratio_median 2 "$results")
-printf 'jaq play --quiet, %s channels, %s s, %s, %s turns (medians): A %.1f ms, B %.1f ms, floor-play %.1f ms; ratio to the floor A %.3f, B %.3f; wall A %.2f s, B %.2f s, floor-play %.2f s\n' \
-    "$channels" "$seconds" "$bits" "$turns" "$(col 1)" "$(col 2)" "$(col 3)" "$ra" "$rb" "$(col 4)" "$(col 5)" "$(col 6)"
+printf 'jaq play --quiet, %s channels, %s s, %s, %s turns (medians): A %.1f ms, B %.1f ms, floor-play %.1f ms; ratio to the floor A %.3f, B %.3f; A - B within a turn %.2f ms; wall A %.2f s, B %.2f s, floor-play %.2f s\n' \
+    "$channels" "$seconds" "$bits" "$turns" "$(col 1)" "$(col 2)" "$(col 3)" "$ra" "$rb" "$(difference_median "$results")" "$(col 4)" "$(col 5)" "$(col 6)"

@@ -6,7 +6,8 @@
 # those ports for SECONDS with binary A and binary B (A first in odd turns, B in even ones), then
 # floor-record, and takes each process's CPU (`perf stat -e task-clock`, whole process). The
 # ratio to the floor is taken within each turn, against that turn's floor-record take, and the
-# median of the turns is printed with the medians of the CPU times.
+# median of the turns is printed with the medians of the CPU times and of A's CPU minus B's
+# within each turn.
 #
 # usage: Sources/Benchmarks/ab-record.sh JAQ_A JAQ_B [TRACKS] [SECONDS] [TURNS] [BITS]
 #   BITS: float (the default) or 24, the takes' sample format (`jaq record -b`, floor-record's)
@@ -43,5 +44,5 @@ mb=$(column_median 2 "$results")
 mf=$(column_median 3 "$results")
 ra=$(ratio_median 1 "$results")
 rb=$(ratio_median 2 "$results")
-printf 'jaq record -b %s -d %s, %s tracks, %s turns (medians): A %.1f ms, B %.1f ms, floor-record %.1f ms; ratio to the floor A %.3f, B %.3f\n' \
-    "$bits" "$seconds" "$tracks" "$turns" "$ma" "$mb" "$mf" "$ra" "$rb"
+printf 'jaq record -b %s -d %s, %s tracks, %s turns (medians): A %.1f ms, B %.1f ms, floor-record %.1f ms; ratio to the floor A %.3f, B %.3f; A - B within a turn %.2f ms\n' \
+    "$bits" "$seconds" "$tracks" "$turns" "$ma" "$mb" "$mf" "$ra" "$rb" "$(difference_median "$results")"

@@ -83,6 +83,12 @@ column_median() { awk -v c="$1" '{print $c}' "$2" | median; }
 # `ratio_median N FILE`: the median of column N over column 3 (the floor's, in every script) of FILE.
 ratio_median() { awk -v c="$1" '{print $c/$3}' "$2" | median; }
 
+# `difference_median FILE`: the median of column 1 minus column 2 (A's CPU minus B's) of FILE,
+# taken within each turn: a slow spell of the machine raises both, and drops out of it, where
+# it moves the medians of the columns apart (a change worth 2 ms in 0.2 s takes showed 0.1 ms
+# between the medians of 10 s takes in a noisy hour).
+difference_median() { awk '{print $1 - $2}' "$1" | median; }
+
 # take_cpu COMMAND...: the CPU milliseconds of one run of a recorder (`perf stat -e task-clock`,
 # the whole process), into an emptied $dir/take (ab-record.sh, aq-floor.sh).
 take_cpu() {
