@@ -323,10 +323,16 @@ enum BufferMemory {
         return base + prefix
     }
 
-    static func free(_ block: UnsafeMutableRawPointer) {
+    /// A block's allocation, from the 16 bytes before it: where it begins, its size, and
+    /// whether it is pages of its own (else calloc's).
+    private static func allocation(of block: UnsafeMutableRawPointer) -> (base: UnsafeMutableRawPointer, total: Int, mapped: Bool) {
         let base = block - prefix
-        let total = base.load(as: Int.self)
-        if base.load(fromByteOffset: 8, as: Int.self) == 1 { munmap(base, total) } else { Glibc.free(base) }
+        return (base, base.load(as: Int.self), base.load(fromByteOffset: 8, as: Int.self) == 1)
+    }
+
+    static func free(_ block: UnsafeMutableRawPointer) {
+        let (base, total, mapped) = allocation(of: block)
+        if mapped { munmap(base, total) } else { Glibc.free(base) }
     }
 
     /// Frees `blocks` together (a disposed queue's): mapped blocks that lie next to each other
@@ -338,13 +344,13 @@ enum BufferMemory {
         var mapped: [(start: Int, end: Int)] = []
         mapped.reserveCapacity(blocks.count)
         for block in blocks {
-            let base = block - prefix
-            guard base.load(fromByteOffset: 8, as: Int.self) == 1 else {
-                free(block)
+            let (base, total, isMapped) = allocation(of: block)
+            guard isMapped else {
+                Glibc.free(base)
                 continue
             }
             let start = Int(bitPattern: base)
-            mapped.append((start, start + (base.load(as: Int.self) + page - 1) / page * page))
+            mapped.append((start, start + (total + page - 1) / page * page))
         }
         mapped.sort { $0.start < $1.start }
         var index = 0

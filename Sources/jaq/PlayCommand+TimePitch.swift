@@ -32,10 +32,14 @@ struct TimePitchSettings {
                        AudioQueueSetParameter(queue, kAudioQueueParam_PlayRate, rate),
                        AudioQueueSetParameter(queue, kAudioQueueParam_Pitch, pitch)] where status != noErr {
             // The values were checked: a Spectral or TimeDomain unit refused is Rubber Band missing
-            // (it is opened when first used, and is not a dependency of the library).
+            // (it is opened when first used, and is not a dependency of the library), a Varispeed
+            // one libsoxr (opened when first used too).
             if status == kAudioQueueErr_InvalidPropertyValue && !varispeed {
                 throw CLIError("\(path): cannot change the speed or pitch: Rubber Band is not installed "
                                + "(apt-get install librubberband2), or use --varispeed (speed and pitch together)")
+            }
+            if varispeed, let reason = sampleRateConversionUnavailable {
+                throw CLIError("\(path): cannot change the speed: \(reason)")
             }
             throw CLIError("\(path): cannot set the speed or pitch: \(describe(status, file: false))")
         }

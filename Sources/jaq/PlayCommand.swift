@@ -182,9 +182,7 @@ struct PlayCommand: ParsableCommand {
         let status = AudioQueueNewOutput(&format, playerCallback, user, nil, nil, 0, &queue,
                                          device: AudioQueueDevices.jack(clientName: clientName, connectingTo: target.map { _ in "" }))
         guard status == noErr, let queue else {
-            let why = rateConversionUnavailable(status, from: format.mSampleRate, to: server.session?.sampleRate)
-                ?? server.queueFailure(status)
-            throw CLIError("\(player.path): cannot open JACK client \(clientName): \(why)")
+            throw CLIError("\(player.path): cannot open JACK client \(clientName): \(server.queueFailure(status, rate: format.mSampleRate))")
         }
         player.queue = queue
         // A decode ring of 32768 frames where that is at most 1 MiB (up to 8 channels), not the

@@ -220,9 +220,7 @@ struct RecordCommand: ParsableCommand {
                                          device: AudioQueueDevices.jack(clientName: "jaq-record", connectingTo: ""))
         guard created == noErr, let queue else {
             removeFiles(files)
-            let why = rateConversionUnavailable(created, from: fileRate, to: server.session?.sampleRate)
-                ?? server.queueFailure(created)
-            throw CLIError("cannot create the recording queue: \(why)")
+            throw CLIError("cannot create the recording queue: \(server.queueFailure(created, rate: fileRate))")
         }
         defer { AudioQueueDispose(queue, true) }
 

@@ -221,14 +221,15 @@ final class ServerContext: @unchecked Sendable {
             : " (the server has no hardware ports; name the ports instead: jaq ports)"
     }
 
-    /// Why a queue's client could not be had, in the words of a command's one-line error: a
+    /// Why a queue at `rate` could not be made, in the words of a command's one-line error: a
     /// server that began to freewheel after the command's control client joined refuses it
-    /// (`JackFreewheelError`); otherwise `status` said.
-    func queueFailure(_ status: OSStatus) -> String {
+    /// (`JackFreewheelError`); a queue at another rate than the server's cannot be converted
+    /// without libsoxr (`rateConversionUnavailable`); otherwise `status` said.
+    func queueFailure(_ status: OSStatus, rate: Double) -> String {
         if status == kAudioQueueErr_InvalidDevice, session?.isServerFreewheeling == true {
             return JackFreewheelError().description
         }
-        return describe(status, file: false)
+        return rateConversionUnavailable(status, from: rate, to: session?.sampleRate) ?? describe(status, file: false)
     }
 
     /// Closes the control client (when the command no longer needs it).

@@ -108,10 +108,13 @@ import Testing
         let scratch = scratchDirectory("no-soxr")
         defer { removeScratch(scratch) }
         try writeRamp("\(scratch)/tone.wav", frames: 4410, step: 256, rate: 44100)
+        try writeRamp("\(scratch)/tone48.wav", frames: 4800, step: 256)
         var environment = server.environment
         environment["JAQ_SOXR_LIBRARY"] = "libjaq-no-such-soxr.so.0"
         let runs: [(arguments: [String], made: String)] = [
             (["play", "--quiet", "tone.wav"], ""),
+            // At the server's rate, but Varispeed resamples (libsoxr) to change the speed.
+            (["play", "--quiet", "--speed", "1.5", "--varispeed", "tone48.wav"], ""),
             (["convert", "--data", "LEI16@48000", "tone.wav", "out.wav"], "out.wav"),
             (["record", "--quiet", "--rate", "44100", "-d", "4410f", "-o", "take-{n}.wav", "system:capture_1"], "take-01.wav"),
         ]
