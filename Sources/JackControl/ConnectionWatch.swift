@@ -1,5 +1,6 @@
 import CJack
 import Glibc
+import JackCommon
 import Synchronization
 
 /// Connection changes the server reports to a JackSession (libjack's port connect callback,
@@ -15,6 +16,8 @@ struct ConnectionWatch: ~Copyable {
     let firstChangeFrame = Atomic<UInt64>(0)
     /// The semaphore posted at each change (its address; 0: none).
     let wake = Atomic<UInt>(0)
+    /// The server shut the client down (it went away).
+    let shutDown = Atomic<Bool>(false)
 
     init(client: OpaquePointer) {
         self.client = client
@@ -28,5 +31,14 @@ func sessionPortConnect(_ a: jack_port_id_t, _ b: jack_port_id_t, _ connect: Int
     let frame = UInt64(jack_frame_time(watch.pointee.client)) + 1
     _ = watch.pointee.firstChangeFrame.compareExchange(expected: 0, desired: frame, ordering: .relaxed)
     watch.pointee.changes.wrappingAdd(1, ordering: .releasing)
+    if let wake = UnsafeMutablePointer<sem_t>(bitPattern: watch.pointee.wake.load(ordering: .acquiring)) { sem_post(wake) }
+}
+
+/// libjack's shutdown callback of a JackSession: the server went away (an atomic and a `sem_post`).
+func sessionShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ argument: UnsafeMutableRawPointer?) {
+    guard let argument else { return }
+    let watch = argument.assumingMemoryBound(to: ConnectionWatch.self)
+    watch.pointee.shutDown.store(true, ordering: .releasing)
+    JackClients.serverWentAway()
     if let wake = UnsafeMutablePointer<sem_t>(bitPattern: watch.pointee.wake.load(ordering: .acquiring)) { sem_post(wake) }
 }

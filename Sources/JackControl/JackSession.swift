@@ -41,13 +41,14 @@ public final class JackSession: @unchecked Sendable {
     ///   this makes the client take part in every JACK cycle, so only ask when needed.
     public init(serverName: String?, clientName: String = "jaq-ctl", watchTransport: Bool = false) throws {
         JackMessages.install()
+        if let stuck = JackClients.stuckReason { throw QueueError.invalidDevice(stuck) }
         var status = jack_status_t(0)
-        guard let client = jaq_jack_client_open(clientName, JackNoStartServer, &status, serverName) else {
+        guard let client = JackClients.open(clientName, JackNoStartServer, &status, serverName) else {
             let which = serverName.map { "JACK server \"\($0)\"" } ?? "the JACK server"
             throw QueueError.invalidDevice("cannot open a client on \(which): \(JackError(status))")
         }
         if JackCycleClock.serverIsFreewheeling(client) {
-            jack_client_close(client)
+            JackClients.close(client, serverGone: false)
             throw JackFreewheelError()
         }
         self.client = client
@@ -56,6 +57,7 @@ public final class JackSession: @unchecked Sendable {
         watcher.initialize(to: TransportWatch(client: client))
         connectionWatch = .allocate(capacity: 1)
         connectionWatch.initialize(to: ConnectionWatch(client: client))
+        jack_on_info_shutdown(client, sessionShutdown, UnsafeMutableRawPointer(connectionWatch))
         isActive = Mutex(watchTransport)
         if watchTransport {
             jack_set_process_callback(client, transportProcess, UnsafeMutableRawPointer(watcher))
@@ -102,11 +104,14 @@ public final class JackSession: @unchecked Sendable {
     }
 
     deinit {
-        jack_client_close(client)
-        watcher.deinitialize(count: 1)
-        watcher.deallocate()
-        connectionWatch.deinitialize(count: 1)
-        connectionWatch.deallocate()
+        let (watcher, connectionWatch) = (watcher, connectionWatch)
+        // After the server went away libjack's close can hang for ever: bounded (JackClients).
+        JackClients.close(client, serverGone: connectionWatch.pointee.shutDown.load(ordering: .acquiring)) {
+            watcher.deinitialize(count: 1)
+            watcher.deallocate()
+            connectionWatch.deinitialize(count: 1)
+            connectionWatch.deallocate()
+        }
     }
 
     /// Whether the client is active for `watchConnections` (and for nothing else).
@@ -159,8 +164,10 @@ public final class JackSession: @unchecked Sendable {
     public static func isServerRunning(_ serverName: String?) -> Bool {
         JackMessages.install()
         var status = jack_status_t(0)
-        guard let client = jaq_jack_client_open("jaq-probe", JackNoStartServer, &status, serverName) else { return false }
-        jack_client_close(client)
+        // libjack cannot open a client now (JackClients): say so at the open that follows.
+        if JackClients.stuckReason != nil { return true }
+        guard let client = JackClients.open("jaq-probe", JackNoStartServer, &status, serverName) else { return false }
+        JackClients.close(client, serverGone: false)
         return true
     }
 

@@ -28,13 +28,14 @@ public final class NetClockGenerator: @unchecked Sendable {
     /// - Throws: `NetClockError` with the reason (no server, the name taken, …).
     public init(serverName: String?, clientName: String = "jaq-clock") throws {
         JackMessages.install()
+        if let stuck = JackClients.stuckReason { throw NetClockError(stuck) }
         var status = jack_status_t(0)
-        guard let client = jaq_jack_client_open(clientName, JackNullOption, &status, serverName) else {
+        guard let client = JackClients.open(clientName, JackNullOption, &status, serverName) else {
             let which = serverName.map { "JACK server \"\($0)\"" } ?? "the JACK server"
             throw NetClockError("cannot open client \(clientName) on \(which): \(JackError(status))")
         }
         guard let port = jack_port_register(client, "clock", jaq_jack_default_audio_type(), UInt(JackPortIsOutput.rawValue), 0) else {
-            jack_client_close(client)
+            JackClients.close(client, serverGone: false)
             throw NetClockError("cannot register \(clientName):clock")
         }
         portName = String(cString: jack_port_name(port))
@@ -43,7 +44,7 @@ public final class NetClockGenerator: @unchecked Sendable {
         jack_set_process_callback(client, netClockGeneratorProcess, UnsafeMutableRawPointer(state))
         jack_on_shutdown(client, netClockShutdown, UnsafeMutableRawPointer(state))
         guard jack_activate(client) == 0 else {
-            jack_client_close(client)
+            JackClients.close(client, serverGone: false)
             state.deinitialize(count: 1)
             state.deallocate()
             closed = true
@@ -74,7 +75,7 @@ public final class NetClockGenerator: @unchecked Sendable {
     public func close() {
         guard !closed else { return }
         closed = true
-        closeClockClient(state.pointee.client, state)
+        closeClockClient(state.pointee.client, state, serverGone: isShutDown)
     }
 
     deinit { close() }
@@ -109,8 +110,9 @@ public final class NetClockReader: @unchecked Sendable {
     /// - Throws: `NetClockError` with the reason: no server, no such port, more than one.
     public init(serverName: String?, port: String, clientName: String = "jaq-clock-in") throws {
         JackMessages.install()
+        if let stuck = JackClients.stuckReason { throw NetClockError(stuck) }
         var status = jack_status_t(0)
-        guard let client = jaq_jack_client_open(clientName, JackNullOption, &status, serverName) else {
+        guard let client = JackClients.open(clientName, JackNullOption, &status, serverName) else {
             let which = serverName.map { "JACK server \"\($0)\"" } ?? "the JACK server"
             throw NetClockError("cannot open a client on \(which): \(JackError(status))")
         }
@@ -118,16 +120,16 @@ public final class NetClockReader: @unchecked Sendable {
         let physical = JackPorts.list(client, flags: UInt(JackPortIsOutput.rawValue | JackPortIsPhysical.rawValue))
         let matched: [String]
         do { matched = try JackSession.resolvePorts(port, candidates: candidates, physical: physical) } catch {
-            jack_client_close(client)
+            JackClients.close(client, serverGone: false)
             throw NetClockError("no such port (\(error.reason))")
         }
         guard matched.count == 1 else {
-            jack_client_close(client)
+            JackClients.close(client, serverGone: false)
             throw NetClockError("names \(matched.count) ports (\(matched.prefix(4).joined(separator: ", "))); the clock is one port")
         }
         source = matched[0]
         guard let input = jack_port_register(client, "clock", jaq_jack_default_audio_type(), UInt(JackPortIsInput.rawValue), 0) else {
-            jack_client_close(client)
+            JackClients.close(client, serverGone: false)
             throw NetClockError("cannot register a port")
         }
         state = .allocate(capacity: 1)
@@ -219,7 +221,7 @@ public final class NetClockReader: @unchecked Sendable {
     public func close() {
         guard !closed else { return }
         closed = true
-        closeClockClient(state.pointee.client, state)
+        closeClockClient(state.pointee.client, state, serverGone: false)
     }
 
     deinit { close() }
@@ -235,9 +237,11 @@ func drainNetClockEvents(_ rt: UnsafeMutablePointer<NetClockReaderRealtime>) -> 
     return result
 }
 
-/// Closes a clock client and then frees its realtime state (no callback runs after the close).
-private func closeClockClient<State: ~Copyable>(_ client: OpaquePointer, _ state: UnsafeMutablePointer<State>) {
-    jack_client_close(client)
-    state.deinitialize(count: 1)
-    state.deallocate()
+/// Closes a clock client and then frees its realtime state (no callback runs after the close;
+/// bounded after the server went away: JackClients).
+private func closeClockClient<State: ~Copyable>(_ client: OpaquePointer, _ state: UnsafeMutablePointer<State>, serverGone: Bool) {
+    JackClients.close(client, serverGone: serverGone) {
+        state.deinitialize(count: 1)
+        state.deallocate()
+    }
 }

@@ -37,17 +37,18 @@ extension JackDevice {
 
     private static func openClientOnce(driver: JackDriver, name: String, direction: DeviceDirection,
                                        layout: PortLayout, requiresCycle: Bool) throws -> UnsafeMutablePointer<JackClientRealtime> {
+        if let stuck = JackClients.stuckReason { throw QueueError.invalidDevice(stuck) }
         var status = jack_status_t(0)
         let limit = Int(jack_client_name_size()) - 1
         let clientName = String(name.prefix(max(limit, 1)))
-        guard let client = jaq_jack_client_open(clientName, JackNoStartServer, &status, driver.serverName) else {
+        guard let client = JackClients.open(clientName, JackNoStartServer, &status, driver.serverName) else {
             let environment = getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) } ?? ""
             let server = driver.serverName ?? environment
             let which = server.isEmpty ? "the default JACK server" : "JACK server \"\(server)\""
             throw QueueError.invalidDevice("cannot open a client on \(which): \(JackError(status))")
         }
         if JackCycleClock.serverIsFreewheeling(client) {
-            jack_client_close(client)
+            JackClients.close(client, serverGone: false)
             throw QueueError.invalidDevice(JackFreewheelError().description)
         }
         let portCount = layout.names.count
@@ -75,8 +76,7 @@ extension JackDevice {
         jack_set_freewheel_callback(client, jackFreewheel, argument)
         jack_set_latency_callback(client, jackLatency, argument)
         guard jack_activate(client) == 0 else {
-            jack_client_close(client)
-            Self.free(rt)
+            JackClients.close(client, serverGone: rt.pointee.shutDown.load(ordering: .acquiring)) { Self.free(rt) }
             throw ClientSetupFailure(error: .invalidDevice("cannot activate JACK client \(clientName)"))
         }
         // PipeWire's libjack reports no clock until the client's first cycle: wait for it, so
@@ -98,8 +98,7 @@ extension JackDevice {
             }
             if rt.pointee.cyclesRun.load(ordering: .relaxed) == 0 && !rt.pointee.shutDown.load(ordering: .acquiring) {
                 jack_deactivate(client)
-                jack_client_close(client)
-                Self.free(rt)
+                JackClients.close(client, serverGone: false) { Self.free(rt) }
                 // Long enough for the server to have let go of this client's name.
                 throw ClientSetupFailure(error: .invalidDevice("the JACK server ran no cycle of client \(clientName)"), retryAfter: 0.25)
             }
@@ -108,9 +107,9 @@ extension JackDevice {
         for (i, short) in layout.names.enumerated() {
             ports[i] = jack_port_register(client, short, jaq_jack_default_audio_type(), flags, 0)
             if ports[i] == nil {
-                jack_deactivate(client)
-                jack_client_close(client)
-                Self.free(rt)
+                let serverGone = rt.pointee.shutDown.load(ordering: .acquiring)
+                if !serverGone { jack_deactivate(client) }
+                JackClients.close(client, serverGone: serverGone) { Self.free(rt) }
                 throw ClientSetupFailure(error: .invalidDevice("cannot register JACK port \(short)"))
             }
         }

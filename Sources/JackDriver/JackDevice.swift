@@ -256,9 +256,9 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             replacement.pointee.processor.store(record.map { UnsafeMutableRawPointer($0) }, ordering: .sequentiallyConsistent)
             old.pointee.processor.store(nil, ordering: .sequentiallyConsistent)
             waitForCycleEnd(old)
-            jack_deactivate(old.pointee.client)
-            jack_client_close(old.pointee.client)
-            Self.free(old)
+            let serverGone = old.pointee.shutDown.load(ordering: .acquiring)
+            if !serverGone { jack_deactivate(old.pointee.client) }
+            JackClients.close(old.pointee.client, serverGone: serverGone) { Self.free(old) }
             own.made = []  // the new client has made none yet
             lock.withLock {
                 $0.rt = replacement
@@ -278,9 +278,10 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
             own.made = []
             rt.pointee.processor.store(nil, ordering: .sequentiallyConsistent)
             waitForCycleEnd(rt)
-            if !rt.pointee.shutDown.load(ordering: .acquiring) { jack_deactivate(rt.pointee.client) }
-            jack_client_close(rt.pointee.client)
-            Self.free(rt)
+            let serverGone = rt.pointee.shutDown.load(ordering: .acquiring)
+            if !serverGone { jack_deactivate(rt.pointee.client) }
+            // After the server went away libjack's close can hang for ever: bounded (JackClients).
+            JackClients.close(rt.pointee.client, serverGone: serverGone) { Self.free(rt) }
         }
         lock.withLock { inner in
             if let record = inner.processor {

@@ -1,4 +1,5 @@
 import CJack
+import JackCommon
 import QueueCore
 
 extension JackDriver: ServerBackedProvider {
@@ -6,9 +7,11 @@ extension JackDriver: ServerBackedProvider {
     /// a queue's client could not be opened, to tell "no server" (the queue waits for one:
     /// `DeferringDeviceProvider`) from a server that refused the client.
     public func serverIsRunning() -> Bool {
+        // libjack cannot open a client now (JackClients): not a missing server to wait for.
+        if JackClients.stuckReason != nil { return true }
         var status = jack_status_t(0)
-        guard let client = jaq_jack_client_open("jaq-probe", JackNoStartServer, &status, serverName) else { return false }
-        jack_client_close(client)
+        guard let client = JackClients.open("jaq-probe", JackNoStartServer, &status, serverName) else { return false }
+        JackClients.close(client, serverGone: false)
         return true
     }
 }

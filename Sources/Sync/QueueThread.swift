@@ -42,6 +42,9 @@ public final class QueueThread: @unchecked Sendable {
         }
     }
 
+    /// False if the thread could not be created (the process is out of threads): `body` never runs.
+    public var isStarted: Bool { started }
+
     /// True when the calling thread is this thread.
     public var isCurrent: Bool { started && pthread_equal(pthread_self(), thread) != 0 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import JackCommon
 
 /// An error the CLI reports in one line and exits non-zero for.
 struct CLIError: Error, CustomStringConvertible {
@@ -23,8 +24,18 @@ func runReportingFailure(_ command: String, quiet: Bool = false, _ body: () thro
     do {
         try body()
     } catch let error as CLIError {
+        noteCloseLeftBehind()
         Log.error(error.description)
         ServerContext.running?.stop()
         throw ExitCode(error.exitCode)
     }
+    noteCloseLeftBehind()
+}
+
+/// Says so when a close of a JACK client was left to its thread (JackClients: libjack
+/// deadlocked in it after the server went away), which the process's exit then ends.
+private func noteCloseLeftBehind() {
+    guard JackClients.stuckReason != nil else { return }
+    Log.info("libjack did not finish closing a client of the JACK server that went away (jack2 issue #395); "
+             + "left after \(Int(JackClients.abandonSeconds)) s")
 }

@@ -137,6 +137,7 @@ func jackShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ argu
     let rt = argument.assumingMemoryBound(to: JackClientRealtime.self)
     rt.pointee.shutdownStatus.store(UInt32(code.rawValue), ordering: .relaxed)
     rt.pointee.shutDown.store(true, ordering: .releasing)
+    JackClients.serverWentAway()
     JackEventWatcher.shared.signal.post()
 }
 
