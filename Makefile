@@ -218,14 +218,14 @@ fuzz-kill: release
 	JAQ_KILL_ROUNDS=$(KILL_ROUNDS) JAQ_KILL_SECONDS=15-25 JAQ_KILL_SEED=$(FUZZ_SEED) JAQ_BINARY=$(CURDIR)/.build/release/jaq \
 	  $(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter PlayEndingTests/playAndItsServerKilledTogether
 
-# The JACK server stopped under a jaq play, GONE_ROUNDS times, with two busy threads loading the machine
-# (make test runs 3 rounds unloaded): jaq play must exit 1 with "the JACK server went away" within 8 s every
-# time. libjack's close of a client deadlocks after about one such stop in 40 to 80 (jack2 issue #395);
+# The JACK server stopped under a jaq play and a jaq record in turns, GONE_ROUNDS times, with two busy threads
+# loading the machine (make test runs 4 rounds unloaded): each must exit 1 with "the JACK server went away"
+# within 8 s every time, a take so far that opens. libjack's close of a client deadlocks after about one such stop in 40 to 80 (jack2 issue #395);
 # jaq leaves such a close after 2 s, and the run counts the rounds where it did. Docs/queues.md.
 GONE_ROUNDS ?= 200
 fuzz-gone: release
 	JAQ_GONE_ROUNDS=$(GONE_ROUNDS) JAQ_GONE_LOAD=1 JAQ_BINARY=$(CURDIR)/.build/release/jaq \
-	  $(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter PlayEndingTests/serverStoppedUnderPlayInRounds
+	  $(FRESH_HOME) $(SWIFT) test --no-parallel $(SWIFT_FLAGS) --filter PlayEndingTests/serverStoppedUnderPlayOrRecordInRounds
 
 # make asan: the hostile-input tests (crashers, non-files, hostile formats and calls, a fuzz run) with every
 # Swift target built with AddressSanitizer, in a scratch path of their own.

@@ -28,6 +28,10 @@ func runReportingFailure(_ command: String, quiet: Bool = false, _ body: () thro
         Log.error(error.description)
         ServerContext.running?.stop()
         throw ExitCode(error.exitCode)
+    } catch {
+        // An exit status (a signal, a take that ended with its line said), or another error.
+        noteCloseLeftBehind()
+        throw error
     }
     noteCloseLeftBehind()
 }

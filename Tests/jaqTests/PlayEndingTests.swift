@@ -34,17 +34,18 @@ import Synchronization
         #expect(!said.contains("every frame of every file played"), "\(said)")
     }
 
-    /// The server stopped under a `jaq play` in rounds: status 1 and "the JACK server went away"
-    /// every time, within seconds, never the teardown watchdog's 15 s. libjack's close of a client
-    /// deadlocks after about one stop in 40 to 80 on a loaded machine (jack2 issue #395), and
-    /// jaq leaves such a close after 2 s (JackClients): jaq play then says so in a line, and
-    /// the rounds with that line are counted. `make test` runs 3 rounds; `make fuzz-gone` runs
-    /// JAQ_GONE_ROUNDS rounds with JAQ_GONE_LOAD=1, two busy threads loading the machine.
-    @Test func serverStoppedUnderPlayInRoundsEndsItWithinSecondsEveryTime() throws {
+    /// The server stopped under a `jaq play` (odd rounds) and a `jaq record` (even rounds), in
+    /// rounds: status 1 and "the JACK server went away" every time, within seconds, never the
+    /// teardown watchdog's 15 s, and the take so far a file that opens. libjack's close of a
+    /// client deadlocks after about one stop in 40 to 80 on a loaded machine (jack2 issue #395),
+    /// and jaq leaves such a close after 2 s (JackClients), saying so in a line; the rounds with
+    /// that line are counted. `make test` runs 4 rounds; `make fuzz-gone` runs JAQ_GONE_ROUNDS
+    /// rounds with JAQ_GONE_LOAD=1, two busy threads loading the machine.
+    @Test func serverStoppedUnderPlayOrRecordInRoundsEndsItWithinSecondsEveryTime() throws {
         let environment = ProcessInfo.processInfo.environment
-        let rounds = environment["JAQ_GONE_ROUNDS"].flatMap(Int.init) ?? 3
+        let rounds = environment["JAQ_GONE_ROUNDS"].flatMap(Int.init) ?? 4
         let loaded = environment["JAQ_GONE_LOAD"] == "1"
-        let dir = scratchDirectory("play-server-gone-rounds")
+        let dir = scratchDirectory("server-gone-rounds")
         defer { removeScratch(dir) }
         try writeRamp("\(dir)/src.wav", frames: 10 * 48000, channels: 2)
         let stopLoad = Atomic<Bool>(false)
@@ -66,30 +67,40 @@ import Synchronization
         }
         var leftCloses = 0
         for round in 1...rounds {
+            let playing = round % 2 == 1
             let server = try JackServer()
             defer { server.stop() }
-            let logPath = "\(dir)/play-\(round).log"
-            let play = try jaqInBackground(["play", "src.wav"], server: server, log: logPath, directory: dir)
-            guard waitUntil(20, poll: 0.02, { log(logPath).contains("jaq play: playing 1 file") }) else {
-                Issue.record("round \(round): jaq play did not start: \(log(logPath))")
-                kill(play.processIdentifier, SIGKILL)
-                _ = waitForExit(play, timeout: 10)
+            let logPath = "\(dir)/round-\(round).log"
+            let take = "\(dir)/take-\(round).wav"
+            let arguments = playing ? ["play", "src.wav"] : ["record", "-o", take, "system:capture_1$"]
+            let started = playing ? "jaq play: playing 1 file" : "jaq record: recording 1 track"
+            let process = try jaqInBackground(arguments, server: server, log: logPath, directory: dir)
+            guard waitUntil(20, poll: 0.02, { log(logPath).contains(started) }) else {
+                Issue.record("round \(round): jaq \(arguments[0]) did not start: \(log(logPath))")
+                kill(process.processIdentifier, SIGKILL)
+                _ = waitForExit(process, timeout: 10)
                 continue
             }
             usleep(UInt32(200_000 + 50_000 * (round % 5)))
             server.stop()
             let stopped = Date()
-            let status = waitForExit(play, timeout: 30)
+            let status = waitForExit(process, timeout: 30)
             let took = Date().timeIntervalSince(stopped)
             let said = log(logPath)
             #expect(status == 1, "round \(round): status \(status): \(said)")
             // Two closes left after 2 s each at most, and a margin.
-            #expect(took < 8, "round \(round): jaq play took \(String(format: "%.1f", took)) s to exit: \(said)")
-            #expect(said.contains("jaq play: the JACK server went away: playing stopped"), "round \(round): \(said)")
+            #expect(took < 8, "round \(round): jaq \(arguments[0]) took \(String(format: "%.1f", took)) s to exit: \(said)")
+            let gone = playing ? "jaq play: the JACK server went away: playing stopped"
+                               : "jaq record: the JACK server went away; the take is complete up to"
+            #expect(said.contains(gone), "round \(round): \(said)")
             #expect(!said.contains("took over 15 s"), "round \(round): \(said)")
+            if !playing {
+                let planes = try? readPlanes(take)
+                #expect((planes?.first?.count ?? 0) > 0, "round \(round): the take so far does not open: \(said)")
+            }
             if said.contains("jack2 issue #395") { leftCloses += 1 }
         }
-        print("PlayEndingTests: \(rounds) servers stopped under jaq play\(loaded ? " (loaded)" : ""), "
+        print("PlayEndingTests: \(rounds) servers stopped under jaq play and jaq record\(loaded ? " (loaded)" : ""), "
               + "\(leftCloses) with a close libjack did not finish, left after 2 s")
     }
 
