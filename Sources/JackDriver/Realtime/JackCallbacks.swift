@@ -131,7 +131,7 @@ func jackThreadInit(_ argument: UnsafeMutableRawPointer?) {
 /// allows 0.1 to 100 ms).
 let processThreadSliceNanoseconds: UInt64 = 500_000
 
-/// Shutdown: like a signal handler, only a flag and a semaphore post.
+/// Shutdown: like a signal handler, only flags (the client's, and the process's for JackClients) and a semaphore post.
 func jackShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ argument: UnsafeMutableRawPointer?) {
     guard let argument else { return }
     let rt = argument.assumingMemoryBound(to: JackClientRealtime.self)
