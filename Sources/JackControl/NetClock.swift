@@ -107,9 +107,37 @@ public final class NetClockReader: @unchecked Sendable {
 
     /// Opens the client on `serverName`, connects its input to the output port `port` names
     /// (a name or a regular expression naming one port) and starts reading.
+    ///
+    /// jackd 1.9.21 sometimes never runs a client it has activated: it logs the client as
+    /// triggered and not finished, and the server's graph waits on it (netjack2's slave logs
+    /// "Process error" every cycle). Seen when a client of the same name had just left: `jaq time
+    /// --clock` then `jaq play --clock` on a netjack2 slave, in 6 of 11 full test runs. A reader
+    /// that runs no cycle within a second is closed and opened again (up to `openAttempts`
+    /// times, the last kept as it is), as a queue's client is (JackDevice+Client.swift).
     /// - Throws: `NetClockError` with the reason: no server, no such port, more than one.
     public init(serverName: String?, port: String, clientName: String = "jaq-clock-in") throws {
         JackMessages.install()
+        var attempt = 1
+        while true {
+            let opened = try Self.open(serverName: serverName, port: port, clientName: clientName)
+            if attempt == Self.openAttempts || Self.runsCycles(opened.state, within: 1) {
+                state = opened.state
+                source = opened.source
+                return
+            }
+            closeClockClient(opened.state.pointee.client, opened.state, serverGone: false)
+            attempt += 1
+            // Long enough for the server to have let go of this client's name.
+            HostClock.sleep(seconds: 0.25)
+        }
+    }
+
+    /// Opens of a reader that runs no cycle, the last one kept.
+    static let openAttempts = 3
+
+    /// One open of the reader: the client, its port, connected and active.
+    private static func open(serverName: String?, port: String,
+                             clientName: String) throws -> (state: UnsafeMutablePointer<NetClockReaderRealtime>, source: String) {
         if let stuck = JackClients.stuckReason { throw NetClockError(stuck) }
         var status = jack_status_t(0)
         guard let client = JackClients.open(clientName, JackNullOption, &status, serverName) else {
@@ -127,24 +155,37 @@ public final class NetClockReader: @unchecked Sendable {
             JackClients.close(client, serverGone: false)
             throw NetClockError("names \(matched.count) ports (\(matched.prefix(4).joined(separator: ", "))); the clock is one port")
         }
-        source = matched[0]
+        let source = matched[0]
         guard let input = jack_port_register(client, "clock", jaq_jack_default_audio_type(), UInt(JackPortIsInput.rawValue), 0) else {
             JackClients.close(client, serverGone: false)
             throw NetClockError("cannot register a port")
         }
-        state = .allocate(capacity: 1)
+        let state = UnsafeMutablePointer<NetClockReaderRealtime>.allocate(capacity: 1)
         state.initialize(to: NetClockReaderRealtime(client: client, port: input))
         jack_set_process_callback(client, netClockReaderProcess, UnsafeMutableRawPointer(state))
         let inputName = String(cString: jack_port_name(input))
         guard jack_activate(client) == 0 else {
-            close()
+            closeClockClient(client, state, serverGone: false)
             throw NetClockError("cannot activate the clock reader")
         }
         let connected = JackPorts.connect(client, source, inputName)
         guard connected == 0 || connected == EEXIST else {
-            close()
+            closeClockClient(client, state, serverGone: false)
             throw NetClockError("cannot connect to it")
         }
+        return (state, source)
+    }
+
+    /// Whether the reader's process callback runs within `seconds` (a cycle read, clock or not).
+    private static func runsCycles(_ state: UnsafeMutablePointer<NetClockReaderRealtime>, within seconds: Double) -> Bool {
+        let deadline = Deadline.after(seconds: seconds)
+        repeat {
+            if state.pointee.readableCycles.load(ordering: .relaxed) + state.pointee.unreadableCycles.load(ordering: .relaxed) > 0 {
+                return true
+            }
+            HostClock.sleep(seconds: 0.002)
+        } while !deadline.hasPassed
+        return false
     }
 
     /// The clock once locked: master frame = local frame + `offset` (mod 2^32) for the data the
