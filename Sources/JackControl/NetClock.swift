@@ -176,16 +176,18 @@ public final class NetClockReader: @unchecked Sendable {
         return (state, source)
     }
 
-    /// Whether the reader's process callback runs within `seconds` (a cycle read, clock or not).
+    /// Whether the reader's process callback runs within `seconds` (a cycle read, clock or not),
+    /// waited for a cycle at a time as a queue's first cycle is (`JackCycleClock.sleepTowardNextCycle`).
     private static func runsCycles(_ state: UnsafeMutablePointer<NetClockReaderRealtime>, within seconds: Double) -> Bool {
         let deadline = Deadline.after(seconds: seconds)
-        repeat {
-            if state.pointee.readableCycles.load(ordering: .relaxed) + state.pointee.unreadableCycles.load(ordering: .relaxed) > 0 {
-                return true
-            }
-            HostClock.sleep(seconds: 0.002)
-        } while !deadline.hasPassed
-        return false
+        func ran() -> Bool {
+            state.pointee.readableCycles.load(ordering: .relaxed) + state.pointee.unreadableCycles.load(ordering: .relaxed) > 0
+        }
+        while !ran() {
+            if deadline.hasPassed { return false }
+            JackCycleClock.sleepTowardNextCycle(state.pointee.client)
+        }
+        return true
     }
 
     /// The clock once locked: master frame = local frame + `offset` (mod 2^32) for the data the

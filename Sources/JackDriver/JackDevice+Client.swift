@@ -94,7 +94,7 @@ extension JackDevice {
             let deadline = Deadline.after(seconds: 1)
             while rt.pointee.cyclesRun.load(ordering: .relaxed) == 0 && !deadline.hasPassed
                     && !rt.pointee.shutDown.load(ordering: .acquiring) {
-                sleepTowardNextCycle(client)
+                JackCycleClock.sleepTowardNextCycle(client)
             }
             if rt.pointee.cyclesRun.load(ordering: .relaxed) == 0 && !rt.pointee.shutDown.load(ordering: .acquiring) {
                 jack_deactivate(client)

@@ -227,7 +227,7 @@ final class JackDevice: AudioDevice, @unchecked Sendable {
                 rt.pointee.processor.store(record, ordering: .sequentiallyConsistent)
                 return
             }
-            Self.sleepTowardNextCycle(rt.pointee.client)
+            JackCycleClock.sleepTowardNextCycle(rt.pointee.client)
         }
     }
 

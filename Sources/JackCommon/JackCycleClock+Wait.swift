@@ -1,19 +1,19 @@
+import CJack
 import Glibc
-import JackCommon
 import QueueCore
 
-extension JackDevice {
+extension JackCycleClock {
     /// How long a control thread sleeps at a time while the clock cannot say when this client
     /// runs next (no cycle yet, a cycle just begun, freewheel).
-    static let cyclePollSeconds = 0.0005
+    public static let cyclePollSeconds = 0.0005
 
-    /// One sleep of a control thread waiting for the realtime side (a command applied, the
-    /// first cycle): until a little after the server's next cycle is due, by its clock
+    /// One sleep of a control thread waiting for a client's realtime side (a queue's command
+    /// applied, a client's first cycle): until a little after the server's next cycle is due, by its clock
     /// (`jack_get_cycle_times`), when this client has probably run once more; half a
     /// millisecond where the clock cannot say. Waiting out a period in half-millisecond steps
     /// woke the waiting thread about ten times per cycle, some thirty times per queue started
     /// and stopped (issue #29).
-    static func sleepTowardNextCycle(_ client: OpaquePointer) {
+    public static func sleepTowardNextCycle(_ client: OpaquePointer) {
         guard let clock = JackCycleClock.read(client), clock.periodMicroseconds > 0 else {
             return HostClock.sleep(seconds: cyclePollSeconds)
         }
